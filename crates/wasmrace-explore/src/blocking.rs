@@ -1,0 +1,1 @@
+//! Blocking avoidance off: a wrapper that lets strategies schedule threads onto blocking operations (Concuerror §VI-A).

@@ -1,0 +1,281 @@
+//! The exploration loop: runs a strategy against a program, one execution
+//! after another, within explicit bounds; resumes executions from held
+//! snapshots or by replaying a prefix; stops at the first bug (by default).
+
+use crate::program::{Program, Status};
+use crate::strategy::{BoundHit, Context, Outcome, Start, Strategy};
+use std::time::{Duration, Instant};
+use wasmrace_trace::{Decision, Failure, FailureKind, OpKind, Tid};
+
+/// Every bound of an exploration. Hitting one is reported with the name of
+/// the knob that raises it.
+#[derive(Clone, Debug)]
+pub struct Config {
+    /// Executions to run at most (`--max-executions`). Default 100,000.
+    pub max_executions: u64,
+    /// Steps per execution at most (`--max-steps`); an execution that takes
+    /// more fails as a possible livelock. Default 10,000.
+    pub max_steps: u64,
+    /// Wall-clock budget for the whole exploration (`--time-budget`). Only
+    /// checked between executions; a run cut by time is not reproducible in
+    /// length, which the report says. Default: none.
+    pub time_budget: Option<Duration>,
+    /// Snapshot policy: take a snapshot after a step once this much cost
+    /// (instructions for wasm) has accumulated since the previous one on the
+    /// current path. `Some(0)` snapshots after every step, `None` never;
+    /// without a snapshot, a resumed execution is replayed from the start.
+    /// Default `Some(200_000)`: cheaper to replay than to copy below that.
+    pub snapshot_every_cost: Option<u64>,
+    /// Snapshots held at most along the current path (oldest beyond that are
+    /// dropped). Default 64.
+    pub max_snapshots: usize,
+    /// Stop at the first failing execution. Default true.
+    pub stop_on_first_bug: bool,
+}
+
+impl Default for Config {
+    fn default() -> Self {
+        Config {
+            max_executions: 100_000,
+            max_steps: 10_000,
+            time_budget: None,
+            snapshot_every_cost: Some(200_000),
+            max_snapshots: 64,
+            stop_on_first_bug: true,
+        }
+    }
+}
+
+/// A failing execution: the failure and the decisions that lead to it.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub struct Bug {
+    pub failure: Failure,
+    pub schedule: Vec<Decision>,
+    /// 1-based index of the execution that found it.
+    pub execution: u64,
+}
+
+#[derive(Clone, Debug, Default)]
+pub struct Report {
+    pub executions: u64,
+    /// Steps the program ran, replayed prefixes included.
+    pub steps: u64,
+    /// Steps run only to get back to a resume point.
+    pub replayed_steps: u64,
+    pub snapshots_taken: u64,
+    pub restores: u64,
+    pub bugs: Vec<Bug>,
+    /// Executions that failed (the hit count used by sampling statistics).
+    pub failing_executions: u64,
+    /// The strategy explored its whole space (within its own bound).
+    pub exhausted: bool,
+    /// The explorer bound that ended the run early, if one did.
+    pub stopped_by: Option<BoundHit>,
+    /// A bound of the strategy that pruned part of the space, if one did.
+    pub strategy_bound: Option<BoundHit>,
+    pub elapsed: Duration,
+}
+
+impl Report {
+    pub fn first_bug(&self) -> Option<&Bug> {
+        self.bugs.first()
+    }
+}
+
+#[derive(Debug, thiserror::Error)]
+pub enum ExploreError<E: std::error::Error + 'static> {
+    #[error(transparent)]
+    Program(E),
+    #[error("strategy `{strategy}` chose thread `{thread}` (alternative {alt}) at step {step}, which is not enabled")]
+    InvalidDecision { strategy: String, thread: String, alt: u32, step: usize },
+    #[error("strategy `{strategy}` asked to resume after {prefix_len} steps, but the previous execution had only {len}")]
+    BadResume { strategy: String, prefix_len: usize, len: usize },
+    #[error("the program reports running with no enabled thread at step {step} (a program must report a deadlock itself)")]
+    NoEnabledThread { step: usize },
+}
+
+/// Progress notifications, e.g. for a progress bar. Called after each
+/// execution with the executions run so far.
+pub type ProgressFn<'a> = dyn FnMut(&Report) + 'a;
+
+pub struct Explorer<P: Program> {
+    pub program: P,
+    pub config: Config,
+}
+
+impl<P: Program> Explorer<P> {
+    pub fn new(program: P, config: Config) -> Self {
+        Explorer { program, config }
+    }
+
+    pub fn run(&mut self, strategy: &mut dyn Strategy) -> Result<Report, ExploreError<P::Error>> {
+        self.run_with_progress(strategy, &mut |_| {})
+    }
+
+    pub fn run_with_progress(
+        &mut self,
+        strategy: &mut dyn Strategy,
+        progress: &mut ProgressFn<'_>,
+    ) -> Result<Report, ExploreError<P::Error>> {
+        let started = Instant::now();
+        let mut report = Report::default();
+        let mut decisions: Vec<Decision> = Vec::new();
+        // The operation each decision ran, for preemption accounting after a
+        // resume (a switch after `yield_now` is not a preemption).
+        let mut ops: Vec<Option<OpKind>> = Vec::new();
+        // Snapshots along the current path: (prefix length, snapshot).
+        let mut snaps: Vec<(usize, P::Snapshot)> = Vec::new();
+        // Cost accumulated since the last snapshot, per prefix length.
+        let mut costs: Vec<u64> = Vec::new();
+        let cfg = self.config.clone();
+
+        loop {
+            if report.executions >= cfg.max_executions {
+                report.stopped_by = Some(BoundHit {
+                    bound: "executions",
+                    value: cfg.max_executions,
+                    knob: "--max-executions",
+                });
+                break;
+            }
+            if let Some(budget) = cfg.time_budget {
+                if started.elapsed() >= budget {
+                    report.stopped_by = Some(BoundHit {
+                        bound: "time budget (seconds)",
+                        value: budget.as_secs(),
+                        knob: "--time-budget",
+                    });
+                    break;
+                }
+            }
+            let Some(start) = strategy.begin(report.executions) else {
+                report.exhausted = strategy.exhausted();
+                break;
+            };
+            report.executions += 1;
+
+            // Get to the start point.
+            let mut last: Option<(Tid, Option<OpKind>)> = None;
+            match start {
+                Start::Fresh => {
+                    self.program.reset().map_err(ExploreError::Program)?;
+                    decisions.clear();
+                    ops.clear();
+                    snaps.clear();
+                    costs.clear();
+                }
+                Start::Resume { prefix_len } => {
+                    if prefix_len > decisions.len() {
+                        return Err(ExploreError::BadResume {
+                            strategy: strategy.name().to_string(),
+                            prefix_len,
+                            len: decisions.len(),
+                        });
+                    }
+                    while snaps.last().is_some_and(|(len, _)| *len > prefix_len) {
+                        snaps.pop();
+                    }
+                    let from = match snaps.last() {
+                        Some((len, snap)) => {
+                            self.program.restore(snap).map_err(ExploreError::Program)?;
+                            report.restores += 1;
+                            *len
+                        }
+                        None => {
+                            self.program.reset().map_err(ExploreError::Program)?;
+                            0
+                        }
+                    };
+                    for &d in &decisions[from..prefix_len] {
+                        self.program.step(d).map_err(ExploreError::Program)?;
+                        report.steps += 1;
+                        report.replayed_steps += 1;
+                    }
+                    if prefix_len > 0 {
+                        last = Some((decisions[prefix_len - 1].tid, ops[prefix_len - 1]));
+                    }
+                    decisions.truncate(prefix_len);
+                    ops.truncate(prefix_len);
+                    costs.truncate(prefix_len);
+                }
+            }
+
+            let outcome = loop {
+                match self.program.status() {
+                    Status::Running => {}
+                    Status::Finished => break Outcome::Finished,
+                    Status::Failed(f) => break Outcome::Failed(f.clone()),
+                }
+                if decisions.len() as u64 >= cfg.max_steps {
+                    let who = last.map(|(t, _)| self.program.thread_name(t));
+                    break Outcome::Failed(Failure::new(
+                        FailureKind::StepLimit,
+                        who,
+                        format!(
+                            "execution exceeded `{}` steps (possible livelock); raise --max-steps",
+                            cfg.max_steps
+                        ),
+                    ));
+                }
+                let ctx = Context {
+                    step: decisions.len(),
+                    threads: self.program.threads(),
+                    last,
+                    prefix: &decisions,
+                };
+                if ctx.enabled().next().is_none() {
+                    return Err(ExploreError::NoEnabledThread { step: decisions.len() });
+                }
+                let Some(d) = strategy.decide(&ctx) else {
+                    break Outcome::Abandoned;
+                };
+                let valid = ctx
+                    .thread(d.tid)
+                    .is_some_and(|t| t.pending.enabled && d.alt < t.pending.alts);
+                if !valid {
+                    return Err(ExploreError::InvalidDecision {
+                        strategy: strategy.name().to_string(),
+                        thread: self.program.thread_name(d.tid),
+                        alt: d.alt,
+                        step: decisions.len(),
+                    });
+                }
+                let info = self.program.step(d).map_err(ExploreError::Program)?;
+                report.steps += 1;
+                strategy.observe(info);
+                last = Some((d.tid, info.op));
+                let cost = info.cost;
+                decisions.push(d);
+                ops.push(info.op);
+                let acc = costs.last().copied().unwrap_or(0) + cost;
+                costs.push(acc);
+                if let Some(every) = cfg.snapshot_every_cost {
+                    let since = snaps.last().map(|(len, _)| costs[*len - 1]).unwrap_or(0);
+                    if acc - since >= every && matches!(self.program.status(), Status::Running) {
+                        if let Some(s) = self.program.snapshot().map_err(ExploreError::Program)? {
+                            report.snapshots_taken += 1;
+                            snaps.push((decisions.len(), s));
+                            if snaps.len() > cfg.max_snapshots {
+                                snaps.remove(0);
+                            }
+                        }
+                    }
+                }
+            };
+            strategy.end(&outcome);
+            if let Outcome::Failed(failure) = outcome {
+                report.failing_executions += 1;
+                if report.bugs.is_empty() || !cfg.stop_on_first_bug {
+                    report.bugs.push(Bug { failure, schedule: decisions.clone(), execution: report.executions });
+                }
+                if cfg.stop_on_first_bug {
+                    break;
+                }
+            }
+            progress(&report);
+        }
+        report.strategy_bound = strategy.bound_hit();
+        report.elapsed = started.elapsed();
+        Ok(report)
+    }
+}

@@ -1,0 +1,19 @@
+//! Exploration of concurrent programs, one scheduling decision at a time.
+//!
+//! Strategies work on the abstract [`Program`] interface (threads, pending
+//! operations with the objects they touch, optional snapshots) and never on
+//! wasm. The [`Explorer`] runs a [`Strategy`] against a program within
+//! explicit bounds. [`model`] is a small pure-Rust program language used to
+//! unit-test strategies exactly.
+
+pub mod blocking;
+pub mod explorer;
+pub mod model;
+pub mod program;
+pub mod strategies;
+pub mod strategy;
+
+pub use explorer::{Bug, Config, ExploreError, Explorer, Report};
+pub use program::{is_preemption, Pending, Program, Status, StepInfo, ThreadView};
+pub use strategy::{BoundHit, Context, Outcome, Start, Strategy};
+pub use wasmrace_trace as trace;

@@ -1,0 +1,1 @@
+//! A small pure-Rust program language for unit-testing strategies.

@@ -1,0 +1,134 @@
+//! The abstract program interface every strategy works on. The wasm host
+//! implements it for guests; `model` implements it for small pure-Rust
+//! programs used in unit tests. Strategies never see more than this.
+
+use wasmrace_trace::{Access, Decision, Failure, OpKind, Tid};
+
+/// The operation a live thread will perform when it is next scheduled.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub struct Pending {
+    pub op: OpKind,
+    /// Whether the operation can run now (a held lock, an empty mailbox or a
+    /// join on a live thread make it disabled).
+    pub enabled: bool,
+    /// Number of alternatives (>= 1): `choose(n)` has `n`, `notify_one` with
+    /// `k` waiters has `k`; everything else has 1.
+    pub alts: u32,
+    /// The objects the operation will touch if run now, and how. This is a
+    /// prediction made before the step; `StepInfo::accesses` is what happened.
+    pub accesses: Vec<Access>,
+    /// Stable id of the call site in the guest (0 when unknown). Equal sites
+    /// are the same program statement in every execution.
+    pub site: u64,
+}
+
+/// A live (not yet exited) thread and its pending operation.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub struct ThreadView {
+    pub tid: Tid,
+    pub pending: Pending,
+}
+
+/// Where the current execution stands.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub enum Status {
+    /// Some thread is enabled.
+    Running,
+    /// Every thread has exited.
+    Finished,
+    /// A failure ended the execution (panic, trap, deadlock, ...).
+    Failed(Failure),
+}
+
+/// What one step did, as seen by strategies.
+#[derive(Clone, Debug, Default, PartialEq, Eq)]
+pub struct StepInfo {
+    pub tid: Tid,
+    pub alt: u32,
+    pub op: Option<OpKind>,
+    /// Objects actually touched and how (a failed compare-exchange reads).
+    pub accesses: Vec<Access>,
+    pub site: u64,
+    /// Threads this step created, in creation order.
+    pub spawned: Vec<Tid>,
+    /// Deterministic measure of the work the step did (instructions for wasm,
+    /// operations for models); drives the snapshot policy.
+    pub cost: u64,
+}
+
+/// A concurrent program that can be run one scheduling decision at a time.
+///
+/// Contract:
+/// - `reset` starts a new execution from the initial state; the same sequence
+///   of decisions after `reset` always yields the same steps (determinism).
+/// - `threads` lists live threads in creation order, blocked ones included.
+/// - `step` runs one enabled decision; a decision naming a disabled or
+///   unknown thread, or an `alt` out of range, is an error, not a failure.
+/// - `snapshot`/`restore` are optional: a program that cannot snapshot
+///   returns `Ok(None)`; after `restore(s)` the program behaves exactly as it
+///   did when `s` was taken.
+pub trait Program {
+    type Snapshot;
+    type Error: std::error::Error + Send + Sync + 'static;
+
+    fn reset(&mut self) -> Result<(), Self::Error>;
+    fn threads(&self) -> &[ThreadView];
+    fn status(&self) -> &Status;
+    fn step(&mut self, decision: Decision) -> Result<&StepInfo, Self::Error>;
+
+    fn snapshot(&mut self) -> Result<Option<Self::Snapshot>, Self::Error> {
+        Ok(None)
+    }
+    fn restore(&mut self, snapshot: &Self::Snapshot) -> Result<(), Self::Error>;
+    /// A hash of the whole program state, when the program can compute one.
+    fn state_hash(&mut self) -> Option<[u8; 32]> {
+        None
+    }
+    /// Display name of a thread (`main.1`).
+    fn thread_name(&self, tid: Tid) -> String;
+}
+
+impl<P: Program + ?Sized> Program for &mut P {
+    type Snapshot = P::Snapshot;
+    type Error = P::Error;
+    fn reset(&mut self) -> Result<(), Self::Error> {
+        (**self).reset()
+    }
+    fn threads(&self) -> &[ThreadView] {
+        (**self).threads()
+    }
+    fn status(&self) -> &Status {
+        (**self).status()
+    }
+    fn step(&mut self, d: Decision) -> Result<&StepInfo, Self::Error> {
+        (**self).step(d)
+    }
+    fn snapshot(&mut self) -> Result<Option<Self::Snapshot>, Self::Error> {
+        (**self).snapshot()
+    }
+    fn restore(&mut self, s: &Self::Snapshot) -> Result<(), Self::Error> {
+        (**self).restore(s)
+    }
+    fn state_hash(&mut self) -> Option<[u8; 32]> {
+        (**self).state_hash()
+    }
+    fn thread_name(&self, tid: Tid) -> String {
+        (**self).thread_name(tid)
+    }
+}
+
+/// Whether switching from `last` to `next` preempts `last`: `last` could
+/// have continued (it is live and enabled) and did not give up the processor
+/// with `yield_now`. Switches forced by blocking or exiting are not
+/// preemptions (Musuvathi & Qadeer's definition, as Concuerror uses it).
+pub fn is_preemption(threads: &[ThreadView], last: Option<(Tid, Option<OpKind>)>, next: Tid) -> bool {
+    match last {
+        None => false,
+        Some((t, op)) => {
+            if t == next || op == Some(OpKind::Yield) {
+                return false;
+            }
+            threads.iter().any(|v| v.tid == t && v.pending.enabled)
+        }
+    }
+}

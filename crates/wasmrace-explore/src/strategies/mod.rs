@@ -1,0 +1,1 @@
+//! The built-in strategies, one per file.

@@ -1,0 +1,131 @@
+//! The one small trait every exploration strategy implements, modelled on
+//! shuttle's `Scheduler`: the explorer asks where to start each execution and
+//! which decision to take at each step; the strategy never touches the
+//! program itself, which keeps strategies testable on pure-Rust models.
+
+use crate::program::{StepInfo, ThreadView};
+use wasmrace_trace::{Decision, Failure, OpKind, Tid};
+
+/// Where the next execution starts.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum Start {
+    /// From the program's initial state.
+    Fresh,
+    /// After the first `prefix_len` decisions of the previous execution. The
+    /// explorer gets there by restoring a snapshot it holds or by replaying
+    /// those decisions, without asking the strategy; the strategy's next
+    /// `decide` is for step `prefix_len`.
+    Resume { prefix_len: usize },
+}
+
+/// What a strategy sees when it must decide.
+pub struct Context<'a> {
+    /// 0-based index of the step about to be taken in this execution.
+    pub step: usize,
+    /// Live threads in creation order, blocked ones included.
+    pub threads: &'a [ThreadView],
+    /// The thread that took the previous step and the operation it ran.
+    pub last: Option<(Tid, Option<OpKind>)>,
+    /// Decisions taken so far in this execution (including a resumed prefix).
+    pub prefix: &'a [Decision],
+}
+
+impl Context<'_> {
+    /// Enabled decisions in a canonical order: threads in creation order, and
+    /// for each its alternatives in increasing order.
+    pub fn enabled(&self) -> impl Iterator<Item = Decision> + '_ {
+        self.threads
+            .iter()
+            .filter(|t| t.pending.enabled)
+            .flat_map(|t| (0..t.pending.alts).map(move |a| Decision::new(t.tid, a)))
+    }
+
+    pub fn thread(&self, tid: Tid) -> Option<&ThreadView> {
+        self.threads.iter().find(|t| t.tid == tid)
+    }
+
+    pub fn is_preemption(&self, next: Tid) -> bool {
+        crate::program::is_preemption(self.threads, self.last, next)
+    }
+}
+
+/// How an execution ended, as reported to the strategy.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub enum Outcome {
+    Finished,
+    Failed(Failure),
+    /// The strategy gave up on this execution (`decide` returned `None`).
+    Abandoned,
+}
+
+/// A bound that cut exploration short, and the knob that raises it.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub struct BoundHit {
+    pub bound: &'static str,
+    pub value: u64,
+    /// Name of the config field / CLI flag that raises it (`--preemption-bound`).
+    pub knob: &'static str,
+}
+
+pub trait Strategy {
+    /// Short name used in reports and schedule files (`dfs`, `random`).
+    fn name(&self) -> &str;
+
+    /// The seed that, with the same options, reproduces this strategy's run.
+    fn seed(&self) -> u64 {
+        0
+    }
+
+    /// Starts the next execution, or returns `None` when the strategy has
+    /// nothing more to explore. `executions` counts executions begun so far.
+    fn begin(&mut self, executions: u64) -> Option<Start>;
+
+    /// Picks the next decision; it must be one of `ctx.enabled()`. Returning
+    /// `None` abandons the execution (e.g. a replayed schedule diverged).
+    fn decide(&mut self, ctx: &Context<'_>) -> Option<Decision>;
+
+    /// Called after every step the explorer takes, replayed ones included.
+    fn observe(&mut self, _step: &StepInfo) {}
+
+    /// Called when an execution ends.
+    fn end(&mut self, _outcome: &Outcome) {}
+
+    /// True once the strategy has explored its whole space (within its own
+    /// bound, if it has one; see `bound_hit`).
+    fn exhausted(&self) -> bool {
+        false
+    }
+
+    /// A bound of the strategy's own (e.g. preemptions) that pruned part of
+    /// the space, if any did.
+    fn bound_hit(&self) -> Option<BoundHit> {
+        None
+    }
+}
+
+impl<S: Strategy + ?Sized> Strategy for Box<S> {
+    fn name(&self) -> &str {
+        (**self).name()
+    }
+    fn seed(&self) -> u64 {
+        (**self).seed()
+    }
+    fn begin(&mut self, executions: u64) -> Option<Start> {
+        (**self).begin(executions)
+    }
+    fn decide(&mut self, ctx: &Context<'_>) -> Option<Decision> {
+        (**self).decide(ctx)
+    }
+    fn observe(&mut self, step: &StepInfo) {
+        (**self).observe(step)
+    }
+    fn end(&mut self, outcome: &Outcome) {
+        (**self).end(outcome)
+    }
+    fn exhausted(&self) -> bool {
+        (**self).exhausted()
+    }
+    fn bound_hit(&self) -> Option<BoundHit> {
+        (**self).bound_hit()
+    }
+}

@@ -1,0 +1,83 @@
+//! Why an execution failed, in a form both humans and schedule files can use.
+
+use serde::{Deserialize, Serialize};
+use std::fmt;
+
+#[derive(Clone, Copy, PartialEq, Eq, Debug, Serialize, Deserialize)]
+#[serde(rename_all = "kebab-case")]
+pub enum FailureKind {
+    /// A guest panic (`assert!`, `unwrap`, ...), with message and location.
+    Panic,
+    /// A wasm trap that was not a reported panic (e.g. out-of-bounds access).
+    Trap,
+    /// Every live thread is blocked.
+    Deadlock,
+    /// The execution took more steps than `max_steps` (possible livelock).
+    StepLimit,
+    /// One step ran out of fuel: a loop with no scheduling point.
+    FuelExhausted,
+    /// The guest asked for more memory than its limit.
+    MemoryLimit,
+    /// The guest misused the API: unlocking a mutex it does not hold, a
+    /// handle or thread id that does not exist, waiting on a condition
+    /// variable without holding the mutex.
+    Misuse,
+}
+
+impl FailureKind {
+    pub fn name(self) -> &'static str {
+        match self {
+            FailureKind::Panic => "panic",
+            FailureKind::Trap => "trap",
+            FailureKind::Deadlock => "deadlock",
+            FailureKind::StepLimit => "step limit",
+            FailureKind::FuelExhausted => "fuel exhausted",
+            FailureKind::MemoryLimit => "memory limit",
+            FailureKind::Misuse => "api misuse",
+        }
+    }
+}
+
+/// A blocked thread in a deadlock and what it waits for.
+#[derive(Clone, PartialEq, Eq, Debug, Serialize, Deserialize)]
+pub struct Waiting {
+    pub thread: String,
+    pub waits_for: String,
+}
+
+#[derive(Clone, PartialEq, Eq, Debug, Serialize, Deserialize)]
+pub struct Failure {
+    pub kind: FailureKind,
+    /// The thread that failed (display form of its path), if one did.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub thread: Option<String>,
+    pub message: String,
+    /// `file:line:col` of a panic, when the guest reported it.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub location: Option<String>,
+    /// For deadlocks: every blocked thread and what it waits for.
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub waiting: Vec<Waiting>,
+}
+
+impl Failure {
+    pub fn new(kind: FailureKind, thread: Option<String>, message: impl Into<String>) -> Self {
+        Failure { kind, thread, message: message.into(), location: None, waiting: Vec::new() }
+    }
+}
+
+impl fmt::Display for Failure {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        write!(f, "{}", self.kind.name())?;
+        if let Some(t) = &self.thread {
+            write!(f, " in thread `{t}`")?;
+        }
+        if !self.message.is_empty() {
+            write!(f, ": {}", self.message)?;
+        }
+        if let Some(l) = &self.location {
+            write!(f, " at {l}")?;
+        }
+        Ok(())
+    }
+}

@@ -1,0 +1,159 @@
+//! Stable identities: threads are named by their spawn path (Concuerror's
+//! scheme: `main`, `main.1`, `main.1.2`) and objects by creator + creation
+//! index, so that an id means the same thing in every interleaving and a
+//! schedule file keeps its meaning.
+
+use std::fmt;
+
+/// SplitMix64 finaliser: a fast, deterministic 64-bit mixer used to derive
+/// stable ids. Not cryptographic; collisions are as unlikely as for any
+/// 64-bit hash, which is ample for the few thousand ids of one test.
+pub const fn mix64(mut x: u64) -> u64 {
+    x = x.wrapping_add(0x9e37_79b9_7f4a_7c15);
+    x = (x ^ (x >> 30)).wrapping_mul(0xbf58_476d_1ce4_e5b9);
+    x = (x ^ (x >> 27)).wrapping_mul(0x94d0_49bb_1331_11eb);
+    x ^ (x >> 31)
+}
+
+/// A stable thread id: the hash of the thread's spawn path. The same logical
+/// thread gets the same `Tid` in every execution of the same test, whatever
+/// the interleaving; guests see it as the value inside `wasmrace::ThreadId`.
+#[derive(Clone, Copy, PartialEq, Eq, PartialOrd, Ord, Hash, Default)]
+pub struct Tid(pub u64);
+
+impl fmt::Debug for Tid {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        write!(f, "Tid({:#018x})", self.0)
+    }
+}
+
+/// Where a thread sits in the spawn tree: the main thread is the empty path,
+/// its second child `[2]`, that child's first child `[2, 1]`. Spawn indices
+/// count from 1 per parent, in the parent's program order.
+#[derive(Clone, PartialEq, Eq, PartialOrd, Ord, Hash, Default, Debug)]
+pub struct ThreadPath(pub Vec<u32>);
+
+const TID_SEED: u64 = 0x7761_736d_7261_6365; // "wasmrace"
+
+impl ThreadPath {
+    pub fn main() -> Self {
+        ThreadPath(Vec::new())
+    }
+
+    /// The path of this thread's `index`-th child (1-based).
+    pub fn child(&self, index: u32) -> Self {
+        let mut p = self.0.clone();
+        p.push(index);
+        ThreadPath(p)
+    }
+
+    pub fn tid(&self) -> Tid {
+        let mut h = TID_SEED;
+        for &i in &self.0 {
+            h = mix64(h ^ mix64(u64::from(i) + 1));
+        }
+        Tid(h)
+    }
+
+    /// Parses the display form (`main`, `main.1.2`).
+    pub fn parse(s: &str) -> Option<Self> {
+        let mut parts = s.split('.');
+        if parts.next()? != "main" {
+            return None;
+        }
+        let mut v = Vec::new();
+        for p in parts {
+            let n: u32 = p.parse().ok()?;
+            if n == 0 {
+                return None;
+            }
+            v.push(n);
+        }
+        Some(ThreadPath(v))
+    }
+}
+
+impl fmt::Display for ThreadPath {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        f.write_str("main")?;
+        for i in &self.0 {
+            write!(f, ".{i}")?;
+        }
+        Ok(())
+    }
+}
+
+/// A stable id of something threads can conflict on: a host object, one key
+/// of a table, a mailbox, a registry name, a thread's liveness. Two accesses
+/// conflict when they name the same `Oid` and one is not a read.
+#[derive(Clone, Copy, PartialEq, Eq, PartialOrd, Ord, Hash, Default)]
+pub struct Oid(pub u64);
+
+impl fmt::Debug for Oid {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        write!(f, "Oid({:#018x})", self.0)
+    }
+}
+
+/// Domain tags keep ids of different kinds of things apart.
+pub mod tag {
+    pub const OBJECT: u64 = 1;
+    pub const TABLE_KEY: u64 = 2;
+    pub const MAILBOX: u64 = 3;
+    pub const LIVENESS: u64 = 4;
+    pub const NAME: u64 = 5;
+}
+
+impl Oid {
+    /// The id of the `index`-th object (0-based) created by thread `creator`.
+    pub fn object(creator: Tid, index: u32) -> Oid {
+        Oid::derive(tag::OBJECT, creator.0, u64::from(index))
+    }
+    pub fn table_key(table: Oid, key: u64) -> Oid {
+        Oid::derive(tag::TABLE_KEY, table.0, key)
+    }
+    pub fn mailbox(t: Tid) -> Oid {
+        Oid::derive(tag::MAILBOX, t.0, 0)
+    }
+    pub fn liveness(t: Tid) -> Oid {
+        Oid::derive(tag::LIVENESS, t.0, 0)
+    }
+    pub fn name(name: &[u8]) -> Oid {
+        let mut h = tag::NAME;
+        for chunk in name.chunks(8) {
+            let mut b = [0u8; 8];
+            b[..chunk.len()].copy_from_slice(chunk);
+            h = mix64(h ^ u64::from_le_bytes(b));
+        }
+        Oid::derive(tag::NAME, h, name.len() as u64)
+    }
+    pub fn derive(tag: u64, a: u64, b: u64) -> Oid {
+        Oid(mix64(mix64(tag ^ mix64(a)) ^ b))
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn paths_round_trip_and_hash_apart() {
+        let p = ThreadPath::main().child(1).child(2);
+        assert_eq!(p.to_string(), "main.1.2");
+        assert_eq!(ThreadPath::parse("main.1.2"), Some(p.clone()));
+        assert_eq!(ThreadPath::parse("main"), Some(ThreadPath::main()));
+        assert_eq!(ThreadPath::parse("main.0"), None);
+        assert_eq!(ThreadPath::parse("mian.1"), None);
+        assert_ne!(p.tid(), ThreadPath::main().child(2).child(1).tid());
+        assert_ne!(ThreadPath::main().tid(), ThreadPath::main().child(1).tid());
+    }
+
+    #[test]
+    fn ids_of_different_kinds_differ() {
+        let t = ThreadPath::main().tid();
+        assert_ne!(Oid::mailbox(t), Oid::liveness(t));
+        assert_ne!(Oid::object(t, 0), Oid::object(t, 1));
+        assert_ne!(Oid::name(b"ab"), Oid::name(b"ab\0"));
+        assert_eq!(Oid::name(b"pong"), Oid::name(b"pong"));
+    }
+}

@@ -1,0 +1,18 @@
+//! Shared vocabulary of wasmrace: stable thread and object ids, operations,
+//! accesses, failures, readable traces and the versioned schedule file.
+//!
+//! This crate has no wasm dependency: the explorer, the host and the CLI all
+//! speak these types, and a schedule file written by one version of the host
+//! is read back here.
+
+mod ids;
+mod ops;
+mod failure;
+mod trace;
+mod schedule;
+
+pub use failure::{Failure, FailureKind, Waiting};
+pub use ids::{mix64, Oid, ThreadPath, Tid};
+pub use ops::{Access, AccessKind, Decision, OpKind};
+pub use schedule::{Schedule, ScheduleError, ScheduleStep, SCHEDULE_FORMAT, SCHEDULE_VERSION};
+pub use trace::{render_trace, TraceEvent};
