@@ -87,9 +87,18 @@ pub enum ExploreError<E: std::error::Error + 'static> {
     #[error(transparent)]
     Program(E),
     #[error("strategy `{strategy}` chose thread `{thread}` (alternative {alt}) at step {step}, which is not enabled")]
-    InvalidDecision { strategy: String, thread: String, alt: u32, step: usize },
+    InvalidDecision {
+        strategy: String,
+        thread: String,
+        alt: u32,
+        step: usize,
+    },
     #[error("strategy `{strategy}` asked to resume after {prefix_len} steps, but the previous execution had only {len}")]
-    BadResume { strategy: String, prefix_len: usize, len: usize },
+    BadResume {
+        strategy: String,
+        prefix_len: usize,
+        len: usize,
+    },
     #[error("the program reports running with no enabled thread at step {step} (a program must report a deadlock itself)")]
     NoEnabledThread { step: usize },
 }
@@ -130,6 +139,14 @@ impl<P: Program> Explorer<P> {
         let cfg = self.config.clone();
 
         loop {
+            // Ask the strategy first: a strategy that has just finished its
+            // space must be reported exhausted, not "stopped by a bound",
+            // even when the bound is reached at the same time. An execution
+            // begun and then cut by a bound is simply never run.
+            let Some(start) = strategy.begin(report.executions) else {
+                report.exhausted = strategy.exhausted();
+                break;
+            };
             if report.executions >= cfg.max_executions {
                 report.stopped_by = Some(BoundHit {
                     bound: "executions",
@@ -148,10 +165,6 @@ impl<P: Program> Explorer<P> {
                     break;
                 }
             }
-            let Some(start) = strategy.begin(report.executions) else {
-                report.exhausted = strategy.exhausted();
-                break;
-            };
             report.executions += 1;
 
             // Get to the start point.
@@ -224,7 +237,9 @@ impl<P: Program> Explorer<P> {
                     prefix: &decisions,
                 };
                 if ctx.enabled().next().is_none() {
-                    return Err(ExploreError::NoEnabledThread { step: decisions.len() });
+                    return Err(ExploreError::NoEnabledThread {
+                        step: decisions.len(),
+                    });
                 }
                 let Some(d) = strategy.decide(&ctx) else {
                     break Outcome::Abandoned;
@@ -266,7 +281,11 @@ impl<P: Program> Explorer<P> {
             if let Outcome::Failed(failure) = outcome {
                 report.failing_executions += 1;
                 if report.bugs.is_empty() || !cfg.stop_on_first_bug {
-                    report.bugs.push(Bug { failure, schedule: decisions.clone(), execution: report.executions });
+                    report.bugs.push(Bug {
+                        failure,
+                        schedule: decisions.clone(),
+                        execution: report.executions,
+                    });
                 }
                 if cfg.stop_on_first_bug {
                     break;

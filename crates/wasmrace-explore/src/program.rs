@@ -121,7 +121,11 @@ impl<P: Program + ?Sized> Program for &mut P {
 /// have continued (it is live and enabled) and did not give up the processor
 /// with `yield_now`. Switches forced by blocking or exiting are not
 /// preemptions (Musuvathi & Qadeer's definition, as Concuerror uses it).
-pub fn is_preemption(threads: &[ThreadView], last: Option<(Tid, Option<OpKind>)>, next: Tid) -> bool {
+pub fn is_preemption(
+    threads: &[ThreadView],
+    last: Option<(Tid, Option<OpKind>)>,
+    next: Tid,
+) -> bool {
     match last {
         None => false,
         Some((t, op)) => {

@@ -84,7 +84,11 @@ pub trait Strategy {
     /// `None` abandons the execution (e.g. a replayed schedule diverged).
     fn decide(&mut self, ctx: &Context<'_>) -> Option<Decision>;
 
-    /// Called after every step the explorer takes, replayed ones included.
+    /// Called after every step taken on a decision from `decide`. Steps the
+    /// explorer runs only to get back to a resume point are not observed
+    /// again: the strategy saw them in an earlier execution, and whether they
+    /// are replayed or restored from a snapshot depends on the snapshot
+    /// policy, which must not change what a strategy does.
     fn observe(&mut self, _step: &StepInfo) {}
 
     /// Called when an execution ends.
