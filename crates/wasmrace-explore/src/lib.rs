@@ -13,7 +13,12 @@ pub mod program;
 pub mod strategies;
 pub mod strategy;
 
+pub use blocking::WithoutBlockingAvoidance;
 pub use explorer::{Bug, Config, ExploreError, Explorer, Report};
 pub use program::{is_preemption, Pending, Program, Status, StepInfo, ThreadView};
+pub use strategies::{
+    Dfs, DfsOptions, Divergence, DivergenceReason, RandomWalk, RecordStats, Recorded, Recorder,
+    Replay,
+};
 pub use strategy::{BoundHit, Context, Outcome, Start, Strategy};
 pub use wasmrace_trace as trace;

@@ -1,1 +1,11 @@
-//! The built-in strategies, one per file.
+//! The built-in strategies, one per file, and the [`Recorder`] wrapper.
+
+pub mod dfs;
+pub mod random;
+pub mod record;
+pub mod replay;
+
+pub use dfs::{Dfs, DfsOptions};
+pub use random::RandomWalk;
+pub use record::{RecordStats, Recorded, Recorder};
+pub use replay::{Divergence, DivergenceReason, Replay};

@@ -1,0 +1,473 @@
+//! Concuerror-style depth-first search over interleavings (Christakis,
+//! Gotovos & Sagonas, ICST 2013, Algorithm 1), optionally with iterative
+//! preemption bounding (§VI-B, after Musuvathi & Qadeer, PLDI 2007).
+//!
+//! **Unbounded.** Algorithm 1 keeps a stack of unexplored prefixes: at every
+//! step it runs one enabled process and pushes `prefix + p` for every other
+//! enabled `p`. We keep the same search as one *frame* per depth of the
+//! current path (the decisions still to try there), which is that stack
+//! without the prefix copies: the prefix of an alternative is the current
+//! path up to its depth. Backtracking resumes the previous execution at the
+//! deepest frame with an untried decision (`Start::Resume`), and the explorer
+//! gets back there by restoring a snapshot or replaying.
+//!
+//! **Preemption bounded, iteratively.** With bound `c`, schedules are explored
+//! in iterations `k = 0, 1, ..., c`; iteration `k` explores exactly the
+//! schedules with `k` preemptions. Within an iteration only non-preemptive
+//! decisions branch (frames, `S_current` of the paper); a preemptive
+//! alternative is *deferred* to `S_next` as a prefix, or, in the last
+//! iteration, pruned (counted, and reported through `bound_hit`). Iteration
+//! `k + 1` then explores the subtree under each deferred prefix, whose last
+//! decision is its `(k+1)`-th preemption, again branching only
+//! non-preemptively. So every schedule with at most `c` preemptions is run
+//! exactly once, in nondecreasing order of preemptions.
+//!
+//! Deferred prefixes live in a shared prefix tree (an arena of
+//! `(parent, decision)` nodes with reference counts), so deferring an
+//! alternative costs one node, not a copy of the path, and nodes are freed
+//! as soon as no deferred prefix needs them.
+//!
+//! **Blocking avoidance and §VI-B.** The paper has to repair `S_next` when a
+//! process it had continued turns out to block (the switch it had counted as
+//! a preemption was not one). Our programs expose enabledness *before* each
+//! step, so a blocked thread is never scheduled and `Context::is_preemption`
+//! classifies every switch correctly when the alternative is created: the
+//! paper's adjusted algorithm falls out without repair. Wrapping the program
+//! in [`WithoutBlockingAvoidance`](crate::blocking::WithoutBlockingAvoidance)
+//! gives the naive search back for comparison.
+//!
+//! **Order.** At each step: continue the last thread (all its alternatives,
+//! ascending), then the other threads in creation order. So the first
+//! execution is non-preemptive. After a `yield_now` the yielding thread comes
+//! last instead: switching is free then, and a thread that yields in a spin
+//! loop would otherwise spin until the step limit in the very first
+//! execution.
+
+use crate::strategy::{BoundHit, Context, Start, Strategy};
+use wasmrace_trace::{Decision, OpKind};
+
+/// Options of [`Dfs`].
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
+pub struct DfsOptions {
+    /// Explore only schedules with at most this many preemptions
+    /// (`--preemption-bound`); `None` explores every schedule.
+    pub preemption_bound: Option<u32>,
+}
+
+/// Index of a node in the prefix arena; `NIL` is the empty prefix.
+type NodeId = u32;
+const NIL: NodeId = u32::MAX;
+
+#[derive(Clone, Copy, Debug)]
+struct Node {
+    parent: NodeId,
+    decision: Decision,
+    depth: u32,
+    /// Children nodes plus holders (a deferred entry, a frame, the current
+    /// subtree's base).
+    refs: u32,
+}
+
+/// A prefix tree of decisions with reference-counted nodes and a free list.
+#[derive(Debug, Default)]
+struct Arena {
+    nodes: Vec<Node>,
+    free: Vec<NodeId>,
+    live: usize,
+}
+
+impl Arena {
+    /// A new node `parent + decision`, held once by the caller.
+    fn push(&mut self, parent: NodeId, decision: Decision) -> NodeId {
+        let depth = if parent == NIL {
+            1
+        } else {
+            self.nodes[parent as usize].depth + 1
+        };
+        if parent != NIL {
+            self.nodes[parent as usize].refs += 1;
+        }
+        let node = Node {
+            parent,
+            decision,
+            depth,
+            refs: 1,
+        };
+        self.live += 1;
+        match self.free.pop() {
+            Some(id) => {
+                self.nodes[id as usize] = node;
+                id
+            }
+            None => {
+                self.nodes.push(node);
+                self.nodes.len() as NodeId - 1
+            }
+        }
+    }
+
+    /// Drops one hold on `id`, freeing it and then its ancestors that nothing
+    /// else holds.
+    fn release(&mut self, mut id: NodeId) {
+        while id != NIL {
+            let n = &mut self.nodes[id as usize];
+            n.refs -= 1;
+            if n.refs > 0 {
+                return;
+            }
+            let parent = n.parent;
+            self.free.push(id);
+            self.live -= 1;
+            id = parent;
+        }
+    }
+
+    /// The decisions from the root to `id`.
+    fn prefix(&self, mut id: NodeId) -> Vec<Decision> {
+        let len = if id == NIL {
+            0
+        } else {
+            self.nodes[id as usize].depth as usize
+        };
+        let mut out = vec![Decision::new(wasmrace_trace::Tid(0), 0); len];
+        while id != NIL {
+            let n = &self.nodes[id as usize];
+            out[n.depth as usize - 1] = n.decision;
+            id = n.parent;
+        }
+        out
+    }
+}
+
+/// The decisions to try at one depth of the current path.
+#[derive(Debug)]
+struct Frame {
+    /// In exploration order; `alts[next - 1]` is the one on the current path.
+    alts: Vec<Decision>,
+    next: usize,
+    /// Arena node of the path through `alts[next - 1]`, interned only when a
+    /// deferred alternative below needs it (bounded search).
+    node: NodeId,
+}
+
+impl Frame {
+    fn chosen(&self) -> Decision {
+        self.alts[self.next - 1]
+    }
+}
+
+/// Depth-first search over interleavings; see the module documentation.
+#[derive(Debug)]
+pub struct Dfs {
+    opts: DfsOptions,
+    started: bool,
+    exhausted: bool,
+    /// Decisions of the current (or, between executions, the last) execution.
+    path: Vec<Decision>,
+    /// The prefix under which the current subtree is explored (empty in the
+    /// unbounded search and in iteration 0): decisions at depths below
+    /// `forced.len()` are replayed from it, and frames start at its end.
+    forced: Vec<Decision>,
+    /// Arena node of `forced` (held), `NIL` when empty.
+    base_node: NodeId,
+    /// `frames[i]` is depth `forced.len() + i`.
+    frames: Vec<Frame>,
+    /// The next `decide` continues `frames.last()` with its next alternative.
+    resuming: bool,
+    /// The current iteration: schedules explored now have this many
+    /// preemptions (bounded search only).
+    iteration: u32,
+    /// Deferred prefixes of this iteration, popped from the end.
+    s_current: Vec<NodeId>,
+    /// Deferred prefixes for the next iteration, in deferral order.
+    s_next: Vec<NodeId>,
+    arena: Arena,
+    pruned: u64,
+    deferred: u64,
+    nondeterministic: u64,
+}
+
+impl Dfs {
+    pub fn new(opts: DfsOptions) -> Self {
+        Dfs {
+            opts,
+            started: false,
+            exhausted: false,
+            path: Vec::new(),
+            forced: Vec::new(),
+            base_node: NIL,
+            frames: Vec::new(),
+            resuming: false,
+            iteration: 0,
+            s_current: Vec::new(),
+            s_next: Vec::new(),
+            arena: Arena::default(),
+            pruned: 0,
+            deferred: 0,
+            nondeterministic: 0,
+        }
+    }
+
+    /// Explores every schedule.
+    pub fn unbounded() -> Self {
+        Self::new(DfsOptions {
+            preemption_bound: None,
+        })
+    }
+
+    /// Explores the schedules with at most `bound` preemptions, fewest first.
+    pub fn with_preemption_bound(bound: u32) -> Self {
+        Self::new(DfsOptions {
+            preemption_bound: Some(bound),
+        })
+    }
+
+    pub fn options(&self) -> DfsOptions {
+        self.opts
+    }
+
+    /// Preemptive alternatives cut off by the bound. Each is the root of at
+    /// least one unexplored schedule, so this is a lower bound on the number
+    /// of schedules pruned (counting them exactly would mean exploring them).
+    pub fn pruned(&self) -> u64 {
+        self.pruned
+    }
+
+    /// Preemptive alternatives deferred to a later iteration so far.
+    pub fn deferred(&self) -> u64 {
+        self.deferred
+    }
+
+    /// The iteration in progress: the number of preemptions of the schedules
+    /// being explored (always 0 without a bound).
+    pub fn current_preemptions(&self) -> u32 {
+        self.iteration
+    }
+
+    /// Executions abandoned because a decision the search had recorded was
+    /// not enabled when it came back to it: the program is not deterministic
+    /// (the same decisions did not lead to the same state).
+    pub fn nondeterministic(&self) -> u64 {
+        self.nondeterministic
+    }
+
+    /// Prefix-tree nodes alive (deferred prefixes and their ancestors).
+    pub fn stored_prefix_nodes(&self) -> usize {
+        self.arena.live
+    }
+
+    /// Enabled decisions in exploration order (see the module docs).
+    fn ordered(ctx: &Context<'_>) -> Vec<Decision> {
+        let last = ctx.last.map(|(t, _)| t);
+        let yielded = matches!(ctx.last, Some((_, Some(OpKind::Yield))));
+        let of = |t: &crate::program::ThreadView| {
+            let tid = t.tid;
+            (0..t.pending.alts).map(move |a| Decision::new(tid, a))
+        };
+        let mut out = Vec::new();
+        let last_view = last
+            .and_then(|t| ctx.thread(t))
+            .filter(|v| v.pending.enabled);
+        if let (Some(v), false) = (last_view, yielded) {
+            out.extend(of(v));
+        }
+        for v in ctx
+            .threads
+            .iter()
+            .filter(|v| v.pending.enabled && Some(v.tid) != last)
+        {
+            out.extend(of(v));
+        }
+        if let (Some(v), true) = (last_view, yielded) {
+            out.extend(of(v));
+        }
+        out
+    }
+
+    /// The arena node of the current path's first `depth` decisions,
+    /// interning the frames' chosen decisions on the way.
+    fn path_node(&mut self, depth: usize) -> NodeId {
+        let base = self.forced.len();
+        if depth == base {
+            return self.base_node;
+        }
+        let top = depth - base - 1;
+        let mut j = top + 1;
+        while j > 0 && self.frames[j - 1].node == NIL {
+            j -= 1;
+        }
+        let mut parent = if j == 0 {
+            self.base_node
+        } else {
+            self.frames[j - 1].node
+        };
+        for f in &mut self.frames[j..=top] {
+            parent = self.arena.push(parent, f.chosen());
+            f.node = parent;
+        }
+        parent
+    }
+
+    fn pop_frame(&mut self) {
+        if let Some(f) = self.frames.pop() {
+            if f.node != NIL {
+                self.arena.release(f.node);
+            }
+        }
+    }
+
+    /// A new frame at the current depth; returns the decision to take.
+    fn push_frame(&mut self, ctx: &Context<'_>) -> Option<Decision> {
+        let ordered = Self::ordered(ctx);
+        let alts = match self.opts.preemption_bound {
+            None => ordered,
+            Some(bound) => {
+                let (free, preemptive): (Vec<_>, Vec<_>) =
+                    ordered.into_iter().partition(|d| !ctx.is_preemption(d.tid));
+                if !preemptive.is_empty() {
+                    if self.iteration < bound {
+                        let parent = self.path_node(ctx.step);
+                        for d in preemptive {
+                            self.deferred += 1;
+                            let node = self.arena.push(parent, d);
+                            self.s_next.push(node);
+                        }
+                    } else {
+                        self.pruned += preemptive.len() as u64;
+                    }
+                }
+                free
+            }
+        };
+        let first = alts.first().copied();
+        self.frames.push(Frame {
+            alts,
+            next: 1,
+            node: NIL,
+        });
+        first
+    }
+
+    /// Starts the next deferred subtree, moving to the next iteration when
+    /// this one is done; `None` when nothing is left.
+    fn next_subtree(&mut self) -> Option<Start> {
+        if self.base_node != NIL {
+            self.arena.release(self.base_node);
+            self.base_node = NIL;
+        }
+        self.forced.clear();
+        loop {
+            if let Some(entry) = self.s_current.pop() {
+                self.forced = self.arena.prefix(entry);
+                self.base_node = entry;
+                // Resume the last execution where it parts from this prefix.
+                let lcp = self
+                    .path
+                    .iter()
+                    .zip(&self.forced)
+                    .take_while(|(a, b)| a == b)
+                    .count();
+                return Some(if lcp == 0 {
+                    Start::Fresh
+                } else {
+                    Start::Resume { prefix_len: lcp }
+                });
+            }
+            let more = self
+                .opts
+                .preemption_bound
+                .is_some_and(|b| self.iteration < b);
+            if more && !self.s_next.is_empty() {
+                self.iteration += 1;
+                // Pop in deferral order: earlier (shallower, preferred)
+                // deferrals first, like the search that deferred them.
+                self.s_current = std::mem::take(&mut self.s_next);
+                self.s_current.reverse();
+                continue;
+            }
+            return None;
+        }
+    }
+}
+
+impl Strategy for Dfs {
+    fn name(&self) -> &str {
+        "dfs"
+    }
+
+    fn begin(&mut self, _executions: u64) -> Option<Start> {
+        if self.exhausted {
+            return None;
+        }
+        self.resuming = false;
+        if !self.started {
+            self.started = true;
+            return Some(Start::Fresh);
+        }
+        // Backtrack to the deepest frame with an untried alternative.
+        while let Some(f) = self.frames.last_mut() {
+            if f.node != NIL {
+                let node = f.node;
+                f.node = NIL;
+                self.arena.release(node);
+            }
+            if f.next < f.alts.len() {
+                self.resuming = true;
+                return Some(Start::Resume {
+                    prefix_len: self.forced.len() + self.frames.len() - 1,
+                });
+            }
+            self.pop_frame();
+        }
+        let start = self.next_subtree();
+        if start.is_none() {
+            self.exhausted = true;
+        }
+        start
+    }
+
+    fn decide(&mut self, ctx: &Context<'_>) -> Option<Decision> {
+        let depth = ctx.step;
+        let base = self.forced.len();
+        let d = if depth < base {
+            self.forced[depth]
+        } else if self.resuming && self.frames.len() == depth - base + 1 {
+            self.resuming = false;
+            let f = self.frames.last_mut()?;
+            f.next += 1;
+            f.chosen()
+        } else {
+            self.resuming = false;
+            while self.frames.len() > depth - base {
+                self.pop_frame();
+            }
+            self.push_frame(ctx)?
+        };
+        let valid = ctx
+            .thread(d.tid)
+            .is_some_and(|t| t.pending.enabled && d.alt < t.pending.alts);
+        if !valid {
+            // The same decisions no longer lead to the same state: skip
+            // this branch rather than feed the explorer an invalid decision.
+            self.nondeterministic += 1;
+            self.path.truncate(depth);
+            return None;
+        }
+        self.path.truncate(depth);
+        self.path.push(d);
+        Some(d)
+    }
+
+    fn exhausted(&self) -> bool {
+        self.exhausted
+    }
+
+    fn bound_hit(&self) -> Option<BoundHit> {
+        let bound = self.opts.preemption_bound?;
+        (self.pruned > 0).then_some(BoundHit {
+            bound: "preemptions",
+            value: u64::from(bound),
+            knob: "--preemption-bound",
+        })
+    }
+}

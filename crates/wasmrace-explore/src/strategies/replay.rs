@@ -1,0 +1,229 @@
+//! Replays a recorded schedule (e.g. from a schedule file) exactly once.
+//! Every decision must be enabled when its turn comes; the first one that is
+//! not, a schedule that runs out while the execution is still running, or an
+//! execution that ends before the schedule does, is a *divergence*: the
+//! replay abandons the execution and says where and why, in thread names the
+//! user knows (`main.1`), so that `wasmrace replay` can refuse a stale or
+//! edited schedule clearly instead of running something else.
+
+use crate::program::StepInfo;
+use crate::strategy::{Context, Outcome, Start, Strategy};
+use std::collections::BTreeMap;
+use wasmrace_trace::{Decision, OpKind, Schedule, ThreadPath, Tid};
+
+/// How many children of each known thread `Replay` tries when naming a
+/// thread id it has not seen spawned.
+const GUESSED_CHILDREN: u32 = 64;
+
+/// Where and why a replay left its schedule.
+#[derive(Clone, Debug, PartialEq, Eq, thiserror::Error)]
+#[error("schedule diverged at step {step}: {reason}")]
+pub struct Divergence {
+    /// 1-based step number, as in traces and schedule files: the step whose
+    /// decision could not be taken.
+    pub step: usize,
+    pub reason: DivergenceReason,
+}
+
+#[derive(Clone, Debug, PartialEq, Eq, thiserror::Error)]
+pub enum DivergenceReason {
+    /// The thread has not been spawned (yet), has exited, or never exists.
+    #[error("thread `{thread}` is not enabled (there is no such live thread at this point)")]
+    NotLive { thread: String },
+    /// The thread is alive but its next operation is blocked.
+    #[error("thread `{thread}` is not enabled (its next operation `{}` is blocked)", .op.name())]
+    Disabled { thread: String, op: OpKind },
+    /// The thread is enabled but its operation has fewer alternatives.
+    #[error("thread `{thread}` has no alternative {alt} for its next operation `{}` (it has {alts})", .op.name())]
+    NoSuchAlternative {
+        thread: String,
+        op: OpKind,
+        alt: u32,
+        alts: u32,
+    },
+    /// The schedule has no more decisions but the execution goes on.
+    #[error("the schedule ended but the execution is still running (enabled: {})", .enabled.join(", "))]
+    ScheduleEnded { enabled: Vec<String> },
+    /// The execution ended with decisions left over.
+    #[error("the execution ended after {ran} steps but the schedule has {len}")]
+    ExecutionEnded { ran: usize, len: usize },
+}
+
+/// Replays one schedule once; see the module documentation.
+#[derive(Clone, Debug)]
+pub struct Replay {
+    decisions: Vec<Decision>,
+    /// Thread names as written in the schedule file, when known: the only
+    /// way to name a thread the execution never creates.
+    file_names: Vec<Option<String>>,
+    started: bool,
+    /// Decisions taken so far.
+    pos: usize,
+    divergence: Option<Divergence>,
+    outcome: Option<Outcome>,
+    /// Paths of the threads seen so far, learned from spawn steps the same
+    /// way the host names threads (the `k`-th child of `p` is `p.k`).
+    paths: BTreeMap<Tid, ThreadPath>,
+    children: BTreeMap<Tid, u32>,
+}
+
+impl Replay {
+    pub fn new(decisions: Vec<Decision>) -> Self {
+        let n = decisions.len();
+        Replay {
+            decisions,
+            file_names: vec![None; n],
+            started: false,
+            pos: 0,
+            divergence: None,
+            outcome: None,
+            paths: BTreeMap::from([(ThreadPath::main().tid(), ThreadPath::main())]),
+            children: BTreeMap::new(),
+        }
+    }
+
+    /// Replays a schedule file's steps, naming threads as the file does.
+    pub fn from_schedule(schedule: &Schedule) -> Self {
+        let mut r = Replay::new(schedule.decisions());
+        r.file_names = schedule
+            .steps
+            .iter()
+            .map(|s| Some(s.thread.clone()))
+            .collect();
+        r
+    }
+
+    /// Why the replay left its schedule, if it did.
+    pub fn divergence(&self) -> Option<&Divergence> {
+        self.divergence.as_ref()
+    }
+
+    /// How the execution ended, once it has.
+    pub fn outcome(&self) -> Option<&Outcome> {
+        self.outcome.as_ref()
+    }
+
+    /// Decisions replayed so far.
+    pub fn replayed(&self) -> usize {
+        self.pos
+    }
+
+    /// The execution ran and followed the whole schedule, to its end.
+    pub fn reproduced(&self) -> bool {
+        self.outcome.is_some() && self.divergence.is_none()
+    }
+
+    fn name(&self, tid: Tid, step: usize) -> String {
+        if let Some(p) = self.paths.get(&tid) {
+            return p.to_string();
+        }
+        if let Some(n) = self.file_names.get(step).cloned().flatten() {
+            return n;
+        }
+        // Ids are hashes of paths: a thread that does not exist (yet) can
+        // still be named if it is a near-future child of a known thread.
+        for p in self.paths.values() {
+            for k in 1..=GUESSED_CHILDREN {
+                let c = p.child(k);
+                if c.tid() == tid {
+                    return c.to_string();
+                }
+            }
+        }
+        format!("{tid:?}")
+    }
+
+    fn diverge(&mut self, step: usize, reason: DivergenceReason) -> Option<Decision> {
+        self.divergence = Some(Divergence {
+            step: step + 1,
+            reason,
+        });
+        None
+    }
+}
+
+impl Strategy for Replay {
+    fn name(&self) -> &str {
+        "replay"
+    }
+
+    fn begin(&mut self, _executions: u64) -> Option<Start> {
+        if self.started {
+            return None;
+        }
+        self.started = true;
+        Some(Start::Fresh)
+    }
+
+    fn decide(&mut self, ctx: &Context<'_>) -> Option<Decision> {
+        let step = ctx.step;
+        let Some(&d) = self.decisions.get(step) else {
+            let enabled = ctx
+                .threads
+                .iter()
+                .filter(|t| t.pending.enabled)
+                .map(|t| self.name(t.tid, step))
+                .collect();
+            return self.diverge(step, DivergenceReason::ScheduleEnded { enabled });
+        };
+        let thread = self.name(d.tid, step);
+        match ctx.thread(d.tid) {
+            None => self.diverge(step, DivergenceReason::NotLive { thread }),
+            Some(t) if !t.pending.enabled => {
+                let op = t.pending.op;
+                self.diverge(step, DivergenceReason::Disabled { thread, op })
+            }
+            Some(t) if d.alt >= t.pending.alts => {
+                let (op, alts) = (t.pending.op, t.pending.alts);
+                self.diverge(
+                    step,
+                    DivergenceReason::NoSuchAlternative {
+                        thread,
+                        op,
+                        alt: d.alt,
+                        alts,
+                    },
+                )
+            }
+            Some(_) => {
+                self.pos = step + 1;
+                Some(d)
+            }
+        }
+    }
+
+    fn observe(&mut self, step: &StepInfo) {
+        if step.spawned.is_empty() {
+            return;
+        }
+        let Some(parent) = self.paths.get(&step.tid).cloned() else {
+            return;
+        };
+        for &child in &step.spawned {
+            let k = self.children.entry(step.tid).or_insert(0);
+            *k += 1;
+            self.paths.insert(child, parent.child(*k));
+        }
+    }
+
+    fn end(&mut self, outcome: &Outcome) {
+        if self.divergence.is_none()
+            && *outcome != Outcome::Abandoned
+            && self.pos < self.decisions.len()
+        {
+            self.divergence = Some(Divergence {
+                step: self.pos + 1,
+                reason: DivergenceReason::ExecutionEnded {
+                    ran: self.pos,
+                    len: self.decisions.len(),
+                },
+            });
+        }
+        self.outcome = Some(outcome.clone());
+    }
+
+    /// A replay has one execution to run; once run, it is done.
+    fn exhausted(&self) -> bool {
+        self.outcome.is_some()
+    }
+}
