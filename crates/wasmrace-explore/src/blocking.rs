@@ -200,3 +200,94 @@ impl<P: Program> Program for WithoutBlockingAvoidance<P> {
         self.inner.thread_name(tid)
     }
 }
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::model::{reg, ModelBuilder};
+    use wasmrace_trace::ThreadPath;
+
+    fn pending(p: &impl Program, t: Tid) -> Pending {
+        p.threads()
+            .iter()
+            .find(|v| v.tid == t)
+            .unwrap()
+            .pending
+            .clone()
+    }
+
+    #[test]
+    fn a_blocking_thread_runs_a_block_step_then_waits() {
+        let mut b = ModelBuilder::new();
+        let rx = b.thread("rx", |t| {
+            t.recv(0);
+        });
+        b.main(|t| {
+            t.spawn(rx, 0).send(reg(0), 7);
+        });
+        let mut w = WithoutBlockingAvoidance::new(b.build().unwrap());
+        let main = ThreadPath::main().tid();
+        let c = ThreadPath::main().child(1).tid();
+        w.step(Decision::new(main, 0)).unwrap();
+        let p = pending(&w, c);
+        assert_eq!((p.op, p.enabled), (OpKind::Block, true));
+        assert_eq!(
+            p.accesses,
+            vec![Access::read(wasmrace_trace::Oid::mailbox(c))]
+        );
+        let snap = w.snapshot().unwrap().unwrap();
+        let before = w.state_hash();
+        let info = w.step(Decision::new(c, 0)).unwrap().clone();
+        assert_eq!((info.op, info.cost), (Some(OpKind::Block), 0));
+        let p = pending(&w, c);
+        assert_eq!((p.op, p.enabled), (OpKind::Recv, false), "blocked now");
+        // Same inner state, different blocked set: different hashes.
+        assert_ne!(w.state_hash(), before);
+        // The send enables the receive again.
+        w.step(Decision::new(main, 0)).unwrap();
+        assert_eq!(
+            pending(&w, c),
+            w.inner()
+                .threads()
+                .iter()
+                .find(|v| v.tid == c)
+                .unwrap()
+                .pending
+        );
+        assert!(pending(&w, c).enabled);
+        // Restoring the snapshot brings back the not-yet-blocked state.
+        w.restore(&snap).unwrap();
+        assert_eq!(pending(&w, c).op, OpKind::Block);
+        assert_eq!(w.state_hash(), before);
+    }
+
+    #[test]
+    fn deadlock_is_declared_once_every_thread_has_blocked() {
+        let mut b = ModelBuilder::new();
+        let rx = b.thread("rx", |t| {
+            t.recv(0);
+        });
+        b.main(|t| {
+            t.spawn(rx, 0).recv(1);
+        });
+        let mut w = WithoutBlockingAvoidance::new(b.build().unwrap());
+        let main = ThreadPath::main().tid();
+        let c = ThreadPath::main().child(1).tid();
+        w.step(Decision::new(main, 0)).unwrap();
+        assert!(
+            matches!(w.inner_mut().status(), Status::Failed(f) if f.kind == FailureKind::Deadlock)
+        );
+        assert_eq!(*w.status(), Status::Running);
+        w.step(Decision::new(c, 0)).unwrap();
+        assert_eq!(*w.status(), Status::Running);
+        w.step(Decision::new(main, 0)).unwrap();
+        let Status::Failed(f) = w.status() else {
+            panic!("{:?}", w.status())
+        };
+        assert_eq!(f.kind, FailureKind::Deadlock);
+        assert_eq!(f.waiting.len(), 2);
+        w.reset().unwrap();
+        assert_eq!(*w.status(), Status::Running);
+        assert_eq!(pending(&w, main).op, OpKind::Spawn);
+    }
+}

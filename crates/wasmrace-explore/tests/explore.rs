@@ -81,7 +81,7 @@ fn lost_update() -> Model {
     let mut b = ModelBuilder::new();
     let x = b.var("x", 0);
     let w = b.thread("worker", |t| {
-        t.read(x, 0).write(x, reg(0).add(1));
+        t.read(x, 0).write(x, reg(0) + 1);
     });
     b.main(|t| {
         t.spawn(w, 0)
@@ -100,7 +100,7 @@ fn locked_update() -> Model {
     let x = b.var("x", 0);
     let m = b.mutex("m");
     let w = b.thread("worker", |t| {
-        t.lock(m).read(x, 0).write(x, reg(0).add(1)).unlock(m);
+        t.lock(m).read(x, 0).write(x, reg(0) + 1).unlock(m);
     });
     b.main(|t| {
         t.spawn(w, 0)
@@ -618,11 +618,12 @@ fn replay<P: Program>(program: P, schedule: Vec<Decision>) -> (Report, Replay) {
 #[test]
 fn every_strategy_reports_schedules_that_replay_to_the_same_failure() {
     let cfg = Config::default;
-    let mut found = Vec::new();
-    found.push(explore(lost_update(), Dfs::unbounded(), cfg()).0);
-    found.push(explore(lost_update(), Dfs::with_preemption_bound(1), cfg()).0);
-    found.push(explore(lost_update(), RandomWalk::new(7), cfg()).0);
-    found.push(explore(lock_inversion(), Dfs::unbounded(), cfg()).0);
+    let found = [
+        explore(lost_update(), Dfs::unbounded(), cfg()).0,
+        explore(lost_update(), Dfs::with_preemption_bound(1), cfg()).0,
+        explore(lost_update(), RandomWalk::new(7), cfg()).0,
+        explore(lock_inversion(), Dfs::unbounded(), cfg()).0,
+    ];
     for report in found {
         let bug = report.first_bug().expect("bug found").clone();
         let (again, r) = replay(

@@ -471,3 +471,204 @@ impl Strategy for Dfs {
         })
     }
 }
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::program::{Pending, ThreadView};
+    use wasmrace_trace::Tid;
+
+    fn view(tid: u64, enabled: bool, alts: u32) -> ThreadView {
+        ThreadView {
+            tid: Tid(tid),
+            pending: Pending {
+                op: OpKind::CellSet,
+                enabled,
+                alts,
+                accesses: vec![],
+                site: 0,
+            },
+        }
+    }
+
+    fn ctx<'a>(step: usize, threads: &'a [ThreadView], last: Option<(u64, OpKind)>) -> Context<'a> {
+        Context {
+            step,
+            threads,
+            last: last.map(|(t, op)| (Tid(t), Some(op))),
+            prefix: &[],
+        }
+    }
+
+    fn d(t: u64, alt: u32) -> Decision {
+        Decision::new(Tid(t), alt)
+    }
+
+    #[test]
+    fn arena_shares_prefixes_and_frees_what_nothing_holds() {
+        let mut a = Arena::default();
+        let x = a.push(NIL, d(1, 0));
+        let y = a.push(x, d(2, 0));
+        let z = a.push(y, d(3, 1));
+        let w = a.push(x, d(4, 0));
+        assert_eq!(a.prefix(z), vec![d(1, 0), d(2, 0), d(3, 1)]);
+        assert_eq!(a.prefix(w), vec![d(1, 0), d(4, 0)]);
+        assert_eq!(a.prefix(NIL), vec![]);
+        a.release(x);
+        a.release(y);
+        assert_eq!(a.live, 4, "children keep their ancestors");
+        a.release(z);
+        assert_eq!(a.live, 2, "z and then y freed");
+        a.release(w);
+        assert_eq!(a.live, 0);
+        // Freed slots are reused.
+        let v = a.push(NIL, d(9, 0));
+        assert!(v < 4);
+        assert_eq!(a.nodes.len(), 4);
+    }
+
+    #[test]
+    fn order_continues_the_last_thread_unless_it_yielded() {
+        let ts = [
+            view(1, true, 1),
+            view(2, true, 2),
+            view(3, false, 1),
+            view(4, true, 1),
+        ];
+        assert_eq!(
+            Dfs::ordered(&ctx(0, &ts, None)),
+            vec![d(1, 0), d(2, 0), d(2, 1), d(4, 0)]
+        );
+        assert_eq!(
+            Dfs::ordered(&ctx(1, &ts, Some((2, OpKind::CellSet)))),
+            vec![d(2, 0), d(2, 1), d(1, 0), d(4, 0)]
+        );
+        assert_eq!(
+            Dfs::ordered(&ctx(1, &ts, Some((2, OpKind::Yield)))),
+            vec![d(1, 0), d(4, 0), d(2, 0), d(2, 1)]
+        );
+        // A blocked or exited last thread: creation order.
+        assert_eq!(
+            Dfs::ordered(&ctx(1, &ts, Some((3, OpKind::CellSet)))),
+            vec![d(1, 0), d(2, 0), d(2, 1), d(4, 0)]
+        );
+        assert_eq!(Dfs::ordered(&ctx(1, &ts, Some((9, OpKind::Exit)))).len(), 4);
+    }
+
+    /// Two always-enabled threads, two steps: schedules 11, 12, 21, 22.
+    #[test]
+    fn unbounded_search_by_hand() {
+        let ts = [view(1, true, 1), view(2, true, 1)];
+        let mut s = Dfs::unbounded();
+        let mut seen = Vec::new();
+        let mut starts = Vec::new();
+        let mut path: Vec<Decision> = Vec::new();
+        while let Some(start) = s.begin(0) {
+            assert!(!s.exhausted());
+            starts.push(start);
+            let from = match start {
+                Start::Fresh => 0,
+                Start::Resume { prefix_len } => prefix_len,
+            };
+            path.truncate(from);
+            for step in from..2 {
+                let last = path.last().map(|d| (d.tid.0, OpKind::CellSet));
+                path.push(s.decide(&ctx(step, &ts, last)).unwrap());
+            }
+            seen.push(path.iter().map(|d| d.tid.0).collect::<Vec<_>>());
+        }
+        assert_eq!(seen, vec![vec![1, 1], vec![1, 2], vec![2, 2], vec![2, 1]]);
+        assert_eq!(
+            starts,
+            vec![
+                Start::Fresh,
+                Start::Resume { prefix_len: 1 },
+                Start::Resume { prefix_len: 0 },
+                Start::Resume { prefix_len: 1 }
+            ]
+        );
+        assert!(s.exhausted());
+        assert_eq!(s.begin(0), None);
+        assert_eq!(s.bound_hit(), None);
+    }
+
+    #[test]
+    fn bound_zero_prunes_preemptions_and_says_so() {
+        let ts = [view(1, true, 1), view(2, true, 1)];
+        let mut s = Dfs::with_preemption_bound(0);
+        let mut seen = Vec::new();
+        let mut path: Vec<Decision> = Vec::new();
+        while let Some(start) = s.begin(0) {
+            let from = match start {
+                Start::Fresh => 0,
+                Start::Resume { prefix_len } => prefix_len,
+            };
+            path.truncate(from);
+            for step in from..2 {
+                let last = path.last().map(|d| (d.tid.0, OpKind::CellSet));
+                path.push(s.decide(&ctx(step, &ts, last)).unwrap());
+            }
+            seen.push(path.iter().map(|d| d.tid.0).collect::<Vec<_>>());
+        }
+        assert_eq!(seen, vec![vec![1, 1], vec![2, 2]]);
+        assert_eq!(s.pruned(), 2);
+        assert_eq!(
+            s.bound_hit(),
+            Some(BoundHit {
+                bound: "preemptions",
+                value: 0,
+                knob: "--preemption-bound"
+            })
+        );
+        assert_eq!(s.stored_prefix_nodes(), 0);
+    }
+
+    #[test]
+    fn bound_one_defers_preemptions_to_the_next_iteration() {
+        let ts = [view(1, true, 1), view(2, true, 1)];
+        let mut s = Dfs::with_preemption_bound(1);
+        let mut seen = Vec::new();
+        let mut path: Vec<Decision> = Vec::new();
+        while let Some(start) = s.begin(0) {
+            let from = match start {
+                Start::Fresh => 0,
+                Start::Resume { prefix_len } => prefix_len,
+            };
+            path.truncate(from);
+            for step in from..2 {
+                let last = path.last().map(|d| (d.tid.0, OpKind::CellSet));
+                path.push(s.decide(&ctx(step, &ts, last)).unwrap());
+            }
+            seen.push((
+                path.iter().map(|d| d.tid.0).collect::<Vec<_>>(),
+                s.current_preemptions(),
+            ));
+        }
+        assert_eq!(
+            seen,
+            vec![
+                (vec![1, 1], 0),
+                (vec![2, 2], 0),
+                (vec![1, 2], 1),
+                (vec![2, 1], 1)
+            ]
+        );
+        assert_eq!((s.deferred(), s.pruned()), (2, 0));
+        assert_eq!(s.bound_hit(), None);
+        assert_eq!(s.stored_prefix_nodes(), 0);
+    }
+
+    #[test]
+    fn a_resumed_decision_that_is_no_longer_enabled_abandons_the_branch() {
+        let both = [view(1, true, 1), view(2, true, 1)];
+        let mut s = Dfs::unbounded();
+        assert_eq!(s.begin(0), Some(Start::Fresh));
+        assert_eq!(s.decide(&ctx(0, &both, None)), Some(d(1, 0)));
+        assert_eq!(s.begin(0), Some(Start::Resume { prefix_len: 0 }));
+        // Thread 2 was enabled at step 0 last time; now it is not.
+        let only_one = [view(1, true, 1), view(2, false, 1)];
+        assert_eq!(s.decide(&ctx(0, &only_one, None)), None);
+        assert_eq!(s.nondeterministic(), 1);
+        assert_eq!(s.begin(0), None);
+    }
+}

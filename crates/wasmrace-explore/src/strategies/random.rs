@@ -57,3 +57,78 @@ impl Strategy for RandomWalk {
         Some(Decision::new(t.tid, alt))
     }
 }
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::program::{Pending, ThreadView};
+    use wasmrace_trace::{OpKind, Tid};
+
+    fn view(tid: u64, enabled: bool, alts: u32) -> ThreadView {
+        ThreadView {
+            tid: Tid(tid),
+            pending: Pending {
+                op: OpKind::Choose,
+                enabled,
+                alts,
+                accesses: vec![],
+                site: 0,
+            },
+        }
+    }
+
+    fn draw(r: &mut RandomWalk, ts: &[ThreadView], n: usize) -> Vec<Decision> {
+        (0..n)
+            .map(|step| {
+                r.decide(&Context {
+                    step,
+                    threads: ts,
+                    last: None,
+                    prefix: &[],
+                })
+                .unwrap()
+            })
+            .collect()
+    }
+
+    #[test]
+    fn picks_the_thread_first_then_the_alternative() {
+        let ts = [view(1, true, 100), view(2, true, 1), view(3, false, 1)];
+        let mut r = RandomWalk::new(42);
+        r.begin(0);
+        let ds = draw(&mut r, &ts, 4000);
+        assert!(
+            ds.iter().all(|d| d.tid != Tid(3)),
+            "never a disabled thread"
+        );
+        assert!(ds.iter().all(|d| d.tid == Tid(1) || d.alt == 0));
+        let twos = ds.iter().filter(|d| d.tid == Tid(2)).count();
+        // Uniform over threads: about half, not 1/101.
+        assert!((1800..2200).contains(&twos), "{twos}");
+        let alts: std::collections::BTreeSet<u32> = ds
+            .iter()
+            .filter(|d| d.tid == Tid(1))
+            .map(|d| d.alt)
+            .collect();
+        assert!(alts.len() > 90, "alternatives spread over 0..100");
+    }
+
+    #[test]
+    fn an_execution_depends_only_on_seed_and_index() {
+        let ts = [view(1, true, 3), view(2, true, 1), view(3, true, 2)];
+        let mut a = RandomWalk::new(9);
+        a.begin(5);
+        let direct = draw(&mut a, &ts, 20);
+        let mut b = RandomWalk::new(9);
+        b.begin(0);
+        draw(&mut b, &ts, 77);
+        b.begin(5);
+        assert_eq!(draw(&mut b, &ts, 20), direct);
+        b.begin(6);
+        assert_ne!(draw(&mut b, &ts, 20), direct);
+        let mut c = RandomWalk::new(10);
+        c.begin(5);
+        assert_ne!(draw(&mut c, &ts, 20), direct);
+        assert_eq!((a.seed(), a.name(), a.exhausted()), (9, "random", false));
+    }
+}

@@ -152,3 +152,92 @@ impl<S: Strategy> Strategy for Recorder<S> {
         self.inner.bound_hit()
     }
 }
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::program::{Pending, ThreadView};
+    use crate::strategies::Dfs;
+    use wasmrace_trace::{OpKind, Tid};
+
+    fn view(tid: u64) -> ThreadView {
+        ThreadView {
+            tid: Tid(tid),
+            pending: Pending {
+                op: OpKind::CellSet,
+                enabled: true,
+                alts: 1,
+                accesses: vec![],
+                site: 0,
+            },
+        }
+    }
+
+    /// Drives a strategy by hand over two always-enabled threads, two steps.
+    fn drive<S: Strategy>(s: &mut S) {
+        let ts = [view(1), view(2)];
+        let mut path: Vec<Decision> = Vec::new();
+        let mut n = 0;
+        while let Some(start) = s.begin(n) {
+            n += 1;
+            let from = match start {
+                Start::Fresh => 0,
+                Start::Resume { prefix_len } => prefix_len,
+            };
+            path.truncate(from);
+            for step in from..2 {
+                let last = path.last().map(|d| (d.tid, Some(OpKind::CellSet)));
+                let c = Context {
+                    step,
+                    threads: &ts,
+                    last,
+                    prefix: &path,
+                };
+                path.push(s.decide(&c).unwrap());
+            }
+            s.end(&Outcome::Finished);
+        }
+    }
+
+    #[test]
+    fn records_whole_schedules_across_resumes() {
+        let mut r = Recorder::new(Dfs::unbounded());
+        drive(&mut r);
+        let got: Vec<(Vec<u64>, u32)> = r
+            .executions()
+            .iter()
+            .map(|e| (e.decisions.iter().map(|d| d.tid.0).collect(), e.preemptions))
+            .collect();
+        assert_eq!(
+            got,
+            vec![
+                (vec![1, 1], 0),
+                (vec![1, 2], 1),
+                (vec![2, 2], 0),
+                (vec![2, 1], 1)
+            ]
+        );
+        assert_eq!(r.executions()[1].start, Start::Resume { prefix_len: 1 });
+        let st = r.stats();
+        assert_eq!(
+            (
+                st.executions,
+                st.finished,
+                st.decisions,
+                st.max_depth,
+                st.max_preemptions
+            ),
+            (4, 4, 6, 2, 1)
+        );
+        assert!(r.exhausted());
+        assert_eq!(r.name(), "dfs");
+    }
+
+    #[test]
+    fn totals_only_keeps_no_schedules() {
+        let mut r = Recorder::totals_only(Dfs::unbounded());
+        drive(&mut r);
+        assert!(r.executions().is_empty());
+        assert_eq!(r.stats().executions, 4);
+    }
+}

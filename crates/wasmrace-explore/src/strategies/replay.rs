@@ -227,3 +227,136 @@ impl Strategy for Replay {
         self.outcome.is_some()
     }
 }
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::program::{Pending, ThreadView};
+    use wasmrace_trace::ScheduleStep;
+
+    fn view(tid: Tid, op: OpKind, enabled: bool, alts: u32) -> ThreadView {
+        ThreadView {
+            tid,
+            pending: Pending {
+                op,
+                enabled,
+                alts,
+                accesses: vec![],
+                site: 0,
+            },
+        }
+    }
+
+    fn ctx(step: usize, threads: &[ThreadView]) -> Context<'_> {
+        Context {
+            step,
+            threads,
+            last: None,
+            prefix: &[],
+        }
+    }
+
+    #[test]
+    fn follows_the_schedule_and_learns_thread_names_from_spawns() {
+        let main = ThreadPath::main();
+        let c1 = main.child(1);
+        let g = c1.child(1);
+        let mut r = Replay::new(vec![
+            Decision::new(main.tid(), 0),
+            Decision::new(c1.tid(), 0),
+            Decision::new(g.tid(), 2),
+        ]);
+        assert_eq!(r.begin(0), Some(Start::Fresh));
+        let ts = [view(main.tid(), OpKind::Spawn, true, 1)];
+        assert_eq!(r.decide(&ctx(0, &ts)), Some(Decision::new(main.tid(), 0)));
+        r.observe(&StepInfo {
+            tid: main.tid(),
+            spawned: vec![c1.tid()],
+            ..StepInfo::default()
+        });
+        let ts = [
+            view(main.tid(), OpKind::Exit, true, 1),
+            view(c1.tid(), OpKind::Spawn, true, 1),
+        ];
+        assert_eq!(r.decide(&ctx(1, &ts)), Some(Decision::new(c1.tid(), 0)));
+        r.observe(&StepInfo {
+            tid: c1.tid(),
+            spawned: vec![g.tid()],
+            ..StepInfo::default()
+        });
+        // The grandchild only has 2 alternatives.
+        let ts = [
+            view(main.tid(), OpKind::Exit, true, 1),
+            view(g.tid(), OpKind::Choose, true, 2),
+        ];
+        assert_eq!(r.decide(&ctx(2, &ts)), None);
+        let div = r.divergence().unwrap().clone();
+        assert_eq!(div.step, 3);
+        assert_eq!(
+            div.to_string(),
+            "schedule diverged at step 3: thread `main.1.1` has no alternative 2 for its next operation `choose` (it has 2)"
+        );
+        r.end(&Outcome::Abandoned);
+        assert!(!r.reproduced());
+        assert_eq!(r.replayed(), 2);
+        assert!(r.exhausted());
+        assert_eq!(r.begin(1), None, "one execution only");
+    }
+
+    #[test]
+    fn names_come_from_the_schedule_file_when_the_thread_never_appears() {
+        let s = Schedule::new(
+            "00".repeat(32),
+            "t".into(),
+            "dfs".into(),
+            0,
+            Default::default(),
+            None,
+            vec![ScheduleStep {
+                thread: "main.9.9".into(),
+                alt: 0,
+            }],
+        );
+        let mut r = Replay::from_schedule(&s);
+        r.begin(0);
+        let ts = [view(ThreadPath::main().tid(), OpKind::Recv, false, 1)];
+        assert_eq!(r.decide(&ctx(0, &ts)), None);
+        assert_eq!(
+            r.divergence().unwrap().to_string(),
+            "schedule diverged at step 1: thread `main.9.9` is not enabled (there is no such live thread at this point)"
+        );
+    }
+
+    #[test]
+    fn running_out_and_running_over_are_divergences() {
+        let main = ThreadPath::main();
+        let mut r = Replay::new(vec![]);
+        r.begin(0);
+        let ts = [
+            view(main.tid(), OpKind::Exit, true, 1),
+            view(main.child(1).tid(), OpKind::Recv, false, 1),
+        ];
+        assert_eq!(r.decide(&ctx(0, &ts)), None);
+        assert_eq!(
+            r.divergence().unwrap().to_string(),
+            "schedule diverged at step 1: the schedule ended but the execution is still running (enabled: main)"
+        );
+
+        let mut r = Replay::new(vec![Decision::new(main.tid(), 0); 3]);
+        r.begin(0);
+        let ts = [view(main.tid(), OpKind::Exit, true, 1)];
+        r.decide(&ctx(0, &ts)).unwrap();
+        r.end(&Outcome::Finished);
+        assert_eq!(
+            r.divergence().unwrap().reason,
+            DivergenceReason::ExecutionEnded { ran: 1, len: 3 }
+        );
+        assert_eq!(r.outcome(), Some(&Outcome::Finished));
+
+        let mut r = Replay::new(vec![Decision::new(main.tid(), 0)]);
+        r.begin(0);
+        r.decide(&ctx(0, &ts)).unwrap();
+        r.end(&Outcome::Finished);
+        assert!(r.reproduced());
+    }
+}
