@@ -367,6 +367,7 @@ impl Dfs {
                     .zip(&self.forced)
                     .take_while(|(a, b)| a == b)
                     .count();
+                self.path.truncate(lcp);
                 return Some(if lcp == 0 {
                     Start::Fresh
                 } else {
@@ -413,9 +414,11 @@ impl Strategy for Dfs {
             }
             if f.next < f.alts.len() {
                 self.resuming = true;
-                return Some(Start::Resume {
-                    prefix_len: self.forced.len() + self.frames.len() - 1,
-                });
+                let prefix_len = self.forced.len() + self.frames.len() - 1;
+                // Keep `path` equal to the explorer's decisions even if this
+                // execution were to end before its first `decide`.
+                self.path.truncate(prefix_len);
+                return Some(Start::Resume { prefix_len });
             }
             self.pop_frame();
         }
