@@ -1,0 +1,238 @@
+//! High-level entry points for the CLI and embedders: explore a test with a
+//! strategy and, on a bug, replay it with tracing to produce a readable
+//! interleaving and a schedule file; replay a schedule file exactly.
+
+use crate::error::HostError;
+use crate::guest::Guest;
+use crate::program::WasmProgram;
+use wasmrace_explore::strategies::{Dfs, DfsOptions, Divergence, RandomWalk, Replay};
+use wasmrace_explore::{Config, ExploreError, Explorer, Program, Report, Status, Strategy};
+use wasmrace_trace::{Decision, Failure, Schedule, ScheduleStep, TraceEvent};
+
+/// Which strategy `check` runs.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub enum StrategyChoice {
+    /// Concuerror-style DFS (Algorithm 1) with iterative preemption bounding
+    /// and blocking avoidance; `None` explores every interleaving.
+    Dfs { preemption_bound: Option<u32> },
+    /// Uniform random walk among enabled threads, seeded.
+    Random,
+}
+
+impl StrategyChoice {
+    pub fn name(&self) -> &'static str {
+        match self {
+            StrategyChoice::Dfs { .. } => "dfs",
+            StrategyChoice::Random => "random",
+        }
+    }
+
+    fn build(&self, seed: u64) -> Box<dyn Strategy> {
+        match self {
+            StrategyChoice::Dfs { preemption_bound } => Box::new(Dfs::new(DfsOptions {
+                preemption_bound: *preemption_bound,
+            })),
+            StrategyChoice::Random => Box::new(RandomWalk::new(seed)),
+        }
+    }
+}
+
+#[derive(Clone, Debug)]
+pub struct CheckOptions {
+    pub strategy: StrategyChoice,
+    pub seed: u64,
+    pub explore: Config,
+}
+
+impl Default for CheckOptions {
+    /// DFS with a preemption bound of 2 (Concuerror's default, enough for
+    /// most bugs in practice), seed 0, the explorer's default bounds.
+    fn default() -> Self {
+        CheckOptions {
+            strategy: StrategyChoice::Dfs {
+                preemption_bound: Some(2),
+            },
+            seed: 0,
+            explore: Config::default(),
+        }
+    }
+}
+
+impl CheckOptions {
+    /// The options that shaped the exploration, recorded in schedule files.
+    pub fn to_json(&self) -> serde_json::Value {
+        let bound = match &self.strategy {
+            StrategyChoice::Dfs { preemption_bound } => serde_json::json!(preemption_bound),
+            StrategyChoice::Random => serde_json::Value::Null,
+        };
+        serde_json::json!({
+            "preemption_bound": bound,
+            "max_steps": self.explore.max_steps,
+            "max_executions": self.explore.max_executions,
+        })
+    }
+}
+
+/// A bug with everything needed to understand and reproduce it.
+#[derive(Clone, Debug)]
+pub struct BugReport {
+    pub failure: Failure,
+    /// The failing interleaving, step by step.
+    pub trace: Vec<TraceEvent>,
+    /// The schedule file contents that replay it.
+    pub schedule: Schedule,
+    /// 1-based index of the execution that found it.
+    pub execution: u64,
+}
+
+#[derive(Clone, Debug)]
+pub struct CheckOutcome {
+    pub test: String,
+    pub strategy: String,
+    pub seed: u64,
+    pub report: Report,
+    pub bug: Option<BugReport>,
+}
+
+fn explore_err(e: ExploreError<HostError>) -> HostError {
+    match e {
+        ExploreError::Program(h) => h,
+        other => HostError::Runtime {
+            message: other.to_string(),
+        },
+    }
+}
+
+/// Explores `test` with the chosen strategy.
+pub fn check(guest: &Guest, test: &str, opts: &CheckOptions) -> Result<CheckOutcome, HostError> {
+    check_with_progress(guest, test, opts, &mut |_| {})
+}
+
+/// Like [`check`], calling `progress` after every execution.
+pub fn check_with_progress(
+    guest: &Guest,
+    test: &str,
+    opts: &CheckOptions,
+    progress: &mut dyn FnMut(&Report),
+) -> Result<CheckOutcome, HostError> {
+    let program = guest.program(test)?;
+    let mut strategy = opts.strategy.build(opts.seed);
+    let mut explorer = Explorer::new(program, opts.explore.clone());
+    let report = explorer
+        .run_with_progress(&mut *strategy, progress)
+        .map_err(explore_err)?;
+    let bug = match report.first_bug() {
+        Some(b) => {
+            let (trace, _) = trace_schedule(&mut explorer.program, &b.schedule)?;
+            let steps = schedule_steps(&explorer.program, &b.schedule);
+            let schedule = Schedule::new(
+                guest.module_hash().to_string(),
+                test.to_string(),
+                strategy.name().to_string(),
+                opts.seed,
+                opts.to_json(),
+                Some(b.failure.clone()),
+                steps,
+            );
+            Some(BugReport {
+                failure: b.failure.clone(),
+                trace,
+                schedule,
+                execution: b.execution,
+            })
+        }
+        None => None,
+    };
+    Ok(CheckOutcome {
+        test: test.into(),
+        strategy: strategy.name().into(),
+        seed: opts.seed,
+        report,
+        bug,
+    })
+}
+
+fn schedule_steps(program: &WasmProgram, decisions: &[Decision]) -> Vec<ScheduleStep> {
+    decisions
+        .iter()
+        .map(|d| ScheduleStep {
+            thread: program.thread_name(d.tid),
+            alt: d.alt,
+        })
+        .collect()
+}
+
+/// Runs `decisions` from a fresh start with tracing on; returns the trace
+/// and the status after the last decision. The program is left at that point.
+pub fn trace_schedule(
+    program: &mut WasmProgram,
+    decisions: &[Decision],
+) -> Result<(Vec<TraceEvent>, Status), HostError> {
+    program.set_tracing(true);
+    let result = (|| {
+        program.reset()?;
+        for &d in decisions {
+            if !matches!(program.status(), Status::Running) {
+                break;
+            }
+            program.step(d)?;
+        }
+        Ok((program.take_trace(), program.status().clone()))
+    })();
+    program.set_tracing(false);
+    result
+}
+
+/// What replaying a schedule file did.
+#[derive(Clone, Debug)]
+pub struct ReplayOutcome {
+    /// The failure the schedule led to, if it did.
+    pub failure: Option<Failure>,
+    pub trace: Vec<TraceEvent>,
+    /// Where the schedule stopped fitting the program, if it did.
+    pub divergence: Option<Divergence>,
+    /// Steps replayed.
+    pub steps: usize,
+}
+
+impl ReplayOutcome {
+    /// The failure recorded in the file came back, identical.
+    pub fn reproduces(&self, schedule: &Schedule) -> bool {
+        self.failure.is_some() && self.failure == schedule.failure
+    }
+}
+
+/// Replays a schedule file against `guest`, refusing one recorded on another
+/// module or for a test the module does not have.
+pub fn replay(
+    guest: &Guest,
+    schedule: &Schedule,
+    max_steps: u64,
+) -> Result<ReplayOutcome, HostError> {
+    if schedule.module_blake3 != guest.module_hash() {
+        return Err(HostError::ScheduleModule {
+            name: guest.name().into(),
+            expected: schedule.module_blake3.clone(),
+            found: guest.module_hash().into(),
+        });
+    }
+    let mut program = guest.program(&schedule.test)?;
+    program.set_tracing(true);
+    let mut strategy = Replay::from_schedule(schedule);
+    let config = Config {
+        max_executions: 1,
+        max_steps,
+        snapshot_every_cost: None,
+        ..Config::default()
+    };
+    let mut explorer = Explorer::new(program, config);
+    let report = explorer.run(&mut strategy).map_err(explore_err)?;
+    let failure = report.first_bug().map(|b| b.failure.clone());
+    let trace = explorer.program.take_trace();
+    Ok(ReplayOutcome {
+        failure,
+        trace,
+        divergence: strategy.divergence().cloned(),
+        steps: strategy.replayed(),
+    })
+}

@@ -1,0 +1,57 @@
+//! Host bounds and knobs. Every bound is a field with a documented default
+//! and a CLI flag; a run that hits one names the flag that raises it.
+
+use std::path::PathBuf;
+
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub struct HostConfig {
+    /// Wasm instructions one step may run before it is declared a runaway
+    /// (a loop with no scheduling point). Fuel, not wall-clock time, so that
+    /// outcomes are deterministic. `--fuel-per-step`, default 50,000,000.
+    pub fuel_per_step: u64,
+    /// Guest linear memory limit in bytes. `--max-memory-mb`, default 256 MiB.
+    pub max_memory_bytes: u64,
+    /// Shadow stack of each spawned thread, in bytes. `--thread-stack-kib`,
+    /// default 112 KiB (the main thread keeps the module's own stack).
+    pub thread_stack_bytes: u32,
+    /// Asyncify buffer per thread: holds the locals of a suspended call
+    /// stack. `--asyncify-buffer-kib`, default 16 KiB.
+    pub asyncify_buffer_bytes: u32,
+    /// Where instrumented and compiled modules are cached; `None` disables
+    /// the cache. Default: `$WASMRACE_CACHE_DIR`, else `$XDG_CACHE_HOME/wasmrace`,
+    /// else `~/.cache/wasmrace`.
+    pub cache_dir: Option<PathBuf>,
+    /// The `wasm-opt` binary; default `$WASMRACE_WASM_OPT`, else `wasm-opt` on `PATH`.
+    pub wasm_opt: Option<PathBuf>,
+}
+
+impl Default for HostConfig {
+    fn default() -> Self {
+        HostConfig {
+            fuel_per_step: 50_000_000,
+            max_memory_bytes: 256 << 20,
+            thread_stack_bytes: 112 << 10,
+            asyncify_buffer_bytes: 16 << 10,
+            cache_dir: default_cache_dir(),
+            wasm_opt: None,
+        }
+    }
+}
+
+pub fn default_cache_dir() -> Option<PathBuf> {
+    if let Some(d) = std::env::var_os("WASMRACE_CACHE_DIR") {
+        return Some(PathBuf::from(d));
+    }
+    if let Some(d) = std::env::var_os("XDG_CACHE_HOME") {
+        return Some(PathBuf::from(d).join("wasmrace"));
+    }
+    std::env::var_os("HOME").map(|h| PathBuf::from(h).join(".cache").join("wasmrace"))
+}
+
+impl HostConfig {
+    /// Bytes of one thread slot (Asyncify buffer + stack), whole wasm pages.
+    pub(crate) fn slot_bytes(&self) -> u64 {
+        let raw = u64::from(self.asyncify_buffer_bytes) + u64::from(self.thread_stack_bytes);
+        raw.div_ceil(65536) * 65536
+    }
+}

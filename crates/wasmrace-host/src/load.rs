@@ -1,0 +1,312 @@
+//! Loading a guest: validation (with byte offsets), the import audit (hooks
+//! are the only door to the outside world), test discovery, instrumentation
+//! (export the mutable globals with walrus, then Binaryen Asyncify over the
+//! suspending hooks only) and the on-disk cache of instrumented and compiled
+//! modules.
+
+use crate::error::{one_line, HostError};
+use std::path::{Path, PathBuf};
+use std::process::Command;
+
+pub const HOOK_MODULE: &str = "wasmrace";
+
+/// Hooks that are scheduling points; Asyncify instruments exactly these.
+pub const SUSPENDING_HOOKS: &[&str] = &[
+    "spawn",
+    "join",
+    "yield_now",
+    "send",
+    "recv",
+    "recv_from",
+    "cell_new",
+    "cell_get",
+    "cell_set",
+    "atomic_new",
+    "atomic_load",
+    "atomic_store",
+    "atomic_swap",
+    "atomic_fetch_add",
+    "atomic_compare_exchange",
+    "mutex_new",
+    "mutex_lock",
+    "mutex_unlock",
+    "condvar_new",
+    "condvar_wait",
+    "condvar_notify_one",
+    "condvar_notify_all",
+    "table_new",
+    "table_insert",
+    "table_get",
+    "table_remove",
+    "register",
+    "whereis",
+    "unregister",
+    "choose",
+];
+
+/// Hooks that run inside the current step.
+pub const PLAIN_HOOKS: &[&str] = &["current", "recv_take", "log", "report_panic", "thread_name"];
+
+pub const TEST_PREFIX: &str = "wasmrace_test_";
+pub const THREAD_START: &str = "__wasmrace_thread_start";
+pub const INIT: &str = "__wasmrace_init";
+pub const STACK_POINTER_EXPORT: &str = "__wasmrace_stack_pointer";
+pub const GLOBAL_EXPORT_PREFIX: &str = "__wasmrace_global_";
+
+/// Bump when instrumentation changes, to invalidate cached modules.
+const INSTRUMENTATION_VERSION: u32 = 1;
+
+/// What the audit learned about a module.
+#[derive(Clone, Debug, Default)]
+pub struct Analysis {
+    pub tests: Vec<String>,
+    pub has_thread_start: bool,
+    pub imports_spawn: bool,
+}
+
+/// Validates `bytes` and audits its imports and exports.
+pub fn analyze(name: &str, bytes: &[u8]) -> Result<Analysis, HostError> {
+    use wasmparser::{ExternalKind, Payload, TypeRef, ValType};
+
+    let mut validator =
+        wasmparser::Validator::new_with_features(wasmparser::WasmFeatures::default());
+    validator
+        .validate_all(bytes)
+        .map_err(|e| HostError::Invalid {
+            name: name.into(),
+            message: e.message().to_string(),
+            offset: e.offset(),
+        })?;
+
+    let mut func_types: Vec<(Vec<ValType>, Vec<ValType>)> = Vec::new();
+    let mut func_type_of: Vec<u32> = Vec::new();
+    let mut forbidden = Vec::new();
+    let mut unknown = Vec::new();
+    let mut analysis = Analysis::default();
+    let mut has_memory = false;
+    let mut exports = Vec::new();
+    let err = |e: wasmparser::BinaryReaderError| HostError::Invalid {
+        name: name.into(),
+        message: e.message().to_string(),
+        offset: e.offset(),
+    };
+    for payload in wasmparser::Parser::new(0).parse_all(bytes) {
+        match payload.map_err(err)? {
+            Payload::TypeSection(r) => {
+                for rec in r.into_iter_err_on_gc_types() {
+                    let ft = rec.map_err(err)?;
+                    func_types.push((ft.params().to_vec(), ft.results().to_vec()));
+                }
+            }
+            Payload::ImportSection(r) => {
+                for imp in r.into_imports() {
+                    let imp = imp.map_err(err)?;
+                    let full = format!("`{}::{}`", imp.module, imp.name);
+                    if imp.module != HOOK_MODULE {
+                        forbidden.push(full);
+                    } else if !SUSPENDING_HOOKS.contains(&imp.name)
+                        && !PLAIN_HOOKS.contains(&imp.name)
+                    {
+                        unknown.push(full);
+                    } else if imp.name == "spawn" {
+                        analysis.imports_spawn = true;
+                    }
+                    if let TypeRef::Func(t) = imp.ty {
+                        func_type_of.push(t);
+                    }
+                }
+            }
+            Payload::FunctionSection(r) => {
+                for t in r {
+                    func_type_of.push(t.map_err(err)?);
+                }
+            }
+            Payload::ExportSection(r) => {
+                for e in r {
+                    let e = e.map_err(err)?;
+                    exports.push((e.name.to_string(), e.kind, e.index));
+                }
+            }
+            _ => {}
+        }
+    }
+    if !forbidden.is_empty() {
+        return Err(HostError::ForbiddenImports {
+            name: name.into(),
+            imports: forbidden.join(", "),
+        });
+    }
+    if !unknown.is_empty() {
+        let mut provided: Vec<&str> = SUSPENDING_HOOKS
+            .iter()
+            .chain(PLAIN_HOOKS)
+            .copied()
+            .collect();
+        provided.sort_unstable();
+        return Err(HostError::UnknownHook {
+            name: name.into(),
+            hooks: unknown.join(", "),
+            provided: format!("`{}`", provided.join("`, `")),
+        });
+    }
+    for (ename, kind, index) in exports {
+        match kind {
+            ExternalKind::Memory if ename == "memory" => has_memory = true,
+            ExternalKind::Func => {
+                let ty = func_type_of
+                    .get(index as usize)
+                    .and_then(|t| func_types.get(*t as usize));
+                let nullary = ty.is_some_and(|(p, r)| p.is_empty() && r.is_empty());
+                if let Some(test) = ename.strip_prefix(TEST_PREFIX) {
+                    if nullary && !test.is_empty() {
+                        analysis.tests.push(test.to_string());
+                    }
+                } else if ename == THREAD_START {
+                    analysis.has_thread_start =
+                        ty.is_some_and(|(p, r)| p == &[ValType::I32] && r.is_empty());
+                }
+            }
+            _ => {}
+        }
+    }
+    if !has_memory {
+        return Err(HostError::NoMemory { name: name.into() });
+    }
+    if analysis.tests.is_empty() {
+        return Err(HostError::NoTests { name: name.into() });
+    }
+    if analysis.imports_spawn && !analysis.has_thread_start {
+        return Err(HostError::NoThreadStart { name: name.into() });
+    }
+    analysis.tests.sort();
+    Ok(analysis)
+}
+
+/// Exports every defined mutable global so the host can save and restore it
+/// (the stack pointer under its own name), with walrus.
+pub fn export_globals(name: &str, bytes: &[u8]) -> Result<Vec<u8>, HostError> {
+    let mut module = walrus::Module::from_buffer(bytes).map_err(|e| HostError::Instrument {
+        name: name.into(),
+        message: one_line(&format!("{e:#}")),
+    })?;
+    let mutable: Vec<(walrus::GlobalId, Option<String>, walrus::ValType)> = module
+        .globals
+        .iter()
+        .filter(|g| g.mutable && matches!(g.kind, walrus::GlobalKind::Local(_)))
+        .map(|g| (g.id(), g.name.clone(), g.ty))
+        .collect();
+    // The stack pointer: by name when the name section has it, else LLVM's
+    // convention of the first mutable i32 global.
+    let sp = mutable
+        .iter()
+        .find(|(_, n, _)| n.as_deref() == Some("__stack_pointer"))
+        .or_else(|| mutable.iter().find(|(_, _, t)| *t == walrus::ValType::I32))
+        .map(|(id, _, _)| *id);
+    let Some(sp) = sp else {
+        return Err(HostError::Instrument {
+            name: name.into(),
+            message: "no mutable i32 global to use as the shadow stack pointer (`__stack_pointer`)"
+                .into(),
+        });
+    };
+    module.exports.add(STACK_POINTER_EXPORT, sp);
+    for (i, (id, _, _)) in mutable.iter().enumerate() {
+        module
+            .exports
+            .add(&format!("{GLOBAL_EXPORT_PREFIX}{i}"), *id);
+    }
+    Ok(module.emit_wasm())
+}
+
+pub fn find_wasm_opt(configured: Option<&Path>) -> Result<PathBuf, HostError> {
+    let candidate = configured
+        .map(Path::to_path_buf)
+        .or_else(|| std::env::var_os("WASMRACE_WASM_OPT").map(PathBuf::from))
+        .unwrap_or_else(|| PathBuf::from("wasm-opt"));
+    match Command::new(&candidate).arg("--version").output() {
+        Ok(o) if o.status.success() => Ok(candidate),
+        _ => Err(HostError::WasmOptMissing {
+            tried: candidate.display().to_string(),
+        }),
+    }
+}
+
+/// Runs Binaryen's Asyncify over the suspending hooks.
+pub fn asyncify(name: &str, bytes: &[u8], wasm_opt: &Path) -> Result<Vec<u8>, HostError> {
+    let dir = tempdir()?;
+    let input = dir.join("in.wasm");
+    let output = dir.join("out.wasm");
+    std::fs::write(&input, bytes).map_err(|source| HostError::Io {
+        path: input.clone(),
+        source,
+    })?;
+    let imports: Vec<String> = SUSPENDING_HOOKS
+        .iter()
+        .map(|h| format!("{HOOK_MODULE}.{h}"))
+        .collect();
+    let result = Command::new(wasm_opt)
+        .arg(&input)
+        .arg("--asyncify")
+        .arg(format!("--pass-arg=asyncify-imports@{}", imports.join(",")))
+        // Asyncify's output is large and slow until optimized.
+        .arg("-O2")
+        .arg("-o")
+        .arg(&output)
+        .output();
+    let out = result.map_err(|_| HostError::WasmOptMissing {
+        tried: wasm_opt.display().to_string(),
+    })?;
+    if !out.status.success() {
+        let _ = std::fs::remove_dir_all(&dir);
+        return Err(HostError::WasmOpt {
+            name: name.into(),
+            message: one_line(&String::from_utf8_lossy(&out.stderr)),
+        });
+    }
+    let bytes = std::fs::read(&output).map_err(|source| HostError::Io {
+        path: output.clone(),
+        source,
+    });
+    let _ = std::fs::remove_dir_all(&dir);
+    bytes
+}
+
+fn tempdir() -> Result<PathBuf, HostError> {
+    use std::sync::atomic::{AtomicU64, Ordering};
+    static COUNTER: AtomicU64 = AtomicU64::new(0);
+    let dir = std::env::temp_dir().join(format!(
+        "wasmrace-{}-{}",
+        std::process::id(),
+        COUNTER.fetch_add(1, Ordering::Relaxed)
+    ));
+    std::fs::create_dir_all(&dir).map_err(|source| HostError::Io {
+        path: dir.clone(),
+        source,
+    })?;
+    Ok(dir)
+}
+
+/// Cache key of an instrumented module: the input, our instrumentation
+/// version and the options that shape the output.
+pub fn cache_key(bytes: &[u8]) -> String {
+    let mut h = blake3::Hasher::new();
+    h.update(bytes);
+    h.update(env!("CARGO_PKG_VERSION").as_bytes());
+    h.update(&INSTRUMENTATION_VERSION.to_le_bytes());
+    h.finalize().to_hex()[..32].to_string()
+}
+
+/// Writes `bytes` to `path` atomically (temp file + rename), so a
+/// concurrent reader never sees half a file. Failures are ignored: the
+/// cache is an optimization.
+pub fn cache_write(path: &Path, bytes: &[u8]) {
+    if let Some(dir) = path.parent() {
+        if std::fs::create_dir_all(dir).is_err() {
+            return;
+        }
+    }
+    let tmp = path.with_extension(format!("tmp{}", std::process::id()));
+    if std::fs::write(&tmp, bytes).is_ok() && std::fs::rename(&tmp, path).is_err() {
+        let _ = std::fs::remove_file(&tmp);
+    }
+}

@@ -1,0 +1,737 @@
+//! Quiescent stepping of a wasm guest: one thread runs at a time, from one
+//! hook call to the next, and between steps no wasm frame is live, so linear
+//! memory + globals + the `World` are the whole state. Implements the
+//! explore crate's `Program`, with exact snapshots and state hashes.
+
+use crate::error::{runtime, HostError};
+use crate::guest::{GuestFault, GuestInner};
+use crate::load;
+use crate::snapshot::{self, Snapshot};
+use crate::world::{Entry, Op, Outcome, Ret, World};
+use std::collections::BTreeMap;
+use std::sync::Arc;
+use wasmrace_explore::{is_preemption, Pending, Program, Status, StepInfo, ThreadView};
+use wasmrace_trace::{Decision, Failure, FailureKind, OpKind, ThreadPath, Tid, TraceEvent};
+use wasmtime::{Global, Memory, ResourceLimiter, Store, Trap, TypedFunc, Val};
+
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub(crate) enum Mode {
+    /// Between steps: no wasm frame is live.
+    Idle,
+    /// A thread runs normally.
+    Running,
+    /// A thread is being resumed; the next suspending hook call ends the rewind.
+    Rewinding,
+    /// A hook started unwinding the running thread back to the host.
+    Unwinding,
+}
+
+/// The running instance's exports the host drives.
+pub(crate) struct Exports {
+    pub memory: Memory,
+    pub start_unwind: TypedFunc<i32, ()>,
+    pub stop_unwind: TypedFunc<(), ()>,
+    pub start_rewind: TypedFunc<i32, ()>,
+    pub stop_rewind: TypedFunc<(), ()>,
+    pub test: TypedFunc<(), ()>,
+    pub thread_start: Option<TypedFunc<i32, ()>>,
+    pub init: Option<TypedFunc<(), ()>>,
+    pub sp: Global,
+    pub globals: Vec<Global>,
+    pub site: Option<[TypedFunc<i32, i32>; 4]>,
+}
+
+pub(crate) struct Limits {
+    max: usize,
+    hit: bool,
+}
+
+impl ResourceLimiter for Limits {
+    fn memory_growing(
+        &mut self,
+        _current: usize,
+        desired: usize,
+        _maximum: Option<usize>,
+    ) -> wasmtime::Result<bool> {
+        if desired > self.max {
+            self.hit = true;
+            return Ok(false);
+        }
+        Ok(true)
+    }
+    fn table_growing(
+        &mut self,
+        _current: usize,
+        desired: usize,
+        _maximum: Option<usize>,
+    ) -> wasmtime::Result<bool> {
+        Ok(desired <= 1 << 20)
+    }
+}
+
+/// Store data: everything hooks need.
+pub struct HostState {
+    pub(crate) world: World,
+    pub(crate) cur: usize,
+    pub(crate) mode: Mode,
+    pub(crate) resume: Ret,
+    pub(crate) ex: Option<Arc<Exports>>,
+    pub(crate) limits: Limits,
+    pub(crate) tracing: bool,
+    pub(crate) logs: Vec<String>,
+    pub(crate) asyncify_bytes: u32,
+}
+
+impl HostState {
+    pub(crate) fn ex(&self) -> Arc<Exports> {
+        self.ex
+            .clone()
+            .expect("exports are set before any guest code runs")
+    }
+}
+
+/// One test of a guest, run one scheduling decision at a time.
+pub struct WasmProgram {
+    guest: Arc<GuestInner>,
+    test: String,
+    store: Store<HostState>,
+    ex: Arc<Exports>,
+    views: Vec<ThreadView>,
+    status: Status,
+    info: StepInfo,
+    steps: u64,
+    last: Option<(Tid, Option<OpKind>)>,
+    trace: Vec<TraceEvent>,
+    sites: BTreeMap<u32, Option<String>>,
+    prev_pages: Vec<Option<Arc<snapshot::Page>>>,
+}
+
+impl std::fmt::Debug for WasmProgram {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_struct("WasmProgram")
+            .field("test", &self.test)
+            .field("steps", &self.steps)
+            .finish()
+    }
+}
+
+impl WasmProgram {
+    pub(crate) fn new(guest: Arc<GuestInner>, test: &str) -> Result<WasmProgram, HostError> {
+        let (store, ex) = instantiate(&guest, test, false)?;
+        let mut p = WasmProgram {
+            guest,
+            test: test.into(),
+            store,
+            ex,
+            views: Vec::new(),
+            status: Status::Running,
+            info: StepInfo::default(),
+            steps: 0,
+            last: None,
+            trace: Vec::new(),
+            sites: BTreeMap::new(),
+            prev_pages: Vec::new(),
+        };
+        p.start()?;
+        Ok(p)
+    }
+
+    pub fn test(&self) -> &str {
+        &self.test
+    }
+
+    /// Record a readable trace of the following steps (slower: names and
+    /// values are formatted, sites resolved, logs kept).
+    pub fn set_tracing(&mut self, on: bool) {
+        self.store.data_mut().tracing = on;
+    }
+
+    pub fn trace(&self) -> &[TraceEvent] {
+        &self.trace
+    }
+
+    pub fn take_trace(&mut self) -> Vec<TraceEvent> {
+        std::mem::take(&mut self.trace)
+    }
+
+    /// Steps taken in the current execution.
+    pub fn steps(&self) -> u64 {
+        self.steps
+    }
+
+    fn tracing(&self) -> bool {
+        self.store.data().tracing
+    }
+
+    /// Starts an execution on the current (fresh) instance: the main thread
+    /// runs up to its first hook.
+    fn start(&mut self) -> Result<(), HostError> {
+        let sp = self.ex.sp.get(&mut self.store).i32().unwrap_or(0) as u32;
+        let slot = match self.alloc_slot()? {
+            Ok(s) => s,
+            Err(f) => {
+                self.status = Status::Failed(f);
+                return Ok(());
+            }
+        };
+        self.store
+            .data_mut()
+            .world
+            .add_thread(ThreadPath::main(), Entry::Test, slot, sp);
+        self.status = Status::Running;
+        self.steps = 0;
+        self.last = None;
+        self.trace.clear();
+        if let Some(init) = self.ex.init.clone() {
+            self.store.data_mut().mode = Mode::Running;
+            self.store
+                .set_fuel(self.guest.config.fuel_per_step)
+                .map_err(runtime)?;
+            let r = init.call(&mut self.store, ());
+            self.store.data_mut().mode = Mode::Idle;
+            if let Err(e) = r {
+                let f = self.classify(0, e);
+                self.status = Status::Failed(f);
+                self.refresh();
+                return Ok(());
+            }
+        }
+        self.run_segment(0, None)?;
+        if self.tracing() {
+            let logs = std::mem::take(&mut self.store.data_mut().logs);
+            if !logs.is_empty() {
+                self.trace.push(TraceEvent {
+                    step: 0,
+                    thread: "main".into(),
+                    op: "start".into(),
+                    object: None,
+                    detail: String::new(),
+                    site: None,
+                    preemption: false,
+                    logs,
+                });
+            }
+        }
+        self.refresh();
+        Ok(())
+    }
+
+    /// Grows memory by one thread slot, or reuses a freed one. Returns the
+    /// slot index, or a memory-limit failure.
+    fn alloc_slot(&mut self) -> Result<Result<u32, Failure>, HostError> {
+        if let Some(s) = self.store.data_mut().world.free_slots.pop() {
+            return Ok(Ok(s));
+        }
+        let bytes = self.guest.config.slot_bytes();
+        let pages = bytes / 65536;
+        match self.ex.memory.grow(&mut self.store, pages) {
+            Ok(old) => {
+                let base = u32::try_from(old * 65536).map_err(runtime)?;
+                let w = &mut self.store.data_mut().world;
+                w.slot_bases.push(base);
+                Ok(Ok((w.slot_bases.len() - 1) as u32))
+            }
+            Err(_) => Ok(Err(self.memory_failure(None))),
+        }
+    }
+
+    fn memory_failure(&self, thread: Option<String>) -> Failure {
+        Failure::new(
+            FailureKind::MemoryLimit,
+            thread,
+            format!(
+                "guest memory would exceed its limit of `{}` MiB; raise --max-memory-mb",
+                self.guest.config.max_memory_bytes >> 20
+            ),
+        )
+    }
+
+    fn slot_stack_top(&self, slot: u32) -> u32 {
+        let base = self.store.data().world.slot_bases[slot as usize];
+        base + self.guest.config.slot_bytes() as u32
+    }
+
+    /// Runs thread `i` from its pending hook (or its entry) to its next hook
+    /// call, or to its end. `resume` is the value its pending hook returns.
+    fn run_segment(&mut self, i: usize, resume: Option<Ret>) -> Result<(), HostError> {
+        let fuel = self.guest.config.fuel_per_step;
+        self.store.set_fuel(fuel).map_err(runtime)?;
+        let (entry, started, sp, slot) = {
+            let t = &self.store.data().world.threads[i];
+            (t.entry, t.started, t.sp, t.slot)
+        };
+        self.ex
+            .sp
+            .set(&mut self.store, Val::I32(sp as i32))
+            .map_err(runtime)?;
+        let st = self.store.data_mut();
+        st.cur = i;
+        if started {
+            st.resume = resume.unwrap_or_default();
+            st.mode = Mode::Rewinding;
+            let buf = st.world.slot_bases[slot as usize];
+            self.ex
+                .start_rewind
+                .call(&mut self.store, buf as i32)
+                .map_err(runtime)?;
+        } else {
+            st.mode = Mode::Running;
+            st.world.threads[i].started = true;
+        }
+        let r = match entry {
+            Entry::Test => self.ex.test.call(&mut self.store, ()),
+            Entry::ThreadStart(arg) => match &self.ex.thread_start {
+                Some(f) => f.call(&mut self.store, arg as i32),
+                None => {
+                    return Err(HostError::NoThreadStart {
+                        name: self.guest.name.clone(),
+                    });
+                }
+            },
+        };
+        let left = self.store.get_fuel().unwrap_or(0);
+        self.info.cost += fuel.saturating_sub(left);
+        match r {
+            Ok(()) => match self.store.data().mode {
+                Mode::Unwinding => {
+                    self.ex
+                        .stop_unwind
+                        .call(&mut self.store, ())
+                        .map_err(runtime)?;
+                    let sp = self.ex.sp.get(&mut self.store).i32().unwrap_or(0) as u32;
+                    let st = self.store.data_mut();
+                    st.mode = Mode::Idle;
+                    st.world.threads[i].sp = sp;
+                    if !matches!(entry, Entry::Test) {
+                        let bottom = st.world.slot_bases[slot as usize] + st.asyncify_bytes;
+                        if sp < bottom {
+                            let name = st.world.threads[i].path.to_string();
+                            self.status = Status::Failed(Failure::new(
+                                FailureKind::Trap,
+                                Some(name),
+                                format!(
+                                    "thread overflowed its `{}` KiB shadow stack; raise --thread-stack-kib",
+                                    self.guest.config.thread_stack_bytes >> 10
+                                ),
+                            ));
+                        }
+                    }
+                }
+                Mode::Running => {
+                    // The entry function returned: the thread's next step is its exit.
+                    let st = self.store.data_mut();
+                    st.mode = Mode::Idle;
+                    let t = &mut st.world.threads[i];
+                    t.pending = Op::Exit;
+                    t.site = 0;
+                }
+                Mode::Rewinding | Mode::Idle => {
+                    return Err(HostError::Runtime {
+                        message: "a resumed thread returned without reaching its hook (instrumentation mismatch)".into(),
+                    });
+                }
+            },
+            Err(e) => {
+                let f = self.classify(i, e);
+                self.store.data_mut().mode = Mode::Idle;
+                self.status = Status::Failed(f);
+            }
+        }
+        Ok(())
+    }
+
+    /// Turns a trap of thread `i` into a failure report.
+    fn classify(&mut self, i: usize, e: wasmtime::Error) -> Failure {
+        let mode = self.store.data().mode;
+        let st = self.store.data_mut();
+        let thread = st.world.threads.get(i).map(|t| t.path.to_string());
+        if let Some(GuestFault(f)) = e.downcast_ref::<GuestFault>() {
+            let mut f = f.clone();
+            f.thread = thread;
+            return f;
+        }
+        if st.limits.hit {
+            st.limits.hit = false;
+            return self.memory_failure(thread);
+        }
+        if let Some((message, location)) = st.world.threads.get_mut(i).and_then(|t| t.panic.take())
+        {
+            let mut f = Failure::new(FailureKind::Panic, thread, message);
+            f.location = Some(location);
+            return f;
+        }
+        match e.downcast_ref::<Trap>() {
+            Some(Trap::OutOfFuel) => Failure::new(
+                FailureKind::FuelExhausted,
+                thread,
+                format!(
+                    "one step ran `{}` instructions without reaching a scheduling point (a loop with no hook call?); raise --fuel-per-step",
+                    self.guest.config.fuel_per_step
+                ),
+            ),
+            Some(Trap::UnreachableCodeReached) if mode == Mode::Unwinding => Failure::new(
+                FailureKind::Trap,
+                thread,
+                format!(
+                    "the suspended call stack did not fit the `{}` KiB Asyncify buffer; raise --asyncify-buffer-kib",
+                    self.guest.config.asyncify_buffer_bytes >> 10
+                ),
+            ),
+            Some(t) => Failure::new(FailureKind::Trap, thread, format!("wasm trap: {t}")),
+            None => Failure::new(FailureKind::Trap, thread, crate::error::one_line(&format!("{e:#}"))),
+        }
+    }
+
+    /// Recomputes the thread views and the status after a step.
+    fn refresh(&mut self) {
+        let w = &self.store.data().world;
+        let mut views = std::mem::take(&mut self.views);
+        let mut n = 0;
+        for (i, t) in w.threads.iter().enumerate() {
+            if t.exited {
+                continue;
+            }
+            if n == views.len() {
+                views.push(ThreadView {
+                    tid: t.tid,
+                    pending: Pending {
+                        op: OpKind::Yield,
+                        enabled: false,
+                        alts: 1,
+                        accesses: Vec::new(),
+                        site: 0,
+                    },
+                });
+            }
+            let v = &mut views[n];
+            v.tid = t.tid;
+            v.pending.op = t.pending.kind();
+            v.pending.enabled = w.enabled(i);
+            v.pending.alts = w.alts(i);
+            v.pending.site = u64::from(t.site);
+            w.accesses(i, &mut v.pending.accesses);
+            n += 1;
+        }
+        views.truncate(n);
+        if !matches!(self.status, Status::Failed(_)) {
+            self.status = if views.is_empty() {
+                Status::Finished
+            } else if views.iter().any(|v| v.pending.enabled) {
+                Status::Running
+            } else {
+                Status::Failed(w.deadlock())
+            };
+        }
+        self.views = views;
+    }
+
+    fn site_name(&mut self, site: u32) -> Option<String> {
+        if site == 0 {
+            return None;
+        }
+        if let Some(s) = self.sites.get(&site) {
+            return s.clone();
+        }
+        let resolved = self
+            .ex
+            .site
+            .clone()
+            .and_then(|[file_ptr, file_len, line, col]| {
+                let s = site as i32;
+                let fp = file_ptr.call(&mut self.store, s).ok()? as u32 as usize;
+                let fl = file_len.call(&mut self.store, s).ok()? as u32 as usize;
+                let line = line.call(&mut self.store, s).ok()?;
+                let col = col.call(&mut self.store, s).ok()?;
+                let file = self.ex.memory.data(&self.store).get(fp..fp + fl)?.to_vec();
+                Some(format!("{}:{line}:{col}", String::from_utf8_lossy(&file)))
+            });
+        self.sites.insert(site, resolved.clone());
+        resolved
+    }
+
+    fn do_step(&mut self, d: Decision) -> Result<(), HostError> {
+        let step_no = self.steps;
+        let Some(i) = self.store.data().world.thread_index(d.tid) else {
+            return Err(HostError::InvalidDecision {
+                thread: format!("{:#x}", d.tid.0),
+                alt: d.alt,
+                step: step_no,
+            });
+        };
+        {
+            let w = &self.store.data().world;
+            if !matches!(self.status, Status::Running) || !w.enabled(i) || d.alt >= w.alts(i) {
+                return Err(HostError::InvalidDecision {
+                    thread: w.thread_name(d.tid),
+                    alt: d.alt,
+                    step: step_no,
+                });
+            }
+        }
+        let tracing = self.tracing();
+        let preemption = tracing && is_preemption(&self.views, self.last, d.tid);
+        self.info.tid = d.tid;
+        self.info.alt = d.alt;
+        self.info.spawned.clear();
+        self.info.cost = 0;
+        let (kind, site, spawn_arg) = {
+            let t = &self.store.data().world.threads[i];
+            let arg = match t.pending {
+                Op::Spawn { arg } => Some(arg),
+                _ => None,
+            };
+            (t.pending.kind(), t.site, arg)
+        };
+        self.info.op = Some(kind);
+        self.info.site = u64::from(site);
+        let mut spawned = None;
+        if let Some(arg) = spawn_arg {
+            if self.ex.thread_start.is_none() {
+                return Err(HostError::NoThreadStart {
+                    name: self.guest.name.clone(),
+                });
+            }
+            match self.alloc_slot()? {
+                Ok(slot) => {
+                    let top = self.slot_stack_top(slot);
+                    let w = &mut self.store.data_mut().world;
+                    let c = w.spawn_child(i, arg, slot, top);
+                    let tid = w.threads[c].tid;
+                    spawned = Some(tid);
+                    self.info.spawned.push(tid);
+                }
+                Err(f) => {
+                    let mut f = f;
+                    f.thread = Some(self.store.data().world.threads[i].path.to_string());
+                    self.status = Status::Failed(f);
+                }
+            }
+        }
+        let mut object = None;
+        let mut detail = String::new();
+        if !matches!(self.status, Status::Failed(_)) {
+            let ex = self
+                .store
+                .data_mut()
+                .world
+                .execute(i, d.alt, spawned, tracing);
+            self.info.accesses = ex.accesses;
+            object = ex.object;
+            detail = ex.detail;
+            match ex.outcome {
+                Outcome::Return(r) => self.run_segment(i, Some(r))?,
+                Outcome::Continue => {}
+                Outcome::Exited => {
+                    let w = &mut self.store.data_mut().world;
+                    let slot = w.threads[i].slot;
+                    w.free_slots.push(slot);
+                }
+                Outcome::Fail(f) => self.status = Status::Failed(f),
+            }
+        } else {
+            self.info.accesses.clear();
+        }
+        // Newly spawned threads run up to their first hook within this step:
+        // that code only touches their own state.
+        let unstarted = std::mem::take(&mut self.store.data_mut().world.unstarted);
+        for c in unstarted {
+            if matches!(self.status, Status::Failed(_)) {
+                break;
+            }
+            self.run_segment(c, None)?;
+        }
+        self.steps += 1;
+        self.last = Some((d.tid, Some(kind)));
+        if tracing {
+            let logs = std::mem::take(&mut self.store.data_mut().logs);
+            let site_name = self.site_name(site);
+            let thread = self.store.data().world.thread_name(d.tid);
+            self.trace.push(TraceEvent {
+                step: step_no as u32 + 1,
+                thread,
+                op: kind.name().into(),
+                object,
+                detail,
+                site: site_name,
+                preemption,
+                logs,
+            });
+        }
+        self.refresh();
+        Ok(())
+    }
+
+    /// Replaces the instance with a fresh one (needed when memory must
+    /// shrink, which wasm memories cannot).
+    fn reinstantiate(&mut self) -> Result<(), HostError> {
+        let tracing = self.tracing();
+        let (store, ex) = instantiate(&self.guest, &self.test, tracing)?;
+        self.store = store;
+        self.ex = ex;
+        Ok(())
+    }
+}
+
+fn instantiate(
+    guest: &GuestInner,
+    test: &str,
+    tracing: bool,
+) -> Result<(Store<HostState>, Arc<Exports>), HostError> {
+    let state = HostState {
+        world: World::new(),
+        cur: 0,
+        mode: Mode::Idle,
+        resume: Ret::default(),
+        ex: None,
+        limits: Limits {
+            max: guest.config.max_memory_bytes as usize,
+            hit: false,
+        },
+        tracing,
+        logs: Vec::new(),
+        asyncify_bytes: guest.config.asyncify_buffer_bytes,
+    };
+    let mut store = Store::new(&guest.engine, state);
+    store.limiter(|s| &mut s.limits);
+    store
+        .set_fuel(guest.config.fuel_per_step)
+        .map_err(runtime)?;
+    let inst = guest.pre.instantiate(&mut store).map_err(runtime)?;
+    let missing = |what: &str| HostError::Instrument {
+        name: guest.name.clone(),
+        message: format!("instrumented module lacks export `{what}`"),
+    };
+    let memory = inst
+        .get_memory(&mut store, "memory")
+        .ok_or_else(|| missing("memory"))?;
+    macro_rules! func {
+        ($name:expr) => {
+            inst.get_typed_func(&mut store, $name)
+                .map_err(|_| missing($name))?
+        };
+    }
+    let test_export = format!("{}{}", load::TEST_PREFIX, test);
+    let mut globals = Vec::new();
+    for i in 0.. {
+        match inst.get_global(&mut store, &format!("{}{i}", load::GLOBAL_EXPORT_PREFIX)) {
+            Some(g) => globals.push(g),
+            None => break,
+        }
+    }
+    let site = match (
+        inst.get_typed_func(&mut store, "__wasmrace_site_file_ptr")
+            .ok(),
+        inst.get_typed_func(&mut store, "__wasmrace_site_file_len")
+            .ok(),
+        inst.get_typed_func(&mut store, "__wasmrace_site_line").ok(),
+        inst.get_typed_func(&mut store, "__wasmrace_site_col").ok(),
+    ) {
+        (Some(a), Some(b), Some(c), Some(d)) => Some([a, b, c, d]),
+        _ => None,
+    };
+    let ex = Arc::new(Exports {
+        memory,
+        start_unwind: func!("asyncify_start_unwind"),
+        stop_unwind: func!("asyncify_stop_unwind"),
+        start_rewind: func!("asyncify_start_rewind"),
+        stop_rewind: func!("asyncify_stop_rewind"),
+        test: func!(&test_export),
+        thread_start: inst.get_typed_func(&mut store, load::THREAD_START).ok(),
+        init: inst.get_typed_func(&mut store, load::INIT).ok(),
+        sp: inst
+            .get_global(&mut store, load::STACK_POINTER_EXPORT)
+            .ok_or_else(|| missing(load::STACK_POINTER_EXPORT))?,
+        globals,
+        site,
+    });
+    store.data_mut().ex = Some(ex.clone());
+    Ok((store, ex))
+}
+
+impl Program for WasmProgram {
+    type Snapshot = Snapshot;
+    type Error = HostError;
+
+    fn reset(&mut self) -> Result<(), HostError> {
+        self.reinstantiate()?;
+        self.start()
+    }
+
+    fn threads(&self) -> &[ThreadView] {
+        &self.views
+    }
+
+    fn status(&self) -> &Status {
+        &self.status
+    }
+
+    fn step(&mut self, d: Decision) -> Result<&StepInfo, HostError> {
+        self.do_step(d)?;
+        Ok(&self.info)
+    }
+
+    fn snapshot(&mut self) -> Result<Option<Snapshot>, HostError> {
+        let data = self.ex.memory.data(&self.store);
+        let memory_bytes = data.len();
+        let pages = snapshot::capture_pages(data, &self.prev_pages);
+        self.prev_pages = pages.clone();
+        let mut globals = Vec::with_capacity(self.ex.globals.len());
+        for g in &self.ex.globals {
+            globals.push(snapshot::val_bits(&g.get(&mut self.store)));
+        }
+        Ok(Some(Snapshot {
+            memory_bytes,
+            pages,
+            globals,
+            world: self.store.data().world.clone(),
+            views: self.views.clone(),
+            status: self.status.clone(),
+            steps: self.steps,
+            last: self.last,
+        }))
+    }
+
+    fn restore(&mut self, s: &Snapshot) -> Result<(), HostError> {
+        let size = self.ex.memory.data_size(&self.store);
+        if size > s.memory_bytes {
+            self.reinstantiate()?;
+        }
+        let size = self.ex.memory.data_size(&self.store);
+        if size < s.memory_bytes {
+            let pages = ((s.memory_bytes - size) / 65536) as u64;
+            self.ex
+                .memory
+                .grow(&mut self.store, pages)
+                .map_err(runtime)?;
+        }
+        snapshot::restore_pages(self.ex.memory.data_mut(&mut self.store), &s.pages);
+        for (g, bits) in self.ex.globals.clone().iter().zip(&s.globals) {
+            let v = snapshot::val_from_bits(&g.ty(&self.store), *bits);
+            g.set(&mut self.store, v).map_err(runtime)?;
+        }
+        let st = self.store.data_mut();
+        st.world = s.world.clone();
+        st.mode = Mode::Idle;
+        st.logs.clear();
+        self.views = s.views.clone();
+        self.status = s.status.clone();
+        self.steps = s.steps;
+        self.last = s.last;
+        self.trace.clear();
+        Ok(())
+    }
+
+    fn state_hash(&mut self) -> Option<[u8; 32]> {
+        let mut h = blake3::Hasher::new();
+        snapshot::hash_memory(self.ex.memory.data(&self.store), &mut h);
+        for g in self.ex.globals.clone() {
+            h.update(&snapshot::val_bits(&g.get(&mut self.store)).to_le_bytes());
+        }
+        self.store.data().world.hash_into(&mut h);
+        Some(*h.finalize().as_bytes())
+    }
+
+    fn thread_name(&self, tid: Tid) -> String {
+        self.store.data().world.thread_name(tid)
+    }
+}

@@ -1,0 +1,161 @@
+//! Exact snapshots of a guest between steps: linear memory in 4 KiB pages
+//! (zero pages not stored, unchanged pages shared with the previous
+//! snapshot), the mutable globals and the host world. Also the state hash:
+//! blake3 over non-zero pages, globals and the world.
+
+use crate::world::World;
+use std::sync::Arc;
+use wasmrace_explore::{Status, ThreadView};
+use wasmrace_trace::{OpKind, Tid};
+use wasmtime::{Val, ValType};
+
+pub const PAGE: usize = 4096;
+pub type Page = [u8; PAGE];
+
+/// The whole state of a program between two steps.
+#[derive(Clone)]
+pub struct Snapshot {
+    pub(crate) memory_bytes: usize,
+    pub(crate) pages: Vec<Option<Arc<Page>>>,
+    pub(crate) globals: Vec<u128>,
+    pub(crate) world: World,
+    pub(crate) views: Vec<ThreadView>,
+    pub(crate) status: Status,
+    pub(crate) steps: u64,
+    pub(crate) last: Option<(Tid, Option<OpKind>)>,
+}
+
+impl Snapshot {
+    /// Bytes of page data this snapshot holds (shared pages counted).
+    pub fn stored_bytes(&self) -> usize {
+        self.pages.iter().filter(|p| p.is_some()).count() * PAGE
+    }
+    pub fn memory_bytes(&self) -> usize {
+        self.memory_bytes
+    }
+}
+
+impl std::fmt::Debug for Snapshot {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_struct("Snapshot")
+            .field("memory_bytes", &self.memory_bytes)
+            .field("stored_bytes", &self.stored_bytes())
+            .field("steps", &self.steps)
+            .finish()
+    }
+}
+
+/// Whether a page is all zeros; written so that it vectorizes.
+pub fn is_zero(page: &[u8]) -> bool {
+    page.chunks_exact(64).all(|c| {
+        let mut acc = 0u64;
+        for w in c.chunks_exact(8) {
+            acc |= u64::from_ne_bytes(w.try_into().expect("8 bytes"));
+        }
+        acc == 0
+    })
+}
+
+pub fn capture_pages(mem: &[u8], prev: &[Option<Arc<Page>>]) -> Vec<Option<Arc<Page>>> {
+    mem.chunks_exact(PAGE)
+        .enumerate()
+        .map(|(i, chunk)| {
+            if is_zero(chunk) {
+                return None;
+            }
+            if let Some(Some(p)) = prev.get(i) {
+                if p[..] == *chunk {
+                    return Some(p.clone());
+                }
+            }
+            let mut page = [0u8; PAGE];
+            page.copy_from_slice(chunk);
+            Some(Arc::new(page))
+        })
+        .collect()
+}
+
+pub fn restore_pages(mem: &mut [u8], pages: &[Option<Arc<Page>>]) {
+    for (i, chunk) in mem.chunks_exact_mut(PAGE).enumerate() {
+        match pages.get(i) {
+            Some(Some(p)) => chunk.copy_from_slice(&p[..]),
+            // Only write zeros over non-zero pages: writing an untouched
+            // copy-on-write page would fault it in for nothing.
+            _ => {
+                if !is_zero(chunk) {
+                    chunk.fill(0);
+                }
+            }
+        }
+    }
+}
+
+pub fn hash_memory(mem: &[u8], h: &mut blake3::Hasher) {
+    h.update(&(mem.len() as u64).to_le_bytes());
+    for (i, chunk) in mem.chunks_exact(PAGE).enumerate() {
+        if !is_zero(chunk) {
+            h.update(&(i as u32).to_le_bytes());
+            h.update(chunk);
+        }
+    }
+}
+
+pub fn val_bits(v: &Val) -> u128 {
+    match v {
+        Val::I32(x) => *x as u32 as u128,
+        Val::I64(x) => *x as u64 as u128,
+        Val::F32(x) => *x as u128,
+        Val::F64(x) => *x as u128,
+        Val::V128(x) => x.as_u128(),
+        _ => 0,
+    }
+}
+
+pub fn val_from_bits(ty: &wasmtime::GlobalType, bits: u128) -> Val {
+    match ty.content() {
+        ValType::I32 => Val::I32(bits as u32 as i32),
+        ValType::I64 => Val::I64(bits as u64 as i64),
+        ValType::F32 => Val::F32(bits as u32),
+        ValType::F64 => Val::F64(bits as u64),
+        ValType::V128 => Val::V128(bits.into()),
+        ValType::Ref(_) => Val::null_any_ref(),
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn capture_restore_round_trip_and_sharing() {
+        let mut mem = vec![0u8; PAGE * 4];
+        mem[5] = 1;
+        mem[PAGE * 2 + 100] = 7;
+        let a = capture_pages(&mem, &[]);
+        assert!(a[0].is_some() && a[1].is_none() && a[2].is_some() && a[3].is_none());
+        mem[5] = 2;
+        let b = capture_pages(&mem, &a);
+        assert!(!Arc::ptr_eq(a[0].as_ref().unwrap(), b[0].as_ref().unwrap()));
+        assert!(
+            Arc::ptr_eq(a[2].as_ref().unwrap(), b[2].as_ref().unwrap()),
+            "unchanged page is shared"
+        );
+        mem[PAGE * 3] = 9;
+        restore_pages(&mut mem, &a);
+        assert_eq!(mem[5], 1);
+        assert_eq!(mem[PAGE * 3], 0);
+        let (mut h1, mut h2) = (blake3::Hasher::new(), blake3::Hasher::new());
+        hash_memory(&mem, &mut h1);
+        mem[PAGE * 3 + 1] = 1;
+        hash_memory(&mem, &mut h2);
+        assert_ne!(h1.finalize(), h2.finalize());
+    }
+
+    #[test]
+    fn zero_check_sees_the_last_byte() {
+        let mut p = [0u8; PAGE];
+        assert!(is_zero(&p));
+        p[PAGE - 1] = 1;
+        assert!(!is_zero(&p));
+    }
+}
