@@ -1,2 +1,98 @@
-//! placeholder
-fn main(){}
+//! `wasmrace`: the command line of the systematic concurrency tester. One
+//! module per subcommand under `commands/`; this file parses arguments, maps
+//! outcomes to exit codes (0 no bug, 1 bug, 2 error) and makes sure every
+//! error, including an internal panic, ends as one `error: ` line on stderr.
+
+mod commands;
+mod output;
+mod report;
+
+use clap::{Parser, Subcommand};
+use std::process::ExitCode;
+
+const AFTER_HELP: &str = "\
+Exit status: 0 when no bug was found, 1 when a bug was found (or a replayed
+schedule failed), 2 on any error (bad module, bad schedule file, bad flags).
+
+Examples:
+  wasmrace list app.wasm
+  wasmrace check app.wasm
+  wasmrace check app.wasm --test lost_update --preemption-bound 3
+  wasmrace replay app.wasm app.lost_update.schedule.json";
+
+#[derive(Parser)]
+#[command(
+    name = "wasmrace",
+    version,
+    about = "Systematic concurrency testing for programs compiled to WebAssembly",
+    long_about = "Systematic concurrency testing for programs compiled to WebAssembly.\n\n\
+        wasmrace runs the tests of a guest module (built for wasm32-unknown-unknown \
+        with the wasmrace guest SDK) under every interleaving of their threads, \
+        up to explicit bounds, and reports the first failing interleaving step by \
+        step, with a schedule file that replays it exactly.",
+    after_help = AFTER_HELP,
+    propagate_version = true
+)]
+struct Cli {
+    #[command(subcommand)]
+    command: Command,
+}
+
+#[derive(Subcommand)]
+enum Command {
+    Check(commands::check::CheckCommand),
+    Replay(commands::replay::ReplayCommand),
+    List(commands::list::ListCommand),
+}
+
+/// What a command found; errors are the third outcome and travel as `Err`.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum Verdict {
+    NoBug,
+    Bug,
+}
+
+fn main() -> ExitCode {
+    install_panic_hook();
+    // clap reports its own usage errors (exit 2) and --help/--version (exit 0).
+    let cli = Cli::parse();
+    let result = std::panic::catch_unwind(move || match cli.command {
+        Command::Check(c) => c.run(),
+        Command::Replay(c) => c.run(),
+        Command::List(c) => c.run(),
+    });
+    match result {
+        Ok(Ok(Verdict::NoBug)) => ExitCode::from(0),
+        Ok(Ok(Verdict::Bug)) => ExitCode::from(1),
+        Ok(Err(e)) => {
+            output::error_line(&output::error_chain(&e));
+            ExitCode::from(2)
+        }
+        // The panic hook has already printed the one line.
+        Err(_) => ExitCode::from(2),
+    }
+}
+
+/// A panic is a wasmrace bug, never the user's: report it like any other
+/// error (one line, exit 2) instead of a multi-line default message, but keep
+/// the backtrace available for whoever debugs it.
+fn install_panic_hook() {
+    std::panic::set_hook(Box::new(|info| {
+        let msg = info
+            .payload()
+            .downcast_ref::<&str>()
+            .map(|s| s.to_string())
+            .or_else(|| info.payload().downcast_ref::<String>().cloned())
+            .unwrap_or_else(|| "unknown panic".into());
+        let at = info
+            .location()
+            .map(|l| format!(" at {}:{}", l.file(), l.line()))
+            .unwrap_or_default();
+        output::error_line(&format!(
+            "internal error: {msg}{at}; this is a bug in wasmrace, please report it"
+        ));
+        if std::env::var_os("RUST_BACKTRACE").is_some() {
+            eprintln!("{}", std::backtrace::Backtrace::force_capture());
+        }
+    }));
+}

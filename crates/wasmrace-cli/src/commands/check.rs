@@ -1,0 +1,321 @@
+//! `wasmrace check`: explores the interleavings of a module's tests and
+//! reports the first failing one of each, with a schedule file and the
+//! command that replays it.
+
+use super::HostArgs;
+use crate::output;
+use crate::report;
+use crate::Verdict;
+use anyhow::{bail, Context, Result};
+use indicatif::{ProgressBar, ProgressDrawTarget, ProgressStyle};
+use std::io::IsTerminal;
+use std::path::{Path, PathBuf};
+use std::time::{Duration, Instant};
+use wasmrace_explore::{Config, Report};
+use wasmrace_host::{CheckOptions, CheckOutcome, Guest, HostError, StrategyChoice};
+
+const AFTER_HELP: &str = "\
+Output: for each test, either `no bug in N executions (...)`, saying whether
+the space was exhausted and which flag raises the bound that cut it short, or
+the failure, the failing interleaving as numbered steps, the schedule file
+written and the `wasmrace replay` command that reproduces it.
+
+Determinism: the same module, seed and options print byte-identical stdout,
+except the lines starting with `time:` (with --json, the `elapsed_ms`
+fields). A run cut short by --time-budget is the exception: how far it got
+depends on the machine.
+
+Exit status: 0 no bug in any test, 1 a bug in at least one test, 2 error.
+
+Examples:
+  wasmrace check app.wasm
+  wasmrace check app.wasm --test lost_update
+  wasmrace check app.wasm --preemption-bound 3 --max-executions 1000000
+  wasmrace check app.wasm --strategy random --seed 7 --max-executions 5000
+  wasmrace check app.wasm --json | jq '.tests[].bug.failure'";
+
+#[derive(clap::ValueEnum, Clone, Copy, Debug, PartialEq, Eq)]
+pub enum StrategyArg {
+    /// Depth-first search over interleavings with iterative preemption
+    /// bounding: exhaustive within the bound
+    Dfs,
+    /// Random walks among the enabled threads, reproducible by --seed
+    Random,
+}
+
+/// Explore the interleavings of a module's tests and report bugs
+#[derive(clap::Args, Debug)]
+#[command(after_help = AFTER_HELP)]
+pub struct CheckCommand {
+    /// The guest module (.wasm), built for wasm32-unknown-unknown with the
+    /// wasmrace guest SDK
+    #[arg(value_name = "MODULE")]
+    module: PathBuf,
+    /// Check only this test (default: every test of the module, in order)
+    #[arg(long, value_name = "NAME")]
+    test: Option<String>,
+    /// Exploration strategy
+    #[arg(long, value_enum, default_value_t = StrategyArg::Dfs)]
+    strategy: StrategyArg,
+    /// Explore interleavings with at most N preemptions (dfs only)
+    /// [default: 2]
+    #[arg(long, value_name = "N", conflicts_with = "unbounded")]
+    preemption_bound: Option<u32>,
+    /// Explore every interleaving, without a preemption bound (dfs only)
+    #[arg(long)]
+    unbounded: bool,
+    /// Stop after N executions per test
+    #[arg(long, value_name = "N", default_value_t = Config::default().max_executions)]
+    max_executions: u64,
+    /// Fail an execution that takes more than N steps (possible livelock)
+    #[arg(long, value_name = "N", default_value_t = Config::default().max_steps)]
+    max_steps: u64,
+    /// Stop exploring a test after SECS seconds of wall-clock time
+    #[arg(long, value_name = "SECS")]
+    time_budget: Option<u64>,
+    /// Seed of the random strategy (recorded in schedule files)
+    #[arg(long, value_name = "N", default_value_t = 0)]
+    seed: u64,
+    /// Write the schedule of a bug here (default:
+    /// `<module stem>.<test>.schedule.json` in the current directory; with
+    /// several tests the test name is added before the extension)
+    #[arg(long, value_name = "PATH")]
+    schedule_out: Option<PathBuf>,
+    /// Print one JSON document on stdout instead of text
+    #[arg(long)]
+    json: bool,
+    #[command(flatten)]
+    host: HostArgs,
+}
+
+impl CheckCommand {
+    pub fn run(self) -> Result<Verdict> {
+        let opts = self.options()?;
+        let guest = Guest::load(&self.module, self.host.config()?)?;
+        let tests: Vec<String> = match &self.test {
+            Some(t) => {
+                if !guest.tests().contains(t) {
+                    return Err(HostError::UnknownTest {
+                        name: guest.name().into(),
+                        test: t.clone(),
+                        available: format!("`{}`", guest.tests().join("`, `")),
+                    }
+                    .into());
+                }
+                vec![t.clone()]
+            }
+            None => guest.tests().to_vec(),
+        };
+        let several = tests.len() > 1;
+        let mut results = Vec::new();
+        let mut failed = Vec::new();
+        for (i, test) in tests.iter().enumerate() {
+            let outcome = explore(&guest, test, &opts, self.json)?;
+            let schedule_path = match &outcome.bug {
+                Some(bug) => {
+                    let path = report::schedule_path(
+                        &self.module,
+                        test,
+                        self.schedule_out.as_deref(),
+                        several,
+                    );
+                    std::fs::write(&path, bug.schedule.to_json()).with_context(|| {
+                        format!("cannot write schedule file `{}`", path.display())
+                    })?;
+                    failed.push(test.clone());
+                    Some(path)
+                }
+                None => None,
+            };
+            if self.json {
+                results.push(self.json_result(&outcome, &opts, schedule_path.as_deref()));
+            } else {
+                let mut text = if i > 0 {
+                    "\n".to_string()
+                } else {
+                    String::new()
+                };
+                text.push_str(&self.text_result(&outcome, &opts, schedule_path.as_deref()));
+                output::print(&text)?;
+            }
+        }
+        if self.json {
+            let doc = serde_json::json!({
+                "module": self.module.display().to_string(),
+                "module_blake3": guest.module_hash(),
+                "tests": results,
+            });
+            let mut text = serde_json::to_string_pretty(&doc)?;
+            text.push('\n');
+            output::print(&text)?;
+        } else if several {
+            let passed = tests.len() - failed.len();
+            let mut text = format!(
+                "\n{} tests: {} with a bug, {passed} without",
+                tests.len(),
+                failed.len()
+            );
+            if !failed.is_empty() {
+                text.push_str(&format!(" (bugs in `{}`)", failed.join("`, `")));
+            }
+            text.push('\n');
+            output::print(&text)?;
+        }
+        Ok(if failed.is_empty() {
+            Verdict::NoBug
+        } else {
+            Verdict::Bug
+        })
+    }
+
+    fn options(&self) -> Result<CheckOptions> {
+        let defaults = CheckOptions::default();
+        let strategy = match self.strategy {
+            StrategyArg::Dfs => StrategyChoice::Dfs {
+                preemption_bound: if self.unbounded {
+                    None
+                } else {
+                    match (self.preemption_bound, &defaults.strategy) {
+                        (Some(b), _) => Some(b),
+                        (None, StrategyChoice::Dfs { preemption_bound }) => *preemption_bound,
+                        (None, StrategyChoice::Random) => None,
+                    }
+                },
+            },
+            StrategyArg::Random => {
+                if self.preemption_bound.is_some() || self.unbounded {
+                    bail!("`--preemption-bound` and `--unbounded` only apply to `--strategy dfs`");
+                }
+                StrategyChoice::Random
+            }
+        };
+        if self.max_executions == 0 {
+            bail!("`--max-executions` must be at least 1");
+        }
+        if self.max_steps == 0 {
+            bail!("`--max-steps` must be at least 1");
+        }
+        Ok(CheckOptions {
+            strategy,
+            seed: self.seed,
+            explore: Config {
+                max_executions: self.max_executions,
+                max_steps: self.max_steps,
+                time_budget: self.time_budget.map(Duration::from_secs),
+                ..defaults.explore
+            },
+        })
+    }
+
+    /// The command that replays a schedule: the module as the user named
+    /// it, and the host flags the bug was found under.
+    fn reproduce_command(&self, schedule: &Path) -> String {
+        let mut words = vec![
+            "wasmrace".to_string(),
+            "replay".to_string(),
+            self.module.display().to_string(),
+            schedule.display().to_string(),
+        ];
+        words.extend(self.host.non_default_flags());
+        report::command_line(&words)
+    }
+
+    fn text_result(
+        &self,
+        outcome: &CheckOutcome,
+        opts: &CheckOptions,
+        schedule_path: Option<&Path>,
+    ) -> String {
+        let r = &outcome.report;
+        let head = format!(
+            "test `{}` ({})",
+            outcome.test,
+            report::strategy_description(&opts.strategy, opts.seed)
+        );
+        let mut out = String::new();
+        match (&outcome.bug, schedule_path) {
+            (Some(bug), Some(path)) => {
+                out.push_str(&format!(
+                    "{head}: BUG found in execution {}\n\n",
+                    bug.execution
+                ));
+                out.push_str(&report::failure_block(&bug.failure));
+                out.push('\n');
+                out.push_str(&report::trace_block(&bug.trace));
+                out.push('\n');
+                out.push_str(&format!("schedule written to {}\n", path.display()));
+                out.push_str(&format!(
+                    "reproduce with: {}\n",
+                    self.reproduce_command(path)
+                ));
+            }
+            _ => {
+                out.push_str(&format!("{head}: {}\n", report::no_bug_summary(r)));
+            }
+        }
+        out.push_str(&report::timing_line(r.executions, r.elapsed));
+        out
+    }
+
+    fn json_result(
+        &self,
+        outcome: &CheckOutcome,
+        opts: &CheckOptions,
+        schedule_path: Option<&Path>,
+    ) -> serde_json::Value {
+        let r = &outcome.report;
+        let bug = match (&outcome.bug, schedule_path) {
+            (Some(bug), Some(path)) => serde_json::json!({
+                "execution": bug.execution,
+                "failure": bug.failure,
+                "trace": bug.trace,
+                "schedule_path": path.display().to_string(),
+                "reproduce": self.reproduce_command(path),
+            }),
+            _ => serde_json::Value::Null,
+        };
+        serde_json::json!({
+            "test": outcome.test,
+            "strategy": outcome.strategy,
+            "seed": outcome.seed,
+            "options": opts.to_json(),
+            "executions": r.executions,
+            "exhausted": r.exhausted,
+            "bound_hits": report::bound_hits_json(r),
+            "elapsed_ms": report::elapsed_ms(r.elapsed),
+            "bug": bug,
+        })
+    }
+}
+
+/// Runs one test's exploration, with a progress bar on stderr when a person
+/// is watching (stderr is a terminal and the output is not JSON).
+fn explore(guest: &Guest, test: &str, opts: &CheckOptions, json: bool) -> Result<CheckOutcome> {
+    if json || !std::io::stderr().is_terminal() {
+        return Ok(wasmrace_host::check(guest, test, opts)?);
+    }
+    let bar = ProgressBar::with_draw_target(
+        Some(opts.explore.max_executions),
+        ProgressDrawTarget::stderr(),
+    );
+    bar.set_style(
+        ProgressStyle::with_template(
+            "{prefix} [{bar:30}] {human_pos}/{human_len} executions, {per_sec}, {elapsed}",
+        )
+        .unwrap_or_else(|_| ProgressStyle::default_bar())
+        .progress_chars("=> "),
+    );
+    bar.set_prefix(test.to_string());
+    // Executions can take microseconds: touch the bar only every 1000 of
+    // them or every 100 ms, whichever comes first.
+    let mut last_draw = Instant::now();
+    let mut progress = |r: &Report| {
+        if r.executions % 1000 == 0 || last_draw.elapsed() >= Duration::from_millis(100) {
+            bar.set_position(r.executions);
+            last_draw = Instant::now();
+        }
+    };
+    let result = wasmrace_host::check_with_progress(guest, test, opts, &mut progress);
+    bar.finish_and_clear();
+    Ok(result?)
+}

@@ -1,0 +1,44 @@
+//! `wasmrace list`: the tests a module exports, one per line, for scripts
+//! and for picking a `--test`.
+
+use crate::output;
+use crate::Verdict;
+use anyhow::Result;
+use std::path::PathBuf;
+use wasmrace_host::HostError;
+
+const AFTER_HELP: &str = "\
+The module is validated and audited exactly as `check` does, but not
+instrumented or compiled, so listing is instant and needs no wasm-opt.
+
+Examples:
+  wasmrace list app.wasm
+  for t in $(wasmrace list app.wasm); do wasmrace check app.wasm --test \"$t\"; done";
+
+/// List the tests of a module
+#[derive(clap::Args, Debug)]
+#[command(after_help = AFTER_HELP)]
+pub struct ListCommand {
+    /// The guest module (.wasm)
+    #[arg(value_name = "MODULE")]
+    module: PathBuf,
+}
+
+impl ListCommand {
+    pub fn run(self) -> Result<Verdict> {
+        let bytes = std::fs::read(&self.module).map_err(|source| HostError::Io {
+            path: self.module.clone(),
+            source,
+        })?;
+        // The same audit `Guest::load` starts with, so `list` refuses what
+        // `check` would refuse, with the same message.
+        let analysis = wasmrace_host::load::analyze(&self.module.display().to_string(), &bytes)?;
+        let mut text = String::new();
+        for t in &analysis.tests {
+            text.push_str(t);
+            text.push('\n');
+        }
+        output::print(&text)?;
+        Ok(Verdict::NoBug)
+    }
+}

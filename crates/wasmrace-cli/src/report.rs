@@ -1,0 +1,392 @@
+//! Text shared by the subcommands' reports: failures, interleavings, bound
+//! summaries, timing and copy-pasteable commands. Everything here except
+//! [`timing_line`] is a pure function of the run's deterministic results, so
+//! that two identical runs print identical text.
+
+use std::fmt::Write;
+use std::path::{Path, PathBuf};
+use std::time::Duration;
+use wasmrace_explore::{BoundHit, Report};
+use wasmrace_host::StrategyChoice;
+use wasmrace_trace::{render_trace, Failure, TraceEvent};
+
+/// The strategy and the option that shapes it, e.g. `dfs, preemption bound 2`.
+pub fn strategy_description(strategy: &StrategyChoice, seed: u64) -> String {
+    match strategy {
+        StrategyChoice::Dfs {
+            preemption_bound: Some(b),
+        } => format!("dfs, preemption bound {b}"),
+        StrategyChoice::Dfs {
+            preemption_bound: None,
+        } => "dfs, unbounded".into(),
+        StrategyChoice::Random => format!("random, seed {seed}"),
+    }
+}
+
+/// A failure, one labelled field per line; continuation lines of a
+/// multi-line message (`assert_eq!`'s left/right) stay aligned under it.
+pub fn failure_block(failure: &Failure) -> String {
+    let mut out = String::new();
+    let _ = write!(out, "failure:  {}", failure.kind.name());
+    if let Some(t) = &failure.thread {
+        let _ = write!(out, " in thread `{t}`");
+    }
+    out.push('\n');
+    if !failure.message.is_empty() {
+        for (i, line) in failure.message.lines().enumerate() {
+            let label = if i == 0 { "message:  " } else { "          " };
+            let _ = writeln!(out, "{label}{line}");
+        }
+    }
+    if let Some(l) = &failure.location {
+        let _ = writeln!(out, "location: {l}");
+    }
+    if !failure.waiting.is_empty() {
+        out.push_str("waiting:\n");
+        let width = failure
+            .waiting
+            .iter()
+            .map(|w| w.thread.len())
+            .max()
+            .unwrap_or(0);
+        for w in &failure.waiting {
+            let _ = writeln!(out, "  {:<width$}  waits for {}", w.thread, w.waits_for);
+        }
+    }
+    out
+}
+
+/// A failure on one line: kind, thread, the first line of the message and
+/// the location, for verdict lines such as `reproduced: ...`.
+pub fn failure_line(failure: &Failure) -> String {
+    let mut out = failure.kind.name().to_string();
+    if let Some(t) = &failure.thread {
+        let _ = write!(out, " in thread `{t}`");
+    }
+    if let Some(first) = failure.message.lines().next().filter(|l| !l.is_empty()) {
+        let _ = write!(out, ": {first}");
+        if failure.message.lines().nth(1).is_some() {
+            out.push_str(" ...");
+        }
+    }
+    if let Some(l) = &failure.location {
+        let _ = write!(out, " at {l}");
+    }
+    out
+}
+
+/// The header line of an interleaving; it doubles as the legend for the
+/// `*` that `render_trace` puts before preempting steps.
+pub fn trace_header(events: &[TraceEvent]) -> String {
+    let n = events.len();
+    format!(
+        "interleaving, {n} step{} (`*` marks a preemption: a switch away from a thread that could have continued):\n",
+        if n == 1 { "" } else { "s" }
+    )
+}
+
+/// The interleaving with its header, as both `check` and `replay` print it.
+pub fn trace_block(events: &[TraceEvent]) -> String {
+    let mut out = trace_header(events);
+    out.push_str(&render_trace(events));
+    out
+}
+
+/// Why an exploration without a bug ended, naming the flag that would let
+/// it go further when a bound cut it short.
+pub fn no_bug_summary(report: &Report) -> String {
+    let n = report.executions;
+    let mut out = format!("no bug in {n} execution{}", if n == 1 { "" } else { "s" });
+    let reason = if report.exhausted {
+        match &report.strategy_bound {
+            None => "space exhausted: every interleaving was explored".to_string(),
+            Some(b) => format!("space exhausted within {}", bound_phrase(b)),
+        }
+    } else {
+        let mut r = match &report.stopped_by {
+            Some(b) => format!(
+                "not exhausted: stopped by {} {}; raise it to explore further",
+                b.knob, b.value
+            ),
+            None => "not exhausted".to_string(),
+        };
+        if let Some(b) = &report.strategy_bound {
+            let _ = write!(r, "; also pruned by {}", bound_phrase(b));
+        }
+        r
+    };
+    let _ = write!(out, " ({reason})");
+    out
+}
+
+/// `preemption bound 2; raise it with --preemption-bound or use --unbounded`,
+/// or the same built from any other bound.
+fn bound_phrase(b: &BoundHit) -> String {
+    if b.knob == "--preemption-bound" {
+        format!(
+            "preemption bound {}; raise it with --preemption-bound or use --unbounded",
+            b.value
+        )
+    } else {
+        format!("{} bound {}; raise it with {}", b.bound, b.value, b.knob)
+    }
+}
+
+/// Bound hits as JSON: which bound, its value, the flag that raises it, and
+/// whether it pruned the strategy's space or stopped the whole run.
+pub fn bound_hits_json(report: &Report) -> serde_json::Value {
+    let mut hits = Vec::new();
+    let mut push = |b: &BoundHit, effect: &str| {
+        hits.push(serde_json::json!({
+            "bound": b.bound,
+            "value": b.value,
+            "flag": b.knob,
+            "effect": effect,
+        }))
+    };
+    if let Some(b) = &report.stopped_by {
+        push(b, "stopped the run");
+    }
+    if let Some(b) = &report.strategy_bound {
+        push(b, "pruned the space");
+    }
+    serde_json::Value::Array(hits)
+}
+
+/// The one line with wall-clock figures. It always starts with `time:` so
+/// that comparisons of runs can drop it (`grep -v '^time:'`); nothing else
+/// printed on stdout depends on timing.
+pub fn timing_line(executions: u64, elapsed: Duration) -> String {
+    let secs = elapsed.as_secs_f64();
+    if secs > 0.0 {
+        format!(
+            "time: {secs:.2} s, {:.0} executions/s\n",
+            executions as f64 / secs
+        )
+    } else {
+        format!("time: {secs:.2} s\n")
+    }
+}
+
+/// Milliseconds for JSON, whole numbers so the field is easy to drop or
+/// compare.
+pub fn elapsed_ms(elapsed: Duration) -> u64 {
+    u64::try_from(elapsed.as_millis()).unwrap_or(u64::MAX)
+}
+
+/// Where `check` writes the schedule of a bug in `test`: `--schedule-out`
+/// as given when one test runs, with the test name before the extension when
+/// several do (so they do not overwrite each other), else
+/// `<module stem>.<test>.schedule.json` in the current directory.
+pub fn schedule_path(
+    module: &Path,
+    test: &str,
+    schedule_out: Option<&Path>,
+    several_tests: bool,
+) -> PathBuf {
+    match schedule_out {
+        Some(p) if !several_tests => p.to_path_buf(),
+        Some(p) => {
+            let stem = p
+                .file_stem()
+                .map(|s| s.to_string_lossy().into_owned())
+                .unwrap_or_default();
+            let name = match p.extension() {
+                Some(ext) => format!("{stem}.{test}.{}", ext.to_string_lossy()),
+                None => format!("{stem}.{test}"),
+            };
+            p.with_file_name(name)
+        }
+        None => {
+            let stem = module
+                .file_stem()
+                .map(|s| s.to_string_lossy().into_owned())
+                .unwrap_or_else(|| "module".into());
+            PathBuf::from(format!("{stem}.{test}.schedule.json"))
+        }
+    }
+}
+
+/// Quotes `arg` for a POSIX shell when it needs it, so that printed commands
+/// can be pasted as they are.
+pub fn shell_quote(arg: &str) -> String {
+    let plain = !arg.is_empty()
+        && arg
+            .chars()
+            .all(|c| c.is_ascii_alphanumeric() || "-_./=:,+@%".contains(c));
+    if plain {
+        arg.to_string()
+    } else {
+        format!("'{}'", arg.replace('\'', r"'\''"))
+    }
+}
+
+/// A command line, each word quoted as needed.
+pub fn command_line(words: &[String]) -> String {
+    words
+        .iter()
+        .map(|w| shell_quote(w))
+        .collect::<Vec<_>>()
+        .join(" ")
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use wasmrace_trace::{FailureKind, Waiting};
+
+    #[test]
+    fn describes_strategies() {
+        let dfs = |b| StrategyChoice::Dfs {
+            preemption_bound: b,
+        };
+        assert_eq!(
+            strategy_description(&dfs(Some(2)), 9),
+            "dfs, preemption bound 2"
+        );
+        assert_eq!(strategy_description(&dfs(None), 9), "dfs, unbounded");
+        assert_eq!(
+            strategy_description(&StrategyChoice::Random, 9),
+            "random, seed 9"
+        );
+    }
+
+    #[test]
+    fn failure_block_aligns_multi_line_messages_and_waiters() {
+        let mut f = Failure::new(
+            FailureKind::Panic,
+            Some("main".into()),
+            "assertion failed\n  left: 1\n right: 2",
+        );
+        f.location = Some("src/lib.rs:3:5".into());
+        assert_eq!(
+            failure_block(&f),
+            "\
+failure:  panic in thread `main`
+message:  assertion failed
+            left: 1
+           right: 2
+location: src/lib.rs:3:5
+"
+        );
+        let mut d = Failure::new(FailureKind::Deadlock, None, "every live thread is blocked");
+        d.waiting = vec![
+            Waiting {
+                thread: "main".into(),
+                waits_for: "thread `main.1` to exit (join)".into(),
+            },
+            Waiting {
+                thread: "main.1".into(),
+                waits_for: "`mutex main#1` held by `main.2`".into(),
+            },
+        ];
+        assert_eq!(
+            failure_block(&d),
+            "\
+failure:  deadlock
+message:  every live thread is blocked
+waiting:
+  main    waits for thread `main.1` to exit (join)
+  main.1  waits for `mutex main#1` held by `main.2`
+"
+        );
+    }
+
+    #[test]
+    fn failure_line_keeps_the_first_message_line() {
+        let mut f = Failure::new(FailureKind::Panic, Some("main".into()), "boom\n  left: 1");
+        f.location = Some("src/lib.rs:3:5".into());
+        assert_eq!(
+            failure_line(&f),
+            "panic in thread `main`: boom ... at src/lib.rs:3:5"
+        );
+        let d = Failure::new(FailureKind::Deadlock, None, "every live thread is blocked");
+        assert_eq!(failure_line(&d), "deadlock: every live thread is blocked");
+    }
+
+    fn report(exhausted: bool, stopped: Option<BoundHit>, pruned: Option<BoundHit>) -> Report {
+        Report {
+            executions: 7,
+            exhausted,
+            stopped_by: stopped,
+            strategy_bound: pruned,
+            ..Report::default()
+        }
+    }
+
+    fn preemptions() -> BoundHit {
+        BoundHit {
+            bound: "preemptions",
+            value: 2,
+            knob: "--preemption-bound",
+        }
+    }
+
+    fn executions() -> BoundHit {
+        BoundHit {
+            bound: "executions",
+            value: 7,
+            knob: "--max-executions",
+        }
+    }
+
+    #[test]
+    fn no_bug_summary_names_the_bound_and_its_flag() {
+        assert_eq!(
+            no_bug_summary(&report(true, None, None)),
+            "no bug in 7 executions (space exhausted: every interleaving was explored)"
+        );
+        assert_eq!(
+            no_bug_summary(&report(true, None, Some(preemptions()))),
+            "no bug in 7 executions (space exhausted within preemption bound 2; \
+             raise it with --preemption-bound or use --unbounded)"
+        );
+        assert_eq!(
+            no_bug_summary(&report(false, Some(executions()), Some(preemptions()))),
+            "no bug in 7 executions (not exhausted: stopped by --max-executions 7; \
+             raise it to explore further; also pruned by preemption bound 2; \
+             raise it with --preemption-bound or use --unbounded)"
+        );
+        let hits = bound_hits_json(&report(false, Some(executions()), Some(preemptions())));
+        assert_eq!(hits[0]["flag"], "--max-executions");
+        assert_eq!(hits[1]["effect"], "pruned the space");
+    }
+
+    #[test]
+    fn timing_is_one_line_starting_with_time() {
+        let t = timing_line(300, Duration::from_millis(1500));
+        assert_eq!(t, "time: 1.50 s, 200 executions/s\n");
+        assert_eq!(timing_line(0, Duration::ZERO), "time: 0.00 s\n");
+    }
+
+    #[test]
+    fn schedule_paths() {
+        let m = Path::new("build/app.wasm");
+        assert_eq!(
+            schedule_path(m, "t", None, true),
+            PathBuf::from("app.t.schedule.json")
+        );
+        let out = Path::new("bugs/s.json");
+        assert_eq!(schedule_path(m, "t", Some(out), false), out);
+        assert_eq!(
+            schedule_path(m, "t", Some(out), true),
+            PathBuf::from("bugs/s.t.json")
+        );
+        assert_eq!(
+            schedule_path(m, "t", Some(Path::new("s")), true),
+            PathBuf::from("s.t")
+        );
+    }
+
+    #[test]
+    fn quotes_only_what_needs_it() {
+        assert_eq!(shell_quote("dir/app.wasm"), "dir/app.wasm");
+        assert_eq!(shell_quote("my app.wasm"), "'my app.wasm'");
+        assert_eq!(shell_quote("it's"), r"'it'\''s'");
+        assert_eq!(shell_quote(""), "''");
+        assert_eq!(
+            command_line(&["wasmrace".into(), "replay".into(), "a b".into()]),
+            "wasmrace replay 'a b'"
+        );
+    }
+}
