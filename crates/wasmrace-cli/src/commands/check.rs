@@ -7,7 +7,7 @@ use crate::output;
 use crate::report;
 use crate::Verdict;
 use anyhow::{bail, Context, Result};
-use indicatif::{ProgressBar, ProgressDrawTarget, ProgressStyle};
+use indicatif::{ProgressBar, ProgressDrawTarget, ProgressState, ProgressStyle};
 use std::io::IsTerminal;
 use std::path::{Path, PathBuf};
 use std::time::{Duration, Instant};
@@ -195,6 +195,9 @@ impl CheckCommand {
         if self.max_steps == 0 {
             bail!("`--max-steps` must be at least 1");
         }
+        if self.time_budget == Some(0) {
+            bail!("`--time-budget` must be at least 1 second");
+        }
         Ok(CheckOptions {
             strategy,
             seed: self.seed,
@@ -298,11 +301,19 @@ fn explore(guest: &Guest, test: &str, opts: &CheckOptions, json: bool) -> Result
         Some(opts.explore.max_executions),
         ProgressDrawTarget::stderr(),
     );
+    // `wide_bar` fits the line to the terminal (a wrapped progress line
+    // redraws badly); the rate is rounded, indicatif's own has decimals.
     bar.set_style(
         ProgressStyle::with_template(
-            "{prefix} [{bar:30}] {human_pos}/{human_len} executions, {per_sec}, {elapsed}",
+            "{prefix} {wide_bar} {human_pos}/{human_len} executions ({rate}, {elapsed})",
         )
         .unwrap_or_else(|_| ProgressStyle::default_bar())
+        .with_key(
+            "rate",
+            |state: &ProgressState, w: &mut dyn std::fmt::Write| {
+                let _ = write!(w, "{:.0}/s", state.per_sec());
+            },
+        )
         .progress_chars("=> "),
     );
     bar.set_prefix(test.to_string());

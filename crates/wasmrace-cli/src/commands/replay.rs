@@ -101,7 +101,7 @@ impl ReplayCommand {
         out.push('\n');
         if let Some(d) = &outcome.divergence {
             out.push_str(&format!(
-                "DIVERGED at step {}: {}; the module does not behave as when the schedule was recorded\n",
+                "DIVERGED at step {}: {}; the schedule does not fit this execution of the module\n",
                 d.step, d.reason
             ));
         }

@@ -1,0 +1,573 @@
+//! End-to-end tests of the `wasmrace` binary on the fixture guests: exit
+//! codes, report text (one snapshot), determinism, JSON, replay round trips
+//! and one-line errors. Each test runs in its own directory with the fixture
+//! copied in, so printed paths are short and machine-independent, and uses a
+//! module cache under target/ rather than the user's ~/.cache.
+
+use std::path::{Path, PathBuf};
+use std::process::Command;
+
+struct Run {
+    code: i32,
+    stdout: String,
+    stderr: String,
+}
+
+/// A fresh, empty directory for one test, removed when the test passes and
+/// kept for inspection when it fails.
+struct TempDir(PathBuf);
+
+impl TempDir {
+    fn new(name: &str) -> TempDir {
+        let dir = std::env::temp_dir().join(format!("wasmrace-cli-{name}-{}", std::process::id()));
+        let _ = std::fs::remove_dir_all(&dir);
+        std::fs::create_dir_all(&dir).unwrap();
+        TempDir(dir)
+    }
+}
+
+impl std::ops::Deref for TempDir {
+    type Target = Path;
+    fn deref(&self) -> &Path {
+        &self.0
+    }
+}
+
+impl Drop for TempDir {
+    fn drop(&mut self) {
+        if !std::thread::panicking() {
+            let _ = std::fs::remove_dir_all(&self.0);
+        }
+    }
+}
+
+/// Copies fixture `name` into `dir` as `<name>.wasm` and returns that file
+/// name, relative to `dir`.
+fn fixture(dir: &Path, name: &str) -> String {
+    let file = format!("{name}.wasm");
+    std::fs::copy(wasmrace_fixtures::path(name), dir.join(&file)).unwrap();
+    file
+}
+
+fn wasmrace_env(dir: &Path, args: &[&str], env: &[(&str, &str)]) -> Run {
+    let mut cmd = Command::new(env!("CARGO_BIN_EXE_wasmrace"));
+    cmd.args(args)
+        .current_dir(dir)
+        .env(
+            "WASMRACE_CACHE_DIR",
+            Path::new(env!("CARGO_TARGET_TMPDIR")).join("wasmrace-cache"),
+        )
+        .env_remove("WASMRACE_WASM_OPT");
+    for (k, v) in env {
+        cmd.env(k, v);
+    }
+    let out = cmd.output().unwrap();
+    Run {
+        code: out.status.code().expect("wasmrace was killed by a signal"),
+        stdout: String::from_utf8(out.stdout).unwrap(),
+        stderr: String::from_utf8(out.stderr).unwrap(),
+    }
+}
+
+fn wasmrace(dir: &Path, args: &[&str]) -> Run {
+    wasmrace_env(dir, args, &[])
+}
+
+fn expect(run: &Run, code: i32) {
+    assert_eq!(
+        run.code, code,
+        "exit code\n--- stdout\n{}\n--- stderr\n{}",
+        run.stdout, run.stderr
+    );
+}
+
+/// Stdout without the wall-clock lines, which are documented to be the only
+/// ones that differ between identical runs.
+fn without_timing(stdout: &str) -> String {
+    stdout
+        .lines()
+        .filter(|l| !l.starts_with("time:"))
+        .map(|l| format!("{l}\n"))
+        .collect()
+}
+
+/// The interleaving lines: everything after the `interleaving, ...` header
+/// up to the next blank line.
+fn trace_lines(stdout: &str) -> Vec<String> {
+    let mut lines = stdout
+        .lines()
+        .skip_while(|l| !l.starts_with("interleaving, "));
+    assert!(lines.next().is_some(), "no interleaving in:\n{stdout}");
+    lines
+        .take_while(|l| !l.is_empty())
+        .map(str::to_string)
+        .collect()
+}
+
+/// Exit 2, nothing on stdout, and exactly one stderr line, `error: ...`.
+fn expect_error(run: &Run, needle: &str) {
+    expect(run, 2);
+    assert_eq!(run.stdout, "", "stdout of a failed command");
+    let lines: Vec<&str> = run.stderr.lines().collect();
+    assert_eq!(lines.len(), 1, "stderr is not one line:\n{}", run.stderr);
+    assert!(lines[0].starts_with("error: "), "{}", lines[0]);
+    assert!(lines[0].contains(needle), "`{needle}` not in: {}", lines[0]);
+}
+
+#[test]
+fn lost_update_bug_is_written_and_replays_identically() {
+    let dir = TempDir::new("roundtrip");
+    let m = fixture(&dir, "lost_update");
+    let check = wasmrace(&dir, &["check", &m, "--test", "lost_update"]);
+    expect(&check, 1);
+    assert!(check
+        .stdout
+        .starts_with("test `lost_update` (dfs, preemption bound 2): BUG found in execution "));
+    assert!(check.stdout.contains("failure:  panic in thread `main`\n"));
+    assert!(check.stdout.contains("an increment was lost"));
+    let schedule = "lost_update.lost_update.schedule.json";
+    assert!(dir.join(schedule).is_file());
+    assert!(check
+        .stdout
+        .contains(&format!("schedule written to {schedule}\n")));
+    let command = format!("wasmrace replay {m} {schedule}");
+    assert!(check
+        .stdout
+        .contains(&format!("reproduce with: {command}\n")));
+    let trace = trace_lines(&check.stdout);
+    assert!(
+        trace.iter().any(|l| l.starts_with('*')),
+        "no preemption: {trace:?}"
+    );
+
+    let args: Vec<&str> = command.split(' ').skip(1).collect();
+    let replay = wasmrace(&dir, &args);
+    expect(&replay, 1);
+    assert_eq!(trace_lines(&replay.stdout), trace);
+    assert!(replay
+        .stdout
+        .contains("reproduced: panic in thread `main`: assertion `left == right` failed: an increment was lost"));
+
+    // The same file, asked for as the wrong test, is refused.
+    let wrong = wasmrace(&dir, &["replay", &m, schedule, "--test", "lost_update_3"]);
+    expect_error(&wrong, "is for test `lost_update`, not `lost_update_3`");
+}
+
+#[test]
+fn a_schedule_that_does_not_fail_says_not_reproduced() {
+    let dir = TempDir::new("notrepro");
+    let m = fixture(&dir, "lost_update");
+    expect(&wasmrace(&dir, &["check", &m, "--test", "lost_update"]), 1);
+    let path = dir.join("lost_update.lost_update.schedule.json");
+    let mut doc: serde_json::Value =
+        serde_json::from_str(&std::fs::read_to_string(&path).unwrap()).unwrap();
+    // One thread at a time: no lost update. The recorded failure stays in
+    // the file, so replay must notice it did not come back. The serial
+    // order first stops one step short of main's exit (a divergence), then
+    // runs to the end.
+    let mut serial = vec![
+        "main", "main", "main", "main.1", "main.1", "main.1", "main.2", "main.2", "main.2", "main",
+        "main", "main",
+    ];
+    for expected in [
+        "DIVERGED at step 13: the schedule ended but the execution is still running (enabled: main)",
+        "NOT REPRODUCED: the schedule ran to completion without a failure",
+    ] {
+        doc["steps"] = serial
+            .iter()
+            .map(|t| serde_json::json!({ "thread": t }))
+            .collect();
+        std::fs::write(&path, doc.to_string()).unwrap();
+        let replay = wasmrace(
+            &dir,
+            &["replay", &m, "lost_update.lost_update.schedule.json"],
+        );
+        expect(&replay, 0);
+        assert!(replay.stdout.contains(expected), "{}", replay.stdout);
+        assert!(replay.stdout.contains("NOT REPRODUCED"), "{}", replay.stdout);
+        assert!(!replay.stdout.contains("reproduced:"), "{}", replay.stdout);
+        serial.push("main");
+    }
+}
+
+#[test]
+fn same_seed_and_options_print_the_same_report() {
+    let dir = TempDir::new("determinism");
+    let lost = fixture(&dir, "lost_update");
+    let counter = fixture(&dir, "mutex_counter");
+    let runs: [&[&str]; 3] = [
+        &["check", &lost],
+        &[
+            "check",
+            &lost,
+            "--strategy",
+            "random",
+            "--seed",
+            "7",
+            "--max-executions",
+            "300",
+        ],
+        &[
+            "check",
+            &counter,
+            "--strategy",
+            "random",
+            "--seed",
+            "3",
+            "--max-executions",
+            "200",
+        ],
+    ];
+    for args in runs {
+        let a = wasmrace(&dir, args);
+        let b = wasmrace(&dir, args);
+        assert!(a.code == 0 || a.code == 1, "{args:?}: {}", a.stderr);
+        assert_eq!(a.code, b.code, "{args:?}");
+        assert_eq!(
+            without_timing(&a.stdout),
+            without_timing(&b.stdout),
+            "{args:?}"
+        );
+        assert_eq!(
+            a.stdout.lines().filter(|l| l.starts_with("time:")).count(),
+            a.stdout.lines().filter(|l| l.starts_with("test `")).count(),
+            "one timing line per test: {}",
+            a.stdout
+        );
+    }
+    let random = wasmrace(
+        &dir,
+        &[
+            "check",
+            &counter,
+            "--test",
+            "mutex_counter",
+            "--strategy",
+            "random",
+            "--max-executions",
+            "50",
+        ],
+    );
+    expect(&random, 0);
+    assert!(
+        random.stdout.starts_with(
+            "test `mutex_counter` (random, seed 0): no bug in 50 executions \
+         (not exhausted: stopped by --max-executions 50; raise it to explore further)\n"
+        ),
+        "{}",
+        random.stdout
+    );
+}
+
+/// Drops every `elapsed_ms`, the one field documented to vary.
+fn without_elapsed(v: &mut serde_json::Value) {
+    match v {
+        serde_json::Value::Object(m) => {
+            m.remove("elapsed_ms");
+            m.values_mut().for_each(without_elapsed);
+        }
+        serde_json::Value::Array(a) => a.iter_mut().for_each(without_elapsed),
+        _ => {}
+    }
+}
+
+#[test]
+fn json_is_one_document_with_the_report_fields() {
+    let dir = TempDir::new("json");
+    let m = fixture(&dir, "lost_update");
+    let args = [
+        "check",
+        &m,
+        "--json",
+        "--strategy",
+        "random",
+        "--seed",
+        "1",
+        "--max-executions",
+        "500",
+    ];
+    let a = wasmrace(&dir, &args);
+    expect(&a, 1);
+    assert_eq!(a.stderr, "");
+    let mut doc: serde_json::Value = serde_json::from_str(&a.stdout).unwrap();
+    assert_eq!(doc["module"], m.as_str());
+    let tests = doc["tests"].as_array().unwrap();
+    assert_eq!(tests.len(), 2);
+    let t = &tests[0];
+    assert_eq!(t["test"], "lost_update");
+    assert_eq!(t["strategy"], "random");
+    assert_eq!(t["seed"], 1);
+    assert!(t["executions"].as_u64().unwrap() >= 1);
+    assert_eq!(t["exhausted"], false);
+    assert!(t["bound_hits"].is_array());
+    assert!(t["elapsed_ms"].is_u64());
+    let bug = &t["bug"];
+    assert_eq!(bug["failure"]["kind"], "panic");
+    assert_eq!(bug["failure"]["thread"], "main");
+    assert!(bug["trace"].as_array().unwrap().len() > 5);
+    let schedule = bug["schedule_path"].as_str().unwrap();
+    assert_eq!(schedule, "lost_update.lost_update.schedule.json");
+    assert!(dir.join(schedule).is_file());
+    assert_eq!(bug["reproduce"], format!("wasmrace replay {m} {schedule}"));
+
+    let replay = wasmrace(&dir, &["replay", &m, schedule, "--json"]);
+    expect(&replay, 1);
+    let r: serde_json::Value = serde_json::from_str(&replay.stdout).unwrap();
+    assert_eq!(r["reproduced"], true);
+    assert_eq!(r["trace"], bug["trace"]);
+
+    let mut b: serde_json::Value = serde_json::from_str(&wasmrace(&dir, &args).stdout).unwrap();
+    without_elapsed(&mut doc);
+    without_elapsed(&mut b);
+    assert_eq!(doc, b);
+}
+
+#[test]
+fn mutex_counter_has_no_bug_within_the_bound() {
+    let dir = TempDir::new("nobug");
+    let m = fixture(&dir, "mutex_counter");
+    let run = wasmrace(&dir, &["check", &m, "--test", "mutex_counter"]);
+    expect(&run, 0);
+    let first = run.stdout.lines().next().unwrap();
+    assert!(
+        first.starts_with("test `mutex_counter` (dfs, preemption bound 2): no bug in "),
+        "{first}"
+    );
+    assert!(first.contains("(space exhausted within preemption bound 2; raise it with --preemption-bound or use --unbounded)"), "{first}");
+    assert!(run.stdout.lines().nth(1).unwrap().starts_with("time: "));
+    assert_eq!(
+        std::fs::read_dir(&*dir).unwrap().count(),
+        1,
+        "no schedule file is written"
+    );
+}
+
+#[test]
+fn philosophers_deadlock_lists_what_each_thread_waits_for() {
+    let dir = TempDir::new("deadlock");
+    let m = fixture(&dir, "philosophers");
+    let run = wasmrace(&dir, &["check", &m]);
+    expect(&run, 1);
+    assert!(
+        run.stdout.contains("failure:  deadlock\n"),
+        "{}",
+        run.stdout
+    );
+    let waiting: Vec<&str> = run
+        .stdout
+        .lines()
+        .skip_while(|l| *l != "waiting:")
+        .skip(1)
+        .take_while(|l| l.starts_with("  "))
+        .collect();
+    for p in ["main.1", "main.2", "main.3"] {
+        let line = waiting
+            .iter()
+            .find(|l| l.trim_start().starts_with(&format!("{p} ")))
+            .unwrap_or_else(|| panic!("{p} not in {waiting:?}"));
+        assert!(line.contains("waits for `mutex main#"), "{line}");
+        assert!(line.contains("held by `main."), "{line}");
+    }
+}
+
+#[test]
+fn bug_report_matches_the_snapshot() {
+    let dir = TempDir::new("snapshot");
+    let m = fixture(&dir, "lost_update");
+    let run = wasmrace(&dir, &["check", &m, "--test", "lost_update"]);
+    expect(&run, 1);
+    let actual = without_timing(&run.stdout);
+    let snapshot =
+        Path::new(env!("CARGO_MANIFEST_DIR")).join("tests/snapshots/check_lost_update.txt");
+    if std::env::var_os("WASMRACE_BLESS").is_some_and(|v| v == "1") {
+        std::fs::create_dir_all(snapshot.parent().unwrap()).unwrap();
+        std::fs::write(&snapshot, &actual).unwrap();
+        return;
+    }
+    let expected = std::fs::read_to_string(&snapshot).unwrap_or_else(|e| {
+        panic!(
+            "{}: {e}; run with WASMRACE_BLESS=1 to create it",
+            snapshot.display()
+        )
+    });
+    assert!(
+        actual == expected,
+        "report differs from {} (WASMRACE_BLESS=1 rewrites it)\n--- expected\n{expected}\n--- actual\n{actual}",
+        snapshot.display()
+    );
+}
+
+#[test]
+fn several_tests_with_schedule_out_get_one_file_each() {
+    let dir = TempDir::new("several");
+    let m = fixture(&dir, "lost_update");
+    let run = wasmrace(&dir, &["check", &m, "--schedule-out", "bug.json"]);
+    expect(&run, 1);
+    assert!(dir.join("bug.lost_update.json").is_file());
+    assert!(dir.join("bug.lost_update_3.json").is_file());
+    assert!(run.stdout.ends_with(
+        "\n2 tests: 2 with a bug, 0 without (bugs in `lost_update`, `lost_update_3`)\n"
+    ));
+}
+
+/// A minimal module importing WASI's `fd_write`, with a memory and a test,
+/// so that the import audit is the only thing wrong with it.
+fn wasi_module() -> Vec<u8> {
+    fn name(s: &str) -> Vec<u8> {
+        let mut v = vec![s.len() as u8];
+        v.extend_from_slice(s.as_bytes());
+        v
+    }
+    fn section(id: u8, body: Vec<u8>) -> Vec<u8> {
+        assert!(body.len() < 128, "one-byte LEB128 lengths only");
+        let mut v = vec![id, body.len() as u8];
+        v.extend(body);
+        v
+    }
+    let mut m = b"\0asm\x01\0\0\0".to_vec();
+    // Types: (i32 i32 i32 i32) -> i32 for fd_write, () -> () for the test.
+    m.extend(section(
+        1,
+        vec![2, 0x60, 4, 0x7f, 0x7f, 0x7f, 0x7f, 1, 0x7f, 0x60, 0, 0],
+    ));
+    let mut import = vec![1];
+    import.extend(name("wasi_snapshot_preview1"));
+    import.extend(name("fd_write"));
+    import.extend([0x00, 0]);
+    m.extend(section(2, import));
+    m.extend(section(3, vec![1, 1]));
+    m.extend(section(5, vec![1, 0x00, 1]));
+    let mut export = vec![2];
+    export.extend(name("memory"));
+    export.extend([0x02, 0]);
+    export.extend(name("wasmrace_test_t"));
+    export.extend([0x00, 1]);
+    m.extend(section(7, export));
+    m.extend(section(10, vec![1, 2, 0, 0x0b]));
+    m
+}
+
+#[test]
+fn bad_input_is_one_error_line_and_exit_2() {
+    let dir = TempDir::new("errors");
+    let lost = fixture(&dir, "lost_update");
+    let counter = fixture(&dir, "mutex_counter");
+
+    let bytes = std::fs::read(dir.join(&lost)).unwrap();
+    std::fs::write(dir.join("truncated.wasm"), &bytes[..100]).unwrap();
+    expect_error(
+        &wasmrace(&dir, &["check", "truncated.wasm"]),
+        "`truncated.wasm` is not valid wasm",
+    );
+    expect_error(
+        &wasmrace(&dir, &["list", "truncated.wasm"]),
+        "`truncated.wasm` is not valid wasm",
+    );
+
+    std::fs::write(dir.join("wasi.wasm"), wasi_module()).unwrap();
+    expect_error(
+        &wasmrace(&dir, &["check", "wasi.wasm"]),
+        "wasi_snapshot_preview1",
+    );
+
+    expect_error(
+        &wasmrace(&dir, &["check", &lost, "--test", "nope"]),
+        "no test `nope` in `lost_update.wasm`; its tests are: `lost_update`, `lost_update_3`",
+    );
+    expect_error(
+        &wasmrace(&dir, &["check", "missing.wasm"]),
+        "cannot read `missing.wasm`",
+    );
+    expect_error(
+        &wasmrace(&dir, &["replay", &lost, "missing.json"]),
+        "cannot read schedule file `missing.json`",
+    );
+
+    std::fs::write(
+        dir.join("corrupt.json"),
+        "{\"format\": \"wasmrace-schedule\", \"steps\": [",
+    )
+    .unwrap();
+    expect_error(
+        &wasmrace(&dir, &["replay", &lost, "corrupt.json"]),
+        "schedule file `corrupt.json` is not valid JSON",
+    );
+    std::fs::write(dir.join("foreign.json"), "{\"name\": \"package\"}").unwrap();
+    expect_error(
+        &wasmrace(&dir, &["replay", &lost, "foreign.json"]),
+        "`foreign.json` is not a wasmrace schedule file",
+    );
+
+    expect(
+        &wasmrace(&dir, &["check", &lost, "--test", "lost_update"]),
+        1,
+    );
+    expect_error(
+        &wasmrace(
+            &dir,
+            &["replay", &counter, "lost_update.lost_update.schedule.json"],
+        ),
+        "schedule was recorded on a module with blake3",
+    );
+
+    expect_error(
+        &wasmrace_env(
+            &dir,
+            &["check", &lost, "--no-cache"],
+            &[("WASMRACE_WASM_OPT", "/nonexistent/wasm-opt")],
+        ),
+        "`wasm-opt` (Binaryen) is needed",
+    );
+    expect_error(
+        &wasmrace(
+            &dir,
+            &[
+                "check",
+                &lost,
+                "--strategy",
+                "random",
+                "--preemption-bound",
+                "3",
+            ],
+        ),
+        "only apply to `--strategy dfs`",
+    );
+}
+
+#[test]
+fn list_prints_the_tests_one_per_line() {
+    let dir = TempDir::new("list");
+    let m = fixture(&dir, "sdk_smoke");
+    let run = wasmrace(&dir, &["list", &m]);
+    expect(&run, 0);
+    let tests: Vec<&str> = run.stdout.lines().collect();
+    for t in ["atomic", "cell", "panics", "yield_now"] {
+        assert!(tests.contains(&t), "{t} not in {tests:?}");
+    }
+    let mut sorted = tests.clone();
+    sorted.sort();
+    assert_eq!(tests, sorted);
+    assert!(tests.iter().all(|t| !t.is_empty() && !t.contains(' ')));
+}
+
+#[test]
+fn version_and_help() {
+    let dir = TempDir::new("version");
+    let v = wasmrace(&dir, &["--version"]);
+    expect(&v, 0);
+    assert_eq!(
+        v.stdout,
+        format!("wasmrace {}\n", env!("CARGO_PKG_VERSION"))
+    );
+    let h = wasmrace(&dir, &["check", "--help"]);
+    expect(&h, 0);
+    for flag in [
+        "--preemption-bound",
+        "--max-executions",
+        "--fuel-per-step",
+        "--time-budget",
+        "Examples:",
+    ] {
+        assert!(h.stdout.contains(flag), "{flag} not in check --help");
+    }
+}
