@@ -96,3 +96,33 @@ fn install_panic_hook() {
         }
     }));
 }
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use clap::CommandFactory;
+
+    #[test]
+    fn clap_definition_is_consistent() {
+        Cli::command().debug_assert();
+    }
+
+    /// `--preemption-bound`'s help states the default in prose (it cannot
+    /// be a clap default: it is an `Option` that conflicts with
+    /// `--unbounded`), so pin it to the library's.
+    #[test]
+    fn documented_preemption_bound_is_the_library_default() {
+        assert_eq!(
+            wasmrace_host::CheckOptions::default().strategy,
+            wasmrace_host::StrategyChoice::Dfs {
+                preemption_bound: Some(2)
+            }
+        );
+        let help = Cli::command()
+            .find_subcommand_mut("check")
+            .unwrap()
+            .render_long_help()
+            .to_string();
+        assert!(help.contains("at most N preemptions (dfs only) [default: 2]"));
+    }
+}
