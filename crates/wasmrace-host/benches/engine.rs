@@ -1,1 +1,78 @@
-fn main() {}
+//! Engine benchmarks (criterion): executions per second, per-step cost
+//! (each step is a thread switch through Asyncify unwind/rewind), and
+//! snapshot / restore / state-hash times, on the 2-thread × 10-step
+//! `bench_two_by_ten` guest test. Targets are in ARCHITECTURE.md; the
+//! numbers are measured here, never asserted in tests.
+
+use criterion::{criterion_group, criterion_main, Criterion, Throughput};
+use std::hint::black_box;
+use wasmrace_explore::{Program, Status};
+use wasmrace_host::{Guest, HostConfig, WasmProgram};
+use wasmrace_trace::Decision;
+
+fn guest() -> Guest {
+    let dir = std::path::PathBuf::from(env!("CARGO_TARGET_TMPDIR")).join("bench-cache");
+    let config = HostConfig { cache_dir: Some(dir), ..HostConfig::default() };
+    Guest::load(&wasmrace_fixtures::path("sdk_smoke"), config).expect("load sdk_smoke")
+}
+
+/// Runs one execution to the end, alternating threads round-robin so that
+/// nearly every step switches thread. Returns the number of steps.
+fn run_one(p: &mut WasmProgram) -> u64 {
+    p.reset().unwrap();
+    let mut steps = 0;
+    let mut turn = 0usize;
+    while matches!(p.status(), Status::Running) {
+        let enabled: Vec<_> = p.threads().iter().filter(|t| t.pending.enabled).map(|t| t.tid).collect();
+        let tid = enabled[turn % enabled.len()];
+        turn += 1;
+        p.step(Decision::new(tid, 0)).unwrap();
+        steps += 1;
+    }
+    steps
+}
+
+fn bench(c: &mut Criterion) {
+    let g = guest();
+    let mut p = g.program("bench_two_by_ten").unwrap();
+    let steps = run_one(&mut p);
+    assert!(matches!(p.status(), Status::Finished));
+
+    let mut group = c.benchmark_group("two_by_ten");
+    group.throughput(Throughput::Elements(1));
+    group.bench_function("execution", |b| b.iter(|| black_box(run_one(&mut p))));
+    group.throughput(Throughput::Elements(steps));
+    group.bench_function("execution_per_step", |b| b.iter(|| black_box(run_one(&mut p))));
+    group.finish();
+
+    // Reset alone: fresh instance + main's first segment.
+    c.bench_function("reset", |b| b.iter(|| p.reset().unwrap()));
+
+    // One step in the middle of an execution (a thread switch), measured by
+    // restoring to the same point each time outside the timed part.
+    p.reset().unwrap();
+    for _ in 0..6 {
+        let t = p.threads().iter().find(|t| t.pending.enabled).unwrap().tid;
+        p.step(Decision::new(t, 0)).unwrap();
+    }
+    let mid = p.snapshot().unwrap().unwrap();
+    c.bench_function("snapshot", |b| b.iter(|| black_box(p.snapshot().unwrap())));
+    c.bench_function("restore", |b| b.iter(|| p.restore(black_box(&mid)).unwrap()));
+    c.bench_function("state_hash", |b| b.iter(|| black_box(p.state_hash())));
+    c.bench_function("step_switch", |b| {
+        b.iter_custom(|iters| {
+            let mut total = std::time::Duration::ZERO;
+            for _ in 0..iters {
+                p.restore(&mid).unwrap();
+                let t = p.threads().iter().filter(|t| t.pending.enabled).last().unwrap().tid;
+                let start = std::time::Instant::now();
+                p.step(Decision::new(t, 0)).unwrap();
+                total += start.elapsed();
+            }
+            total
+        })
+    });
+}
+
+criterion_group!(benches, bench);
+criterion_main!(benches);
