@@ -12,7 +12,10 @@ use wasmrace_trace::Decision;
 
 fn guest() -> Guest {
     let dir = std::path::PathBuf::from(env!("CARGO_TARGET_TMPDIR")).join("bench-cache");
-    let config = HostConfig { cache_dir: Some(dir), ..HostConfig::default() };
+    let config = HostConfig {
+        cache_dir: Some(dir),
+        ..HostConfig::default()
+    };
     Guest::load(&wasmrace_fixtures::path("sdk_smoke"), config).expect("load sdk_smoke")
 }
 
@@ -23,7 +26,12 @@ fn run_one(p: &mut WasmProgram) -> u64 {
     let mut steps = 0;
     let mut turn = 0usize;
     while matches!(p.status(), Status::Running) {
-        let enabled: Vec<_> = p.threads().iter().filter(|t| t.pending.enabled).map(|t| t.tid).collect();
+        let enabled: Vec<_> = p
+            .threads()
+            .iter()
+            .filter(|t| t.pending.enabled)
+            .map(|t| t.tid)
+            .collect();
         let tid = enabled[turn % enabled.len()];
         turn += 1;
         p.step(Decision::new(tid, 0)).unwrap();
@@ -42,7 +50,9 @@ fn bench(c: &mut Criterion) {
     group.throughput(Throughput::Elements(1));
     group.bench_function("execution", |b| b.iter(|| black_box(run_one(&mut p))));
     group.throughput(Throughput::Elements(steps));
-    group.bench_function("execution_per_step", |b| b.iter(|| black_box(run_one(&mut p))));
+    group.bench_function("execution_per_step", |b| {
+        b.iter(|| black_box(run_one(&mut p)))
+    });
     group.finish();
 
     // Reset alone: fresh instance + main's first segment.
@@ -57,14 +67,22 @@ fn bench(c: &mut Criterion) {
     }
     let mid = p.snapshot().unwrap().unwrap();
     c.bench_function("snapshot", |b| b.iter(|| black_box(p.snapshot().unwrap())));
-    c.bench_function("restore", |b| b.iter(|| p.restore(black_box(&mid)).unwrap()));
+    c.bench_function("restore", |b| {
+        b.iter(|| p.restore(black_box(&mid)).unwrap())
+    });
     c.bench_function("state_hash", |b| b.iter(|| black_box(p.state_hash())));
     c.bench_function("step_switch", |b| {
         b.iter_custom(|iters| {
             let mut total = std::time::Duration::ZERO;
             for _ in 0..iters {
                 p.restore(&mid).unwrap();
-                let t = p.threads().iter().filter(|t| t.pending.enabled).last().unwrap().tid;
+                let t = p
+                    .threads()
+                    .iter()
+                    .filter(|t| t.pending.enabled)
+                    .last()
+                    .unwrap()
+                    .tid;
                 let start = std::time::Instant::now();
                 p.step(Decision::new(t, 0)).unwrap();
                 total += start.elapsed();

@@ -21,10 +21,16 @@ fn main() -> Result<(), Box<dyn std::error::Error>> {
         Some("random") => Box::new(RandomWalk::new(42)),
         _ => Box::new(Dfs::with_preemption_bound(2)),
     };
-    let config = Config { max_executions: 10_000, ..Config::default() };
+    let config = Config {
+        max_executions: 10_000,
+        ..Config::default()
+    };
     let mut explorer = Explorer::new(program, config);
     let report = explorer.run(&mut *strategy)?;
-    println!("{} executions, exhausted: {}", report.executions, report.exhausted);
+    println!(
+        "{} executions, exhausted: {}",
+        report.executions, report.exhausted
+    );
 
     if let Some(bug) = report.first_bug() {
         println!("bug: {}", bug.failure);

@@ -71,12 +71,14 @@ impl Guest {
         let mut from_cache = false;
         let mut module = None;
         if let Some(dir) = &cache {
-            let cwasm = dir.join(format!("{key}.cwasm"));
-            if cwasm.exists() {
-                // SAFETY: the file is one this host serialized into its own
-                // cache directory; wasmtime checks it was made by a
-                // compatible engine and we fall back to compiling otherwise.
-                if let Ok(m) = unsafe { Module::deserialize_file(&engine, &cwasm) } {
+            // Read the file rather than `deserialize_file`, which maps it:
+            // a mapped cache file rewritten by another process would crash
+            // this one with SIGBUS.
+            if let Ok(ser) = std::fs::read(dir.join(format!("{key}.cwasm"))) {
+                // SAFETY: the bytes come from this host's own cache
+                // directory; wasmtime checks they were made by a compatible
+                // engine, and anything it rejects is recompiled.
+                if let Ok(m) = unsafe { Module::deserialize(&engine, &ser) } {
                     module = Some(m);
                     from_cache = true;
                 }
@@ -85,11 +87,14 @@ impl Guest {
         let module = match module {
             Some(m) => m,
             None => {
-                let instrumented = match cache
+                let cached = cache
                     .as_ref()
-                    .and_then(|d| std::fs::read(d.join(format!("{key}.wasm"))).ok())
-                {
-                    Some(b) => b,
+                    .and_then(|d| std::fs::read(d.join(format!("{key}.wasm"))).ok());
+                // A cached instrumented module that no longer compiles (a
+                // corrupt entry) is instrumented again.
+                let compiled_cached = cached.and_then(|b| Module::new(&engine, &b).ok());
+                let m = match compiled_cached {
+                    Some(m) => m,
                     None => {
                         let wasm_opt = load::find_wasm_opt(config.wasm_opt.as_deref())?;
                         let exported = load::export_globals(name, bytes)?;
@@ -97,13 +102,12 @@ impl Guest {
                         if let Some(d) = &cache {
                             load::cache_write(&d.join(format!("{key}.wasm")), &b);
                         }
-                        b
+                        Module::new(&engine, &b).map_err(|e| HostError::Compile {
+                            name: name.into(),
+                            message: one_line(&format!("{e:#}")),
+                        })?
                     }
                 };
-                let m = Module::new(&engine, &instrumented).map_err(|e| HostError::Compile {
-                    name: name.into(),
-                    message: one_line(&format!("{e:#}")),
-                })?;
                 if let Some(d) = &cache {
                     if let Ok(ser) = m.serialize() {
                         load::cache_write(&d.join(format!("{key}.cwasm")), &ser);

@@ -246,6 +246,10 @@ pub fn asyncify(name: &str, bytes: &[u8], wasm_opt: &Path) -> Result<Vec<u8>, Ho
         .collect();
     let result = Command::new(wasm_opt)
         .arg(&input)
+        // We export mutable globals ourselves; modules without a
+        // target_features section (hand-written, other toolchains) would
+        // otherwise fail validation as MVP modules.
+        .arg("--enable-mutable-globals")
         .arg("--asyncify")
         .arg(format!("--pass-arg=asyncify-imports@{}", imports.join(",")))
         // Asyncify's output is large and slow until optimized.

@@ -216,23 +216,40 @@ impl WasmProgram {
         Ok(())
     }
 
-    /// Grows memory by one thread slot, or reuses a freed one. Returns the
-    /// slot index, or a memory-limit failure.
+    /// Takes a free thread slot, growing memory when there is none. Memory
+    /// grows by a batch of slots at a time (as many as are in use, at least
+    /// two): each `memory.grow` is a system call, and most tests spawn
+    /// several threads. Deterministic: the batch depends only on the
+    /// execution so far. Returns the slot index, or a memory-limit failure.
     fn alloc_slot(&mut self) -> Result<Result<u32, Failure>, HostError> {
         if let Some(s) = self.store.data_mut().world.free_slots.pop() {
             return Ok(Ok(s));
         }
         let bytes = self.guest.config.slot_bytes();
-        let pages = bytes / 65536;
-        match self.ex.memory.grow(&mut self.store, pages) {
-            Ok(old) => {
-                let base = u32::try_from(old * 65536).map_err(runtime)?;
-                let w = &mut self.store.data_mut().world;
-                w.slot_bases.push(base);
-                Ok(Ok((w.slot_bases.len() - 1) as u32))
+        let in_use = self.store.data().world.slot_bases.len() as u64;
+        let mut batch = in_use.clamp(2, 16);
+        let old = loop {
+            match self.ex.memory.grow(&mut self.store, batch * bytes / 65536) {
+                Ok(old) => break old,
+                // Near the limit: fall back to one slot before giving up.
+                Err(_) if batch > 1 => {
+                    self.store.data_mut().limits.hit = false;
+                    batch = 1;
+                }
+                Err(_) => return Ok(Err(self.memory_failure(None))),
             }
-            Err(_) => Ok(Err(self.memory_failure(None))),
+        };
+        let w = &mut self.store.data_mut().world;
+        let first = w.slot_bases.len() as u32;
+        for k in 0..batch {
+            let base = u32::try_from(old * 65536 + k * bytes).map_err(runtime)?;
+            w.slot_bases.push(base);
         }
+        // Hand out the lowest new slot now; keep the rest, lowest on top.
+        for k in (1..batch as u32).rev() {
+            w.free_slots.push(first + k);
+        }
+        Ok(Ok(first))
     }
 
     fn memory_failure(&self, thread: Option<String>) -> Failure {
@@ -510,12 +527,13 @@ impl WasmProgram {
         let mut object = None;
         let mut detail = String::new();
         if !matches!(self.status, Status::Failed(_)) {
-            let ex = self
-                .store
-                .data_mut()
-                .world
-                .execute(i, d.alt, spawned, tracing);
-            self.info.accesses = ex.accesses;
+            let ex = self.store.data_mut().world.execute(
+                i,
+                d.alt,
+                spawned,
+                tracing,
+                &mut self.info.accesses,
+            );
             object = ex.object;
             detail = ex.detail;
             match ex.outcome {

@@ -300,7 +300,6 @@ pub enum Outcome {
 /// What one executed step did, for strategies and traces.
 pub struct Executed {
     pub outcome: Outcome,
-    pub accesses: Vec<Access>,
     /// Human-readable object and detail, filled only when tracing.
     pub object: Option<String>,
     pub detail: String,
@@ -584,9 +583,17 @@ impl World {
     /// Runs thread `i`'s pending operation with alternative `alt`. Spawns are
     /// handled by the caller (they need a memory slot) before calling this
     /// with the child's id as `spawned`.
-    pub fn execute(&mut self, i: usize, alt: u32, spawned: Option<Tid>, tracing: bool) -> Executed {
-        let mut accesses = Vec::new();
-        self.accesses(i, &mut accesses);
+    /// `accesses` receives what the operation touched (a reused buffer: no
+    /// allocation per step).
+    pub fn execute(
+        &mut self,
+        i: usize,
+        alt: u32,
+        spawned: Option<Tid>,
+        tracing: bool,
+        accesses: &mut Vec<Access>,
+    ) -> Executed {
+        self.accesses(i, accesses);
         let op = std::mem::replace(&mut self.threads[i].pending, Op::Start);
         let me = self.threads[i].tid;
         let mut object = None;
@@ -814,7 +821,8 @@ impl World {
                     Some(old) => {
                         if old != current {
                             // A failed compare-exchange only reads.
-                            accesses = vec![Access::read(Oid(h))];
+                            accesses.clear();
+                            accesses.push(Access::read(Oid(h)));
                         }
                         if tracing {
                             detail = if old == current {
@@ -995,7 +1003,8 @@ impl World {
             Op::TableRemove { h, k, out } => match obj_mut!(h, Object::Table(t) => t.remove(&k)) {
                 Some(v) => {
                     if v.is_none() {
-                        accesses = vec![Access::read(Oid::table_key(Oid(h), k))];
+                        accesses.clear();
+                        accesses.push(Access::read(Oid::table_key(Oid(h), k)));
                     }
                     if tracing {
                         detail = format!("-> {v:?}");
@@ -1077,7 +1086,6 @@ impl World {
         };
         Executed {
             outcome,
-            accesses,
             object,
             detail,
         }
@@ -1122,7 +1130,7 @@ mod tests {
 
     fn run(w: &mut World, i: usize, op: Op) -> Outcome {
         w.threads[i].pending = op;
-        w.execute(i, 0, None, true).outcome
+        w.execute(i, 0, None, true, &mut Vec::new()).outcome
     }
 
     fn ret(o: Outcome) -> Ret {
@@ -1168,10 +1176,10 @@ mod tests {
         }
         w.threads[0].pending = Op::NotifyOne { cv };
         assert_eq!(w.alts(0), 2);
-        w.execute(0, 1, None, false);
+        w.execute(0, 1, None, false, &mut Vec::new());
         assert!(!w.enabled(1));
         assert!(w.enabled(2), "alt 1 wakes the second waiter");
-        ret(w.execute(2, 0, None, false).outcome);
+        ret(w.execute(2, 0, None, false, &mut Vec::new()).outcome);
         assert!(!w.enabled(1));
     }
 
@@ -1282,7 +1290,10 @@ mod tests {
         ));
         w.threads[0].pending = Op::RecvFrom { from: t2 };
         assert!(w.enabled(0));
-        assert_eq!(ret(w.execute(0, 0, None, false).outcome).val, 1);
+        assert_eq!(
+            ret(w.execute(0, 0, None, false, &mut Vec::new()).outcome).val,
+            1
+        );
         assert_eq!(w.threads[0].taken.as_ref().unwrap().data, b"b");
         w.threads[0].pending = Op::RecvFrom { from: t2 };
         assert!(!w.enabled(0));
@@ -1310,8 +1321,9 @@ mod tests {
             current: 1,
             new: 2,
         };
-        let e = w.execute(0, 0, None, false);
-        assert_eq!(e.accesses, vec![Access::read(Oid(a))]);
+        let mut acc = Vec::new();
+        let e = w.execute(0, 0, None, false, &mut acc);
+        assert_eq!(acc, vec![Access::read(Oid(a))]);
         assert_eq!(ret(e.outcome).val, 5);
         let t = ret(run(&mut w, 0, Op::TableNew)).val as u64;
         let (mut x, mut y) = (vec![], vec![]);

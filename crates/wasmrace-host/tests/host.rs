@@ -8,13 +8,18 @@ use wasmrace_host::{check, CheckOptions, Guest, HostConfig, HostError, StrategyC
 use wasmrace_trace::{Decision, FailureKind};
 
 fn cache_dir(name: &str) -> PathBuf {
-    let d = PathBuf::from(env!("CARGO_TARGET_TMPDIR")).join("host-tests").join(name);
+    let d = PathBuf::from(env!("CARGO_TARGET_TMPDIR"))
+        .join("host-tests")
+        .join(name);
     let _ = std::fs::remove_dir_all(&d);
     d
 }
 
 fn config(name: &str) -> HostConfig {
-    HostConfig { cache_dir: Some(cache_dir(name)), ..HostConfig::default() }
+    HostConfig {
+        cache_dir: Some(cache_dir(name)),
+        ..HostConfig::default()
+    }
 }
 
 fn load_wat(name: &str, wat: &str) -> Result<Guest, HostError> {
@@ -34,7 +39,10 @@ fn truncated_wasm_is_invalid_with_an_offset() {
     let e = Guest::from_bytes("cut.wasm", &bytes[..100], config("truncated")).unwrap_err();
     assert!(matches!(e, HostError::Invalid { .. }), "{e:?}");
     let s = assert_one_line(&e);
-    assert!(s.contains("`cut.wasm` is not valid wasm") && s.contains("byte offset"), "{s}");
+    assert!(
+        s.contains("`cut.wasm` is not valid wasm") && s.contains("byte offset"),
+        "{s}"
+    );
     let e = Guest::from_bytes("junk.wasm", b"hello world", config("junk")).unwrap_err();
     assert!(matches!(e, HostError::Invalid { .. }), "{e:?}");
 }
@@ -51,7 +59,10 @@ fn wasi_and_env_imports_are_refused_by_name() {
     )
     .unwrap_err();
     let s = assert_one_line(&e);
-    assert!(s.contains("`wasi_snapshot_preview1::fd_write`") && s.contains("`env::now`"), "{s}");
+    assert!(
+        s.contains("`wasi_snapshot_preview1::fd_write`") && s.contains("`env::now`"),
+        "{s}"
+    );
     assert!(s.contains("wasm32-unknown-unknown"), "says what to do: {s}");
 }
 
@@ -62,42 +73,74 @@ fn unknown_hooks_missing_memory_and_no_tests_are_refused() {
         r#"(module (import "wasmrace" "teleport" (func)) (memory (export "memory") 1) (func (export "wasmrace_test_t")))"#,
     )
     .unwrap_err();
-    assert!(matches!(e, HostError::UnknownHook { .. }) && e.to_string().contains("`wasmrace::teleport`"), "{e}");
+    assert!(
+        matches!(e, HostError::UnknownHook { .. })
+            && e.to_string().contains("`wasmrace::teleport`"),
+        "{e}"
+    );
     let e = load_wat("no-memory", r#"(module (func (export "wasmrace_test_t")))"#).unwrap_err();
     assert!(matches!(e, HostError::NoMemory { .. }), "{e}");
-    let e = load_wat("no-tests", r#"(module (memory (export "memory") 1) (func (export "wasmrace_test_t") (param i32)))"#)
-        .unwrap_err();
-    assert!(matches!(e, HostError::NoTests { .. }), "a test takes no parameters: {e}");
+    let e = load_wat(
+        "no-tests",
+        r#"(module (memory (export "memory") 1) (func (export "wasmrace_test_t") (param i32)))"#,
+    )
+    .unwrap_err();
+    assert!(
+        matches!(e, HostError::NoTests { .. }),
+        "a test takes no parameters: {e}"
+    );
 }
 
 #[test]
 fn unknown_test_lists_the_available_ones() {
-    let g = Guest::load(&wasmrace_fixtures::path("lost_update"), config("unknown-test")).unwrap();
+    let g = Guest::load(
+        &wasmrace_fixtures::path("lost_update"),
+        config("unknown-test"),
+    )
+    .unwrap();
     let e = g.program("lost_updat").unwrap_err();
     let s = assert_one_line(&e);
-    assert!(s.contains("no test `lost_updat`") && s.contains("`lost_update`, `lost_update_3`"), "{s}");
+    assert!(
+        s.contains("no test `lost_updat`") && s.contains("`lost_update`, `lost_update_3`"),
+        "{s}"
+    );
 }
 
 #[test]
 fn missing_wasm_opt_says_how_to_install_it() {
     let bytes = std::fs::read(wasmrace_fixtures::path("lost_update")).unwrap();
-    let cfg = HostConfig { cache_dir: None, wasm_opt: Some("/nonexistent/wasm-opt".into()), ..HostConfig::default() };
+    let cfg = HostConfig {
+        cache_dir: None,
+        wasm_opt: Some("/nonexistent/wasm-opt".into()),
+        ..HostConfig::default()
+    };
     let e = Guest::from_bytes("lost_update.wasm", &bytes, cfg).unwrap_err();
     let s = assert_one_line(&e);
-    assert!(matches!(e, HostError::WasmOptMissing { .. }) && s.contains("apt-get install binaryen"), "{s}");
+    assert!(
+        matches!(e, HostError::WasmOptMissing { .. }) && s.contains("apt-get install binaryen"),
+        "{s}"
+    );
 }
 
 #[test]
 fn second_load_comes_from_the_cache_and_behaves_the_same() {
     let dir = cache_dir("cache-hit");
-    let cfg = HostConfig { cache_dir: Some(dir.clone()), ..HostConfig::default() };
+    let cfg = HostConfig {
+        cache_dir: Some(dir.clone()),
+        ..HostConfig::default()
+    };
     let path = wasmrace_fixtures::path("lost_update");
     let a = Guest::load(&path, cfg.clone()).unwrap();
     assert!(!a.from_cache());
     let b = Guest::load(&path, cfg).unwrap();
     assert!(b.from_cache(), "compiled module is reused");
     assert_eq!(a.module_hash(), b.module_hash());
-    let opts = CheckOptions { strategy: StrategyChoice::Dfs { preemption_bound: Some(1) }, ..CheckOptions::default() };
+    let opts = CheckOptions {
+        strategy: StrategyChoice::Dfs {
+            preemption_bound: Some(1),
+        },
+        ..CheckOptions::default()
+    };
     let ra = check(&a, "lost_update", &opts).unwrap();
     let rb = check(&b, "lost_update", &opts).unwrap();
     assert_eq!(ra.report.executions, rb.report.executions);
@@ -107,7 +150,13 @@ fn second_load_comes_from_the_cache_and_behaves_the_same() {
         let p = e.unwrap().path();
         std::fs::write(&p, b"garbage").unwrap();
     }
-    let c = Guest::load(&path, HostConfig { cache_dir: Some(dir), ..HostConfig::default() });
+    let c = Guest::load(
+        &path,
+        HostConfig {
+            cache_dir: Some(dir),
+            ..HostConfig::default()
+        },
+    );
     assert!(c.is_ok(), "{:?}", c.err().map(|e| e.to_string()));
 }
 
@@ -144,15 +193,27 @@ const HAND_WRITTEN: &str = r#"
 fn hand_written_guest_runs_against_the_abi() {
     let g = load_wat("hand", HAND_WRITTEN).unwrap();
     assert_eq!(g.tests(), ["lost_update"]);
-    let opts = CheckOptions { strategy: StrategyChoice::Dfs { preemption_bound: None }, ..CheckOptions::default() };
+    let opts = CheckOptions {
+        strategy: StrategyChoice::Dfs {
+            preemption_bound: None,
+        },
+        ..CheckOptions::default()
+    };
     let out = check(&g, "lost_update", &opts).unwrap();
     let bug = out.bug.expect("the lost update is found");
     assert_eq!(bug.failure.kind, FailureKind::Trap);
     assert_eq!(bug.failure.thread.as_deref(), Some("main"));
     // The interleaving shows both reads before both writes.
-    let ops: Vec<(String, String)> = bug.trace.iter().map(|e| (e.thread.clone(), e.op.clone())).collect();
+    let ops: Vec<(String, String)> = bug
+        .trace
+        .iter()
+        .map(|e| (e.thread.clone(), e.op.clone()))
+        .collect();
     let first_set = ops.iter().position(|(_, o)| o == "cell.set").unwrap();
-    let gets_before = ops[..first_set].iter().filter(|(_, o)| o == "cell.get").count();
+    let gets_before = ops[..first_set]
+        .iter()
+        .filter(|(_, o)| o == "cell.get")
+        .count();
     assert_eq!(gets_before, 2, "{ops:?}");
     // Replaying the schedule reproduces it.
     let r = wasmrace_host::replay(&g, &bug.schedule, 10_000).unwrap();
@@ -169,7 +230,12 @@ fn hand_written_guest_snapshot_restore_is_exact() {
     let mut hashes = Vec::new();
     let mut turn = 0;
     while matches!(p.status(), Status::Running) {
-        let en: Vec<_> = p.threads().iter().filter(|t| t.pending.enabled).map(|t| t.tid).collect();
+        let en: Vec<_> = p
+            .threads()
+            .iter()
+            .filter(|t| t.pending.enabled)
+            .map(|t| t.tid)
+            .collect();
         let d = Decision::new(en[turn % en.len()], 0);
         turn += 1;
         p.step(d).unwrap();
@@ -185,6 +251,9 @@ fn hand_written_guest_snapshot_restore_is_exact() {
         let snap = p.snapshot().unwrap().unwrap();
         // Wander off along the first enabled thread, then come back.
         for _ in 0..3 {
+            if !matches!(p.status(), Status::Running) {
+                break;
+            }
             if let Some(t) = p.threads().iter().find(|t| t.pending.enabled) {
                 let t = t.tid;
                 p.step(Decision::new(t, 0)).unwrap();
@@ -193,7 +262,12 @@ fn hand_written_guest_snapshot_restore_is_exact() {
         p.restore(&snap).unwrap();
         for (i, &d) in decisions[cut..].iter().enumerate() {
             p.step(d).unwrap();
-            assert_eq!(p.state_hash().unwrap(), hashes[cut + i], "cut {cut}, step {}", cut + i);
+            assert_eq!(
+                p.state_hash().unwrap(),
+                hashes[cut + i],
+                "cut {cut}, step {}",
+                cut + i
+            );
         }
         assert_eq!(p.status(), &final_status);
     }
