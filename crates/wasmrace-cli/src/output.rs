@@ -58,7 +58,7 @@ mod tests {
         let io = std::io::Error::new(std::io::ErrorKind::NotFound, "gone");
         let host = wasmrace_host::HostError::Io {
             path: "a.wasm".into(),
-            source: io,
+            cause: io,
         };
         let e = anyhow::Error::from(host);
         assert_eq!(error_chain(&e), "cannot read `a.wasm`: gone");

@@ -6,10 +6,12 @@ use std::path::PathBuf;
 
 #[derive(Debug, thiserror::Error)]
 pub enum HostError {
-    #[error("cannot read `{path}`: {source}")]
+    #[error("cannot read `{path}`: {cause}")]
     Io {
         path: PathBuf,
-        source: std::io::Error,
+        // Not named `source`: the cause is already in the message, and a
+        // `source` would make error chains print it twice.
+        cause: std::io::Error,
     },
     #[error("`{name}` is not valid wasm: {message} (at byte offset {offset})")]
     Invalid {

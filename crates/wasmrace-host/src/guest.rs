@@ -55,7 +55,7 @@ impl Guest {
     pub fn load(path: &Path, config: HostConfig) -> Result<Guest, HostError> {
         let bytes = std::fs::read(path).map_err(|source| HostError::Io {
             path: path.to_path_buf(),
-            source,
+            cause: source,
         })?;
         let name = path.display().to_string();
         Guest::from_bytes(&name, &bytes, config)
@@ -99,6 +99,7 @@ impl Guest {
                         let wasm_opt = load::find_wasm_opt(config.wasm_opt.as_deref())?;
                         let exported = load::export_globals(name, bytes)?;
                         let b = load::asyncify(name, &exported, &wasm_opt)?;
+                        let b = load::export_asyncify_globals(name, &b)?;
                         if let Some(d) = &cache {
                             load::cache_write(&d.join(format!("{key}.wasm")), &b);
                         }
@@ -175,14 +176,25 @@ impl Guest {
 fn make_engine(config: &HostConfig) -> Result<Engine, HostError> {
     let mut c = wasmtime::Config::new();
     c.consume_fuel(true);
+    c.memory_init_cow(true);
+    // A program holds one instance at a time (two while it re-instantiates
+    // for a restore), so a small pool is plenty; each slot reserves address
+    // space for a 4 GiB memory plus guards.
     let mut pool = wasmtime::PoolingAllocationConfig::default();
-    pool.total_memories(64)
-        .total_core_instances(64)
-        .total_tables(64);
+    pool.total_memories(16)
+        .total_core_instances(16)
+        .total_tables(16);
     pool.max_memory_size(config.max_memory_bytes.max(1 << 20) as usize);
     c.allocation_strategy(wasmtime::InstanceAllocationStrategy::Pooling(pool));
-    c.memory_init_cow(true);
-    Engine::new(&c).map_err(runtime)
+    match Engine::new(&c) {
+        Ok(e) => Ok(e),
+        // Where that much address space cannot be reserved (a `ulimit -v`,
+        // valgrind), allocate instances on demand: slower resets, same results.
+        Err(_) => {
+            c.allocation_strategy(wasmtime::InstanceAllocationStrategy::OnDemand);
+            Engine::new(&c).map_err(runtime)
+        }
+    }
 }
 
 fn fault(msg: String) -> wasmtime::Error {
@@ -230,7 +242,7 @@ fn suspend(
     match caller.data().mode {
         Mode::Rewinding => {
             let ex = caller.data().ex();
-            ex.stop_rewind.call(&mut *caller, ())?;
+            ex.asyncify.stop_rewind(&mut *caller)?;
             let st = caller.data_mut();
             st.mode = Mode::Running;
             let r = std::mem::take(&mut st.resume);
@@ -254,7 +266,7 @@ fn suspend(
             header[..4].copy_from_slice(&(buf + 8).to_le_bytes());
             header[4..].copy_from_slice(&end.to_le_bytes());
             write_bytes(caller, buf, &header)?;
-            ex.start_unwind.call(&mut *caller, buf as i32)?;
+            ex.asyncify.start_unwind(&mut *caller, buf)?;
             caller.data_mut().mode = Mode::Unwinding;
             Ok(0)
         }

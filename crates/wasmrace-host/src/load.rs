@@ -52,9 +52,11 @@ pub const THREAD_START: &str = "__wasmrace_thread_start";
 pub const INIT: &str = "__wasmrace_init";
 pub const STACK_POINTER_EXPORT: &str = "__wasmrace_stack_pointer";
 pub const GLOBAL_EXPORT_PREFIX: &str = "__wasmrace_global_";
+pub const ASYNCIFY_STATE_EXPORT: &str = "__wasmrace_asyncify_state";
+pub const ASYNCIFY_DATA_EXPORT: &str = "__wasmrace_asyncify_data";
 
 /// Bump when instrumentation changes, to invalidate cached modules.
-const INSTRUMENTATION_VERSION: u32 = 1;
+const INSTRUMENTATION_VERSION: u32 = 2;
 
 /// What the audit learned about a module.
 #[derive(Clone, Debug, Default)]
@@ -218,6 +220,49 @@ pub fn export_globals(name: &str, bytes: &[u8]) -> Result<Vec<u8>, HostError> {
     Ok(module.emit_wasm())
 }
 
+/// Exports Asyncify's two control globals (its state and its data pointer),
+/// found through the bodies of `asyncify_get_state` (reads the state) and
+/// `asyncify_start_unwind` (sets state, then data). The host then switches
+/// threads by setting two globals instead of calling four exported
+/// functions, each call into wasm costing about a thousand instructions of
+/// runtime entry and exit. Modules where the pattern is not found keep
+/// working through the exported functions.
+pub fn export_asyncify_globals(name: &str, bytes: &[u8]) -> Result<Vec<u8>, HostError> {
+    let mut module = walrus::Module::from_buffer(bytes).map_err(|e| HostError::Instrument {
+        name: name.into(),
+        message: one_line(&format!("{e:#}")),
+    })?;
+    let globals_of = |module: &walrus::Module, export: &str, set: bool| -> Vec<walrus::GlobalId> {
+        let Ok(f) = module.exports.get_func(export) else {
+            return Vec::new();
+        };
+        let walrus::FunctionKind::Local(local) = &module.funcs.get(f).kind else {
+            return Vec::new();
+        };
+        local
+            .block(local.entry_block())
+            .instrs
+            .iter()
+            .filter_map(|(i, _)| match i {
+                walrus::ir::Instr::GlobalSet(g) if set => Some(g.global),
+                walrus::ir::Instr::GlobalGet(g) if !set => Some(g.global),
+                _ => None,
+            })
+            .collect()
+    };
+    let state = globals_of(&module, "asyncify_get_state", false);
+    let sets = globals_of(&module, "asyncify_start_unwind", true);
+    if let ([state], [a, b]) = (state.as_slice(), sets.as_slice()) {
+        let data = if a == state { *b } else { *a };
+        if data != *state {
+            module.exports.add(ASYNCIFY_STATE_EXPORT, *state);
+            module.exports.add(ASYNCIFY_DATA_EXPORT, data);
+            return Ok(module.emit_wasm());
+        }
+    }
+    Ok(bytes.to_vec())
+}
+
 pub fn find_wasm_opt(configured: Option<&Path>) -> Result<PathBuf, HostError> {
     let candidate = configured
         .map(Path::to_path_buf)
@@ -238,7 +283,7 @@ pub fn asyncify(name: &str, bytes: &[u8], wasm_opt: &Path) -> Result<Vec<u8>, Ho
     let output = dir.join("out.wasm");
     std::fs::write(&input, bytes).map_err(|source| HostError::Io {
         path: input.clone(),
-        source,
+        cause: source,
     })?;
     let imports: Vec<String> = SUSPENDING_HOOKS
         .iter()
@@ -269,7 +314,7 @@ pub fn asyncify(name: &str, bytes: &[u8], wasm_opt: &Path) -> Result<Vec<u8>, Ho
     }
     let bytes = std::fs::read(&output).map_err(|source| HostError::Io {
         path: output.clone(),
-        source,
+        cause: source,
     });
     let _ = std::fs::remove_dir_all(&dir);
     bytes
@@ -285,7 +330,7 @@ fn tempdir() -> Result<PathBuf, HostError> {
     ));
     std::fs::create_dir_all(&dir).map_err(|source| HostError::Io {
         path: dir.clone(),
-        source,
+        cause: source,
     })?;
     Ok(dir)
 }

@@ -12,7 +12,7 @@ use std::collections::BTreeMap;
 use std::sync::Arc;
 use wasmrace_explore::{is_preemption, Pending, Program, Status, StepInfo, ThreadView};
 use wasmrace_trace::{Decision, Failure, FailureKind, OpKind, ThreadPath, Tid, TraceEvent};
-use wasmtime::{Global, Memory, ResourceLimiter, Store, Trap, TypedFunc, Val};
+use wasmtime::{AsContextMut, Global, Memory, ResourceLimiter, Store, Trap, TypedFunc, Val};
 
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
 pub(crate) enum Mode {
@@ -26,13 +26,72 @@ pub(crate) enum Mode {
     Unwinding,
 }
 
+/// Asyncify's controls: its two globals when the instrumentation exported
+/// them (a global write is far cheaper than a call into wasm), else its
+/// four exported functions.
+pub(crate) enum Asyncify {
+    Globals {
+        state: Global,
+        data: Global,
+    },
+    Funcs {
+        start_unwind: TypedFunc<i32, ()>,
+        stop_unwind: TypedFunc<(), ()>,
+        start_rewind: TypedFunc<i32, ()>,
+        stop_rewind: TypedFunc<(), ()>,
+    },
+}
+
+const ASYNCIFY_NORMAL: i32 = 0;
+const ASYNCIFY_UNWINDING: i32 = 1;
+const ASYNCIFY_REWINDING: i32 = 2;
+
+impl Asyncify {
+    fn set(
+        &self,
+        mut store: impl AsContextMut,
+        state: i32,
+        data: Option<u32>,
+    ) -> wasmtime::Result<()> {
+        let Asyncify::Globals { state: s, data: d } = self else {
+            unreachable!("only called for the globals variant")
+        };
+        s.set(&mut store, Val::I32(state))?;
+        if let Some(p) = data {
+            d.set(&mut store, Val::I32(p as i32))?;
+        }
+        Ok(())
+    }
+    pub fn start_unwind(&self, store: impl AsContextMut, buf: u32) -> wasmtime::Result<()> {
+        match self {
+            Asyncify::Funcs { start_unwind, .. } => start_unwind.call(store, buf as i32),
+            Asyncify::Globals { .. } => self.set(store, ASYNCIFY_UNWINDING, Some(buf)),
+        }
+    }
+    pub fn stop_unwind(&self, store: impl AsContextMut) -> wasmtime::Result<()> {
+        match self {
+            Asyncify::Funcs { stop_unwind, .. } => stop_unwind.call(store, ()),
+            Asyncify::Globals { .. } => self.set(store, ASYNCIFY_NORMAL, None),
+        }
+    }
+    pub fn start_rewind(&self, store: impl AsContextMut, buf: u32) -> wasmtime::Result<()> {
+        match self {
+            Asyncify::Funcs { start_rewind, .. } => start_rewind.call(store, buf as i32),
+            Asyncify::Globals { .. } => self.set(store, ASYNCIFY_REWINDING, Some(buf)),
+        }
+    }
+    pub fn stop_rewind(&self, store: impl AsContextMut) -> wasmtime::Result<()> {
+        match self {
+            Asyncify::Funcs { stop_rewind, .. } => stop_rewind.call(store, ()),
+            Asyncify::Globals { .. } => self.set(store, ASYNCIFY_NORMAL, None),
+        }
+    }
+}
+
 /// The running instance's exports the host drives.
 pub(crate) struct Exports {
     pub memory: Memory,
-    pub start_unwind: TypedFunc<i32, ()>,
-    pub stop_unwind: TypedFunc<(), ()>,
-    pub start_rewind: TypedFunc<i32, ()>,
-    pub stop_rewind: TypedFunc<(), ()>,
+    pub asyncify: Asyncify,
     pub test: TypedFunc<(), ()>,
     pub thread_start: Option<TypedFunc<i32, ()>>,
     pub init: Option<TypedFunc<(), ()>>,
@@ -288,8 +347,8 @@ impl WasmProgram {
             st.mode = Mode::Rewinding;
             let buf = st.world.slot_bases[slot as usize];
             self.ex
-                .start_rewind
-                .call(&mut self.store, buf as i32)
+                .asyncify
+                .start_rewind(&mut self.store, buf)
                 .map_err(runtime)?;
         } else {
             st.mode = Mode::Running;
@@ -312,8 +371,8 @@ impl WasmProgram {
             Ok(()) => match self.store.data().mode {
                 Mode::Unwinding => {
                     self.ex
-                        .stop_unwind
-                        .call(&mut self.store, ())
+                        .asyncify
+                        .stop_unwind(&mut self.store)
                         .map_err(runtime)?;
                     let sp = self.ex.sp.get(&mut self.store).i32().unwrap_or(0) as u32;
                     let st = self.store.data_mut();
@@ -647,12 +706,21 @@ fn instantiate(
         (Some(a), Some(b), Some(c), Some(d)) => Some([a, b, c, d]),
         _ => None,
     };
+    let asyncify = match (
+        inst.get_global(&mut store, load::ASYNCIFY_STATE_EXPORT),
+        inst.get_global(&mut store, load::ASYNCIFY_DATA_EXPORT),
+    ) {
+        (Some(state), Some(data)) => Asyncify::Globals { state, data },
+        _ => Asyncify::Funcs {
+            start_unwind: func!("asyncify_start_unwind"),
+            stop_unwind: func!("asyncify_stop_unwind"),
+            start_rewind: func!("asyncify_start_rewind"),
+            stop_rewind: func!("asyncify_stop_rewind"),
+        },
+    };
     let ex = Arc::new(Exports {
         memory,
-        start_unwind: func!("asyncify_start_unwind"),
-        stop_unwind: func!("asyncify_stop_unwind"),
-        start_rewind: func!("asyncify_start_rewind"),
-        stop_rewind: func!("asyncify_stop_rewind"),
+        asyncify,
         test: func!(&test_export),
         thread_start: inst.get_typed_func(&mut store, load::THREAD_START).ok(),
         init: inst.get_typed_func(&mut store, load::INIT).ok(),

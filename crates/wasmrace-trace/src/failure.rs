@@ -62,7 +62,13 @@ pub struct Failure {
 
 impl Failure {
     pub fn new(kind: FailureKind, thread: Option<String>, message: impl Into<String>) -> Self {
-        Failure { kind, thread, message: message.into(), location: None, waiting: Vec::new() }
+        Failure {
+            kind,
+            thread,
+            message: message.into(),
+            location: None,
+            waiting: Vec::new(),
+        }
     }
 }
 

@@ -5,11 +5,11 @@
 //! speak these types, and a schedule file written by one version of the host
 //! is read back here.
 
+mod failure;
 mod ids;
 mod ops;
-mod failure;
-mod trace;
 mod schedule;
+mod trace;
 
 pub use failure::{Failure, FailureKind, Waiting};
 pub use ids::{mix64, Oid, ThreadPath, Tid};

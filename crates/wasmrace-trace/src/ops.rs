@@ -24,13 +24,22 @@ pub struct Access {
 
 impl Access {
     pub fn read(obj: Oid) -> Self {
-        Access { obj, kind: AccessKind::Read }
+        Access {
+            obj,
+            kind: AccessKind::Read,
+        }
     }
     pub fn write(obj: Oid) -> Self {
-        Access { obj, kind: AccessKind::Write }
+        Access {
+            obj,
+            kind: AccessKind::Write,
+        }
     }
     pub fn sync(obj: Oid) -> Self {
-        Access { obj, kind: AccessKind::Sync }
+        Access {
+            obj,
+            kind: AccessKind::Sync,
+        }
     }
     /// Same object and at least one of the two is not a read.
     pub fn conflicts(&self, other: &Access) -> bool {

@@ -44,16 +44,23 @@ pub struct Schedule {
 
 #[derive(Debug, thiserror::Error)]
 pub enum ScheduleError {
-    #[error("cannot read schedule file `{path}`: {source}")]
-    Io { path: String, source: std::io::Error },
-    #[error("schedule file `{path}` is not valid JSON for a wasmrace schedule: {source}")]
-    Parse { path: String, source: serde_json::Error },
+    #[error("cannot read schedule file `{path}`: {cause}")]
+    Io { path: String, cause: std::io::Error },
+    #[error("schedule file `{path}` is not valid JSON for a wasmrace schedule: {cause}")]
+    Parse {
+        path: String,
+        cause: serde_json::Error,
+    },
     #[error("`{path}` is not a wasmrace schedule file (format `{found}`)")]
     Format { path: String, found: String },
     #[error("schedule file `{path}` has format version `{found}`; this wasmrace reads version `{SCHEDULE_VERSION}`")]
     Version { path: String, found: u32 },
     #[error("schedule file `{path}`, step {step}: `{thread}` is not a thread name (expected `main`, `main.1`, ...)")]
-    BadThread { path: String, step: usize, thread: String },
+    BadThread {
+        path: String,
+        step: usize,
+        thread: String,
+    },
 }
 
 impl Schedule {
@@ -93,16 +100,24 @@ impl Schedule {
         if let Ok(v) = serde_json::from_str::<serde_json::Value>(text) {
             let found = v.get("format").and_then(|f| f.as_str()).unwrap_or("<none>");
             if found != SCHEDULE_FORMAT {
-                return Err(ScheduleError::Format { path: path.into(), found: found.into() });
+                return Err(ScheduleError::Format {
+                    path: path.into(),
+                    found: found.into(),
+                });
             }
             if let Some(ver) = v.get("version").and_then(|f| f.as_u64()) {
                 if ver != u64::from(SCHEDULE_VERSION) {
-                    return Err(ScheduleError::Version { path: path.into(), found: ver as u32 });
+                    return Err(ScheduleError::Version {
+                        path: path.into(),
+                        found: ver as u32,
+                    });
                 }
             }
         }
-        let s: Schedule = serde_json::from_str(text)
-            .map_err(|source| ScheduleError::Parse { path: path.into(), source })?;
+        let s: Schedule = serde_json::from_str(text).map_err(|source| ScheduleError::Parse {
+            path: path.into(),
+            cause: source,
+        })?;
         for (i, st) in s.steps.iter().enumerate() {
             if ThreadPath::parse(&st.thread).is_none() {
                 return Err(ScheduleError::BadThread {
@@ -117,7 +132,10 @@ impl Schedule {
 
     pub fn read(path: &Path) -> Result<Schedule, ScheduleError> {
         let p = path.display().to_string();
-        let text = std::fs::read_to_string(path).map_err(|source| ScheduleError::Io { path: p.clone(), source })?;
+        let text = std::fs::read_to_string(path).map_err(|source| ScheduleError::Io {
+            path: p.clone(),
+            cause: source,
+        })?;
         Schedule::parse(&text, &p)
     }
 
@@ -126,7 +144,9 @@ impl Schedule {
         self.steps
             .iter()
             .map(|s| {
-                let tid = ThreadPath::parse(&s.thread).map(|p| p.tid()).unwrap_or(Tid(0));
+                let tid = ThreadPath::parse(&s.thread)
+                    .map(|p| p.tid())
+                    .unwrap_or(Tid(0));
                 Decision::new(tid, s.alt)
             })
             .collect()
@@ -146,8 +166,14 @@ mod tests {
             serde_json::json!({"preemption_bound": 2}),
             None,
             vec![
-                ScheduleStep { thread: "main".into(), alt: 0 },
-                ScheduleStep { thread: "main.1".into(), alt: 2 },
+                ScheduleStep {
+                    thread: "main".into(),
+                    alt: 0,
+                },
+                ScheduleStep {
+                    thread: "main.1".into(),
+                    alt: 2,
+                },
             ],
         )
     }
@@ -163,11 +189,20 @@ mod tests {
 
     #[test]
     fn refuses_foreign_and_corrupt_files() {
-        assert!(matches!(Schedule::parse("{\"a\":1}", "f"), Err(ScheduleError::Format { .. })));
-        assert!(matches!(Schedule::parse("not json", "f"), Err(ScheduleError::Parse { .. })));
+        assert!(matches!(
+            Schedule::parse("{\"a\":1}", "f"),
+            Err(ScheduleError::Format { .. })
+        ));
+        assert!(matches!(
+            Schedule::parse("not json", "f"),
+            Err(ScheduleError::Parse { .. })
+        ));
         let mut s = sample();
         s.version = 99;
-        assert!(matches!(Schedule::parse(&s.to_json(), "f"), Err(ScheduleError::Version { .. })));
+        assert!(matches!(
+            Schedule::parse(&s.to_json(), "f"),
+            Err(ScheduleError::Version { .. })
+        ));
         let mut s = sample();
         s.steps[0].thread = "worker".into();
         let e = Schedule::parse(&s.to_json(), "f").unwrap_err();

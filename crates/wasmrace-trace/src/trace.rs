@@ -32,12 +32,21 @@ pub struct TraceEvent {
 /// Renders an interleaving as numbered lines, one per step, with preemptions
 /// marked and logs indented under the step that produced them.
 pub fn render_trace(events: &[TraceEvent]) -> String {
-    let width = events.iter().map(|e| e.thread.len()).max().unwrap_or(4).max(4);
+    let width = events
+        .iter()
+        .map(|e| e.thread.len())
+        .max()
+        .unwrap_or(4)
+        .max(4);
     let num_width = events.len().to_string().len();
     let mut out = String::new();
     for e in events {
         let mark = if e.preemption { "*" } else { " " };
-        let _ = write!(out, "{mark}{:>num_width$}  {:<width$}  {}", e.step, e.thread, e.op);
+        let _ = write!(
+            out,
+            "{mark}{:>num_width$}  {:<width$}  {}",
+            e.step, e.thread, e.op
+        );
         if let Some(o) = &e.object {
             let _ = write!(out, " {o}");
         }
@@ -68,18 +77,27 @@ mod tests {
             detail: "-> 1".into(),
             site: Some("src/lib.rs:3:5".into()),
             preemption,
-            logs: if step == 2 { vec!["hello".into()] } else { vec![] },
+            logs: if step == 2 {
+                vec!["hello".into()]
+            } else {
+                vec![]
+            },
         }
     }
 
     #[test]
     fn renders_numbered_steps_with_preemption_marks() {
-        let s = render_trace(&[ev(1, "main", "cell.get", false), ev(2, "main.1", "cell.set", true)]);
-        let expected = "\
- 1  main    cell.get cell main#0 -> 1  (src/lib.rs:3:5)
-*2  main.1  cell.set cell main#0 -> 1  (src/lib.rs:3:5)
-                  log: hello
-";
+        let s = render_trace(&[
+            ev(1, "main", "cell.get", false),
+            ev(2, "main.1", "cell.set", true),
+        ]);
+        // Steps right-aligned after the preemption mark, threads padded to
+        // the widest name, logs indented under the operation column.
+        let expected = concat!(
+            " 1  main    cell.get cell main#0 -> 1  (src/lib.rs:3:5)\n",
+            "*2  main.1  cell.set cell main#0 -> 1  (src/lib.rs:3:5)\n",
+            "              log: hello\n",
+        );
         assert_eq!(s, expected);
     }
 }

@@ -28,7 +28,7 @@ impl ListCommand {
     pub fn run(self) -> Result<Verdict> {
         let bytes = std::fs::read(&self.module).map_err(|source| HostError::Io {
             path: self.module.clone(),
-            source,
+            cause: source,
         })?;
         // The same audit `Guest::load` starts with, so `list` refuses what
         // `check` would refuse, with the same message.
