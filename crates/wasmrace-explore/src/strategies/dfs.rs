@@ -595,10 +595,10 @@ mod tests {
         assert_eq!(s.bound_hit(), None);
     }
 
-    #[test]
-    fn bound_zero_prunes_preemptions_and_says_so() {
-        let ts = [view(1, true, 1), view(2, true, 1)];
-        let mut s = Dfs::with_preemption_bound(0);
+    /// Drives `s` over a program of `steps` steps whose thread views never
+    /// change, as the explorer would; returns each explored schedule's
+    /// threads and the preemptions DFS counted for it.
+    fn drive(s: &mut Dfs, ts: &[ThreadView], steps: usize) -> Vec<(Vec<u64>, u32)> {
         let mut seen = Vec::new();
         let mut path: Vec<Decision> = Vec::new();
         while let Some(start) = s.begin(0) {
@@ -607,12 +607,23 @@ mod tests {
                 Start::Resume { prefix_len } => prefix_len,
             };
             path.truncate(from);
-            for step in from..2 {
+            for step in from..steps {
                 let last = path.last().map(|d| (d.tid.0, OpKind::CellSet));
-                path.push(s.decide(&ctx(step, &ts, last)).unwrap());
+                path.push(s.decide(&ctx(step, ts, last)).unwrap());
             }
-            seen.push(path.iter().map(|d| d.tid.0).collect::<Vec<_>>());
+            seen.push((
+                path.iter().map(|d| d.tid.0).collect(),
+                s.current_preemptions(),
+            ));
         }
+        seen
+    }
+
+    #[test]
+    fn bound_zero_prunes_preemptions_and_says_so() {
+        let ts = [view(1, true, 1), view(2, true, 1)];
+        let mut s = Dfs::with_preemption_bound(0);
+        let seen: Vec<Vec<u64>> = drive(&mut s, &ts, 2).into_iter().map(|(p, _)| p).collect();
         assert_eq!(seen, vec![vec![1, 1], vec![2, 2]]);
         assert_eq!(s.pruned(), 2);
         assert_eq!(
@@ -630,23 +641,7 @@ mod tests {
     fn bound_one_defers_preemptions_to_the_next_iteration() {
         let ts = [view(1, true, 1), view(2, true, 1)];
         let mut s = Dfs::with_preemption_bound(1);
-        let mut seen = Vec::new();
-        let mut path: Vec<Decision> = Vec::new();
-        while let Some(start) = s.begin(0) {
-            let from = match start {
-                Start::Fresh => 0,
-                Start::Resume { prefix_len } => prefix_len,
-            };
-            path.truncate(from);
-            for step in from..2 {
-                let last = path.last().map(|d| (d.tid.0, OpKind::CellSet));
-                path.push(s.decide(&ctx(step, &ts, last)).unwrap());
-            }
-            seen.push((
-                path.iter().map(|d| d.tid.0).collect::<Vec<_>>(),
-                s.current_preemptions(),
-            ));
-        }
+        let seen = drive(&mut s, &ts, 2);
         assert_eq!(
             seen,
             vec![
