@@ -155,6 +155,7 @@ impl<P: Program> Program for WithoutBlockingAvoidance<P> {
                     accesses,
                     site: v.pending.site,
                     spawned: Vec::new(),
+                    message: None,
                     cost: 0,
                 };
                 self.blocked.insert(d.tid);

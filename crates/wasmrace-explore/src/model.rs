@@ -1279,6 +1279,8 @@ impl Program for Model {
             accesses: pending.accesses,
             site: pending.site,
             spawned,
+            // Model messages carry no identity yet.
+            message: None,
             cost: 1,
         };
         self.finish_step(failure);

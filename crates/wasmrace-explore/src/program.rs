@@ -51,6 +51,11 @@ pub struct StepInfo {
     pub site: u64,
     /// Threads this step created, in creation order.
     pub spawned: Vec<Tid>,
+    /// For a send, the id of the message it sent; for a receive, the id of
+    /// the message it took: (sender, index of the send among the sender's
+    /// sends, from 0). Race detectors draw happens-before edges from a send
+    /// to its receive with it; `None` for every other step.
+    pub message: Option<(Tid, u32)>,
     /// Deterministic measure of the work the step did (instructions for wasm,
     /// operations for models); drives the snapshot policy.
     pub cost: u64,

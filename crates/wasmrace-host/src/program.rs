@@ -549,6 +549,7 @@ impl WasmProgram {
         self.info.tid = d.tid;
         self.info.alt = d.alt;
         self.info.spawned.clear();
+        self.info.message = None;
         self.info.cost = 0;
         let (kind, site, spawn_arg) = {
             let t = &self.store.data().world.threads[i];
@@ -595,6 +596,7 @@ impl WasmProgram {
             );
             object = ex.object;
             detail = ex.detail;
+            self.info.message = ex.message;
             match ex.outcome {
                 Outcome::Return(r) => self.run_segment(i, Some(r))?,
                 Outcome::Continue => {}

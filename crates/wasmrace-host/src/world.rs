@@ -218,6 +218,8 @@ pub struct ObjEntry {
 #[derive(Clone, Debug, PartialEq, Eq, Hash)]
 pub struct Message {
     pub from: Tid,
+    /// Index of this send among the sender's sends.
+    pub seq: u32,
     pub data: Vec<u8>,
 }
 
@@ -240,6 +242,8 @@ pub struct Thread {
     pub site: u32,
     pub spawns: u32,
     pub objects: u32,
+    /// Messages sent so far (the next send's `seq`).
+    pub sends: u32,
     pub mailbox: VecDeque<Message>,
     /// Message taken by the last receive, waiting for `recv_take`.
     pub taken: Option<Message>,
@@ -300,6 +304,8 @@ pub enum Outcome {
 /// What one executed step did, for strategies and traces.
 pub struct Executed {
     pub outcome: Outcome,
+    /// The message a send sent or a receive took (see `StepInfo::message`).
+    pub message: Option<(Tid, u32)>,
     /// Human-readable object and detail, filled only when tracing.
     pub object: Option<String>,
     pub detail: String,
@@ -341,6 +347,7 @@ impl World {
             site: 0,
             spawns: 0,
             objects: 0,
+            sends: 0,
             mailbox: VecDeque::new(),
             taken: None,
             name: None,
@@ -598,6 +605,7 @@ impl World {
         let me = self.threads[i].tid;
         let mut object = None;
         let mut detail = String::new();
+        let mut message = None;
         macro_rules! obj_mut {
             ($h:expr, $pat:pat => $body:expr) => {
                 match self.objects.get_mut(&$h) {
@@ -665,11 +673,16 @@ impl World {
                 match self.thread_index(Tid(to)) {
                     None => self.misuse(i, format!("send to unknown thread id `{to:#x}`")),
                     Some(j) => {
+                        let seq = self.threads[i].sends;
+                        self.threads[i].sends += 1;
+                        message = Some((me, seq));
                         // Erlang semantics: a message to an exited thread is dropped.
                         if !self.threads[j].exited {
-                            self.threads[j]
-                                .mailbox
-                                .push_back(Message { from: me, data });
+                            self.threads[j].mailbox.push_back(Message {
+                                from: me,
+                                seq,
+                                data,
+                            });
                         } else if tracing {
                             detail.push_str(" (dropped: receiver has exited)");
                         }
@@ -688,6 +701,7 @@ impl World {
                     .remove(pos.expect("recv scheduled while disabled"))
                     .expect("message");
                 let len = m.data.len() as u64;
+                message = Some((m.from, m.seq));
                 if tracing {
                     detail = format!("<- {} bytes {:?}", len, String::from_utf8_lossy(&m.data));
                     let from = m.from;
@@ -1086,6 +1100,7 @@ impl World {
         };
         Executed {
             outcome,
+            message,
             object,
             detail,
         }
