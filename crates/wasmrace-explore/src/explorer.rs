@@ -50,6 +50,8 @@ impl Default for Config {
 #[derive(Clone, Debug, PartialEq, Eq)]
 pub struct Bug {
     pub failure: Failure,
+    /// The strategy that ran the failing execution (`Strategy::active`).
+    pub found_by: String,
     pub schedule: Vec<Decision>,
     /// 1-based index of the execution that found it.
     pub execution: u64,
@@ -283,6 +285,7 @@ impl<P: Program> Explorer<P> {
                 if report.bugs.is_empty() || !cfg.stop_on_first_bug {
                     report.bugs.push(Bug {
                         failure,
+                        found_by: strategy.active().to_string(),
                         schedule: decisions.clone(),
                         execution: report.executions,
                     });

@@ -105,6 +105,13 @@ pub trait Strategy {
     fn bound_hit(&self) -> Option<BoundHit> {
         None
     }
+
+    /// The strategy that chose the current (or last) execution: itself,
+    /// or the member of a combination such as the portfolio. Reports say
+    /// which one found a bug.
+    fn active(&self) -> &str {
+        self.name()
+    }
 }
 
 impl<S: Strategy + ?Sized> Strategy for Box<S> {
@@ -131,5 +138,8 @@ impl<S: Strategy + ?Sized> Strategy for Box<S> {
     }
     fn bound_hit(&self) -> Option<BoundHit> {
         (**self).bound_hit()
+    }
+    fn active(&self) -> &str {
+        (**self).active()
     }
 }

@@ -9,3 +9,5 @@ pub use dfs::{Dfs, DfsOptions};
 pub use random::RandomWalk;
 pub use record::{RecordStats, Recorded, Recorder};
 pub use replay::{Divergence, DivergenceReason, Replay};
+pub mod portfolio;
+pub use portfolio::Portfolio;

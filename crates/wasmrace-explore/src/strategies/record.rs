@@ -151,6 +151,10 @@ impl<S: Strategy> Strategy for Recorder<S> {
     fn bound_hit(&self) -> Option<BoundHit> {
         self.inner.bound_hit()
     }
+
+    fn active(&self) -> &str {
+        self.inner.active()
+    }
 }
 
 #[cfg(test)]

@@ -1,0 +1,269 @@
+//! The portfolio: what `wasmrace check` runs when no strategy is named. An
+//! opening member (DFS with iterative preemption bounding) explores the
+//! likeliest bugs systematically for a bounded number of executions; then
+//! sampling members (POS, PCT, random walk) take turns in rounds until the
+//! budget is spent. Reports say which member found a bug (`active`).
+//!
+//! The opening member runs once, without interruption: DFS resumes each
+//! execution from a prefix of the previous one, which another member's
+//! execution in between would invalidate. Sampling members start every
+//! execution afresh, so they can be interleaved freely.
+
+use crate::program::StepInfo;
+use crate::strategy::{BoundHit, Context, Outcome, Start, Strategy};
+use wasmrace_trace::Decision;
+
+struct Member {
+    strategy: Box<dyn Strategy>,
+    /// Executions per turn.
+    round: u64,
+    /// Executions this member has begun (passed to its `begin`, so that a
+    /// seeded member behaves as it would alone).
+    executions: u64,
+    exhausted: bool,
+}
+
+pub struct Portfolio {
+    opening: Option<Member>,
+    opening_done: bool,
+    members: Vec<Member>,
+    /// Member whose turn it is (index into `members`).
+    turn: usize,
+    /// Executions taken in the current turn.
+    in_turn: u64,
+    /// Who runs the current execution: `None` for the opening member.
+    current: Option<usize>,
+    /// The opening member explored its whole space with no bound cutting
+    /// it: nothing is left for the samplers to find.
+    complete: bool,
+    bound_hit: Option<BoundHit>,
+    seed: u64,
+}
+
+impl Portfolio {
+    /// `opening` runs first for at most `opening_round` executions; then
+    /// each of `members` (strategy, executions per turn) takes turns.
+    pub fn new(
+        opening: Option<(Box<dyn Strategy>, u64)>,
+        members: Vec<(Box<dyn Strategy>, u64)>,
+        seed: u64,
+    ) -> Self {
+        let member = |(strategy, round): (Box<dyn Strategy>, u64)| Member {
+            strategy,
+            round: round.max(1),
+            executions: 0,
+            exhausted: false,
+        };
+        Portfolio {
+            opening: opening.map(member),
+            opening_done: false,
+            members: members.into_iter().map(member).collect(),
+            turn: 0,
+            in_turn: 0,
+            current: None,
+            complete: false,
+            bound_hit: None,
+            seed,
+        }
+    }
+
+    fn member(&mut self) -> &mut Member {
+        match self.current {
+            None => self.opening.as_mut().expect("opening member runs"),
+            Some(i) => &mut self.members[i],
+        }
+    }
+
+    fn member_ref(&self) -> Option<&Member> {
+        match self.current {
+            None => self.opening.as_ref(),
+            Some(i) => self.members.get(i),
+        }
+    }
+
+    fn finish_opening(&mut self) {
+        if let Some(o) = &self.opening {
+            self.bound_hit = o.strategy.bound_hit();
+            self.complete = o.strategy.exhausted() && self.bound_hit.is_none();
+        }
+        self.opening_done = true;
+    }
+}
+
+impl Strategy for Portfolio {
+    fn name(&self) -> &str {
+        "portfolio"
+    }
+
+    fn seed(&self) -> u64 {
+        self.seed
+    }
+
+    fn begin(&mut self, _executions: u64) -> Option<Start> {
+        if !self.opening_done {
+            if let Some(o) = self.opening.as_mut() {
+                if o.executions < o.round {
+                    let n = o.executions;
+                    if let Some(start) = o.strategy.begin(n) {
+                        o.executions += 1;
+                        self.current = None;
+                        return Some(start);
+                    }
+                    o.exhausted = true;
+                }
+            }
+            self.finish_opening();
+            if self.complete {
+                return None;
+            }
+        }
+        // Rotate through the sampling members, skipping exhausted ones.
+        let n = self.members.len();
+        for _ in 0..=n * 2 {
+            if n == 0 {
+                return None;
+            }
+            if self.in_turn >= self.members[self.turn].round || self.members[self.turn].exhausted {
+                self.turn = (self.turn + 1) % n;
+                self.in_turn = 0;
+            }
+            let m = &mut self.members[self.turn];
+            if m.exhausted {
+                continue;
+            }
+            match m.strategy.begin(m.executions) {
+                // A resume continues the previous execution, which is only
+                // possible when this member ran it. Members that need
+                // resumes belong in the opening slot; one that asks for a
+                // resume after another member ran is retired.
+                Some(Start::Resume { .. }) if self.current != Some(self.turn) => m.exhausted = true,
+                Some(start) => {
+                    m.executions += 1;
+                    self.in_turn += 1;
+                    self.current = Some(self.turn);
+                    return Some(start);
+                }
+                None => m.exhausted = true,
+            }
+        }
+        None
+    }
+
+    fn decide(&mut self, ctx: &Context<'_>) -> Option<Decision> {
+        self.member().strategy.decide(ctx)
+    }
+
+    fn observe(&mut self, step: &StepInfo) {
+        self.member().strategy.observe(step)
+    }
+
+    fn end(&mut self, outcome: &Outcome) {
+        self.member().strategy.end(outcome)
+    }
+
+    fn exhausted(&self) -> bool {
+        self.complete
+    }
+
+    fn bound_hit(&self) -> Option<BoundHit> {
+        match (&self.opening, self.opening_done) {
+            (Some(o), false) => o.strategy.bound_hit(),
+            _ => self.bound_hit.clone(),
+        }
+    }
+
+    fn active(&self) -> &str {
+        self.member_ref()
+            .map(|m| m.strategy.name())
+            .unwrap_or("portfolio")
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::model::ModelBuilder;
+    use crate::strategies::{Dfs, RandomWalk, Recorder};
+    use crate::{Config, Explorer};
+
+    /// Two threads each increment `x` with a separate read and write; main
+    /// joins both and asserts `x == 2`: one preemption loses an update.
+    fn lost_update() -> crate::model::Model {
+        let mut b = ModelBuilder::new();
+        let x = b.var("x", 0);
+        let worker = b.thread("worker", |t| {
+            t.read(x, 0).write(x, crate::model::reg(0) + 1);
+        });
+        b.main(|t| {
+            t.spawn(worker, 0)
+                .spawn(worker, 1)
+                .join(crate::model::reg(0))
+                .join(crate::model::reg(1));
+            t.read(x, 2)
+                .assert(crate::model::reg(2).equals(2), "lost update");
+        });
+        b.build().unwrap()
+    }
+
+    #[test]
+    fn opening_dfs_finds_the_bug_and_is_named() {
+        let mut p = Portfolio::new(
+            Some((Box::new(Dfs::with_preemption_bound(2)), 1000)),
+            vec![(Box::new(RandomWalk::new(1)), 10)],
+            1,
+        );
+        let report = Explorer::new(lost_update(), Config::default())
+            .run(&mut p)
+            .unwrap();
+        assert_eq!(report.first_bug().unwrap().found_by, "dfs");
+    }
+
+    #[test]
+    fn samplers_take_over_after_a_bounded_opening_and_take_turns() {
+        // Preemption bound 0 cannot find the lost update; the random
+        // members must, and the report names the one that did.
+        let members: Vec<(Box<dyn Strategy>, u64)> = vec![
+            (Box::new(RandomWalk::new(7)), 3),
+            (Box::new(RandomWalk::new(8)), 3),
+        ];
+        let mut p = Recorder::new(Portfolio::new(
+            Some((Box::new(Dfs::with_preemption_bound(0)), 50)),
+            members,
+            7,
+        ));
+        let report = Explorer::new(lost_update(), Config::default())
+            .run(&mut p)
+            .unwrap();
+        let bug = report.first_bug().expect("a sampler finds it");
+        assert_eq!(bug.found_by, "random");
+        let opening = p
+            .executions()
+            .iter()
+            .filter(|e| e.start == Start::Fresh)
+            .count();
+        assert!(opening >= 1);
+        assert!(
+            report.executions > 3,
+            "the bounded DFS ran first: {}",
+            report.executions
+        );
+    }
+
+    #[test]
+    fn a_complete_opening_ends_the_portfolio_as_exhausted() {
+        let mut b = ModelBuilder::new();
+        let x = b.var("x", 0);
+        b.main(|t| {
+            t.write(x, 1);
+        });
+        let model = b.build().unwrap();
+        let mut p = Portfolio::new(
+            Some((Box::new(Dfs::unbounded()), 1000)),
+            vec![(Box::new(RandomWalk::new(1)), 10)],
+            1,
+        );
+        let report = Explorer::new(model, Config::default()).run(&mut p).unwrap();
+        assert!(report.exhausted);
+        assert_eq!(report.executions, 1);
+    }
+}
