@@ -11,3 +11,5 @@ pub use record::{RecordStats, Recorded, Recorder};
 pub use replay::{Divergence, DivergenceReason, Replay};
 pub mod portfolio;
 pub use portfolio::Portfolio;
+pub mod pct;
+pub use pct::Pct;
