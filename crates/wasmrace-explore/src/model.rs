@@ -685,11 +685,23 @@ struct ThreadState {
     regs: [i64; NUM_REGS],
     /// Threads spawned so far (the next child is `path.child(children + 1)`).
     children: u32,
-    mailbox: VecDeque<i64>,
+    /// Messages sent so far (the next send's index), as on the host.
+    sends: u32,
+    mailbox: VecDeque<Message>,
     alive: bool,
     /// The thread failed (an assert, running out of fuel) in the middle of
     /// its local instructions; it has no pending operation any more.
     crashed: bool,
+}
+
+/// A message in a mailbox: its value, and its identity (sender, index of the
+/// send among the sender's sends) reported in `StepInfo::message` by the send
+/// and by the receive that takes it.
+#[derive(Clone, Debug, PartialEq, Eq)]
+struct Message {
+    from: Tid,
+    seq: u32,
+    value: i64,
 }
 
 /// Everything that changes while a model runs; snapshots are clones of it.
@@ -748,6 +760,7 @@ impl Model {
                 pc: 0,
                 regs: [0; NUM_REGS],
                 children: 0,
+                sends: 0,
                 mailbox: VecDeque::new(),
                 alive: true,
                 crashed: false,
@@ -983,7 +996,15 @@ impl Model {
     /// Performs thread `i`'s pending operation with alternative `alt`,
     /// recording the threads it creates in `spawned` (even when the step then
     /// fails, e.g. on an assert at the start of the child).
-    fn perform(&mut self, i: usize, alt: u32, spawned: &mut Vec<Tid>) -> Result<(), Failure> {
+    /// `message` receives the identity of the message a send sends or a
+    /// receive takes.
+    fn perform(
+        &mut self,
+        i: usize,
+        alt: u32,
+        spawned: &mut Vec<Tid>,
+        message: &mut Option<(Tid, u32)>,
+    ) -> Result<(), Failure> {
         let Some(op) = self.pending_op(i).cloned() else {
             let t = &mut self.state.threads[i];
             t.alive = false;
@@ -1035,6 +1056,7 @@ impl Model {
                     pc: 0,
                     regs,
                     children: 0,
+                    sends: 0,
                     mailbox: VecDeque::new(),
                     alive: true,
                     crashed: false,
@@ -1063,15 +1085,24 @@ impl Model {
                         to.0
                     )));
                 };
+                // Numbered even when dropped, as on the host.
+                let seq = self.state.threads[i].sends;
+                self.state.threads[i].sends += 1;
+                *message = Some((me, seq));
                 if self.state.threads[j].alive {
-                    self.state.threads[j].mailbox.push_back(value);
+                    self.state.threads[j].mailbox.push_back(Message {
+                        from: me,
+                        seq,
+                        value,
+                    });
                 }
             }
             Op::Recv { dst } => {
                 let t = &mut self.state.threads[i];
                 // Enabledness guarantees a message.
-                let v = t.mailbox.pop_front().unwrap_or_default();
-                t.regs[usize::from(*dst)] = v;
+                let m = t.mailbox.pop_front();
+                *message = m.as_ref().map(|m| (m.from, m.seq));
+                t.regs[usize::from(*dst)] = m.map_or(0, |m| m.value);
             }
             Op::Choose { dst, .. } => {
                 self.state.threads[i].regs[usize::from(*dst)] = i64::from(alt)
@@ -1160,7 +1191,7 @@ impl Model {
             h.word(u64::from(t.alive) | u64::from(t.crashed) << 1);
             h.word(t.mailbox.len() as u64);
             for m in &t.mailbox {
-                h.word(*m as u64);
+                h.word(m.value as u64);
             }
         }
         match &s.status {
@@ -1271,7 +1302,8 @@ impl Program for Model {
         }
         let i = self.index_of(d.tid).unwrap_or_default();
         let mut spawned = Vec::new();
-        let failure = self.perform(i, d.alt, &mut spawned).err();
+        let mut message = None;
+        let failure = self.perform(i, d.alt, &mut spawned, &mut message).err();
         self.info = StepInfo {
             tid: d.tid,
             alt: d.alt,
@@ -1279,8 +1311,7 @@ impl Program for Model {
             accesses: pending.accesses,
             site: pending.site,
             spawned,
-            // Model messages carry no identity yet.
-            message: None,
+            message,
             cost: 1,
         };
         self.finish_step(failure);

@@ -13,3 +13,5 @@ pub mod portfolio;
 pub use portfolio::Portfolio;
 pub mod pct;
 pub use pct::Pct;
+pub mod race_detector;
+pub use race_detector::{site_pair, HybridDetector, SitePair};
