@@ -21,3 +21,7 @@ pub mod pos_star;
 pub use basic_pos::BasicPos;
 pub use pos::Pos;
 pub use pos_star::PosStar;
+pub use pos::Pos;
+pub use pos_star::PosStar;
+pub mod racefuzzer;
+pub use racefuzzer::{RaceFuzzer, RaceFuzzerOptions, RealRace};
