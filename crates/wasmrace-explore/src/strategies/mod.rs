@@ -15,12 +15,14 @@ pub mod pct;
 pub use pct::Pct;
 pub mod race_detector;
 pub use race_detector::{site_pair, HybridDetector, SitePair};
+pub mod procrastination;
+pub use procrastination::{
+    procrastinate, Action, Procrastination, ProcrastinationOptions, ProcrastinationStats, RunKind,
+};
 pub mod basic_pos;
 pub mod pos;
 pub mod pos_star;
 pub use basic_pos::BasicPos;
-pub use pos::Pos;
-pub use pos_star::PosStar;
 pub use pos::Pos;
 pub use pos_star::PosStar;
 pub mod racefuzzer;
