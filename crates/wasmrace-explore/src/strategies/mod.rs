@@ -27,3 +27,5 @@ pub use pos::Pos;
 pub use pos_star::PosStar;
 pub mod racefuzzer;
 pub use racefuzzer::{RaceFuzzer, RaceFuzzerOptions, RealRace};
+pub mod pos_bench;
+pub use pos_bench::{MicroBenchmark, PartialOrders};
