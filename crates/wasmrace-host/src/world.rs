@@ -1106,29 +1106,22 @@ impl World {
         }
     }
 
-    /// Feeds the whole state into a hasher in a canonical order.
+    /// Feeds the whole state into a blake3 hasher: the derived `Hash`
+    /// (every collection here is ordered, so the byte stream is canonical)
+    /// written into one buffer, then one `update`.
     pub fn hash_into(&self, h: &mut blake3::Hasher) {
-        h.update(&(self.threads.len() as u64).to_le_bytes());
-        for t in &self.threads {
-            h.update(&t.tid.0.to_le_bytes());
-            h.update(&[t.exited as u8, t.started as u8, t.notified as u8]);
-            h.update(format!("{:?}", t.pending).as_bytes());
-            for v in [t.site, t.spawns, t.objects, t.slot, t.sp] {
-                h.update(&v.to_le_bytes());
+        struct Sink(Vec<u8>);
+        impl std::hash::Hasher for Sink {
+            fn write(&mut self, bytes: &[u8]) {
+                self.0.extend_from_slice(bytes);
             }
-            h.update(&(t.mailbox.len() as u64).to_le_bytes());
-            for m in &t.mailbox {
-                h.update(&m.from.0.to_le_bytes());
-                h.update(&(m.data.len() as u64).to_le_bytes());
-                h.update(&m.data);
+            fn finish(&self) -> u64 {
+                0
             }
-            h.update(format!("{:?}{:?}", t.taken, t.name).as_bytes());
         }
-        for (k, e) in &self.objects {
-            h.update(&k.to_le_bytes());
-            h.update(format!("{:?}", e.obj).as_bytes());
-        }
-        h.update(format!("{:?}{:?}", self.slot_bases, self.free_slots).as_bytes());
+        let mut sink = Sink(Vec::with_capacity(1024));
+        std::hash::Hash::hash(self, &mut sink);
+        h.update(&sink.0);
     }
 }
 
