@@ -831,3 +831,8 @@ fn a_yield_loop_hits_the_step_limit() {
     assert_eq!(bug.schedule.len(), 50);
     assert!(matches!(rec.executions()[0].outcome, Outcome::Failed(_)));
 }
+
+/// PULSE procrastination on the world-hello model (one test binary per
+/// crate: the file lives beside this one).
+#[path = "explore/procrastination.rs"]
+mod procrastination;

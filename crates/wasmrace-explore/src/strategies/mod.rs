@@ -1,31 +1,38 @@
-//! The built-in strategies, one per file, and the [`Recorder`] wrapper.
+//! The built-in strategies, one per file, each citing its paper, plus the
+//! wrappers and tools around them.
+//!
+//! Systematic: [`Dfs`] (Concuerror, ICST 2013). Sampling: [`RandomWalk`],
+//! [`Pct`] (ASPLOS 2010), [`BasicPos`], [`Pos`], [`PosStar`] (CAV 2018).
+//! Directed: [`RaceFuzzer`] (PLDI 2008, with its [`HybridDetector`]),
+//! [`Procrastination`] (PULSE, Erlang 2011). Combinations and wrappers:
+//! [`Portfolio`], [`Replay`], [`Recorder`], [`PartialOrders`].
 
+pub mod basic_pos;
 pub mod dfs;
+pub mod pct;
+pub mod portfolio;
+pub mod pos;
+pub mod pos_bench;
+pub mod pos_star;
+pub mod procrastination;
+pub mod race_detector;
+pub mod racefuzzer;
 pub mod random;
 pub mod record;
 pub mod replay;
 
+pub use basic_pos::BasicPos;
 pub use dfs::{Dfs, DfsOptions};
-pub use random::RandomWalk;
-pub use record::{RecordStats, Recorded, Recorder};
-pub use replay::{Divergence, DivergenceReason, Replay};
-pub mod portfolio;
-pub use portfolio::Portfolio;
-pub mod pct;
 pub use pct::Pct;
-pub mod race_detector;
-pub use race_detector::{site_pair, HybridDetector, SitePair};
-pub mod procrastination;
+pub use portfolio::Portfolio;
+pub use pos::Pos;
+pub use pos_bench::{MicroBenchmark, PartialOrders};
+pub use pos_star::PosStar;
 pub use procrastination::{
     procrastinate, Action, Procrastination, ProcrastinationOptions, ProcrastinationStats, RunKind,
 };
-pub mod basic_pos;
-pub mod pos;
-pub mod pos_star;
-pub use basic_pos::BasicPos;
-pub use pos::Pos;
-pub use pos_star::PosStar;
-pub mod racefuzzer;
+pub use race_detector::{site_pair, HybridDetector, SitePair};
 pub use racefuzzer::{RaceFuzzer, RaceFuzzerOptions, RealRace};
-pub mod pos_bench;
-pub use pos_bench::{MicroBenchmark, PartialOrders};
+pub use random::RandomWalk;
+pub use record::{RecordStats, Recorded, Recorder};
+pub use replay::{Divergence, DivergenceReason, Replay};
