@@ -5,7 +5,10 @@
 use crate::error::HostError;
 use crate::guest::Guest;
 use crate::program::WasmProgram;
-use wasmrace_explore::strategies::{Dfs, DfsOptions, Divergence, RandomWalk, Replay};
+use wasmrace_explore::strategies::{
+    BasicPos, Dfs, DfsOptions, Divergence, Pct, Portfolio, Pos, PosStar, Procrastination,
+    RaceFuzzer, RandomWalk, RealRace, Replay,
+};
 use wasmrace_explore::{Config, ExploreError, Explorer, Program, Report, Status, Strategy};
 use wasmrace_trace::{Decision, Failure, Schedule, ScheduleStep, TraceEvent};
 
@@ -17,22 +20,96 @@ pub enum StrategyChoice {
     Dfs { preemption_bound: Option<u32> },
     /// Uniform random walk among enabled threads, seeded.
     Random,
+    /// PCT with `depth` priority change points (ASPLOS 2010).
+    Pct { depth: u32 },
+    /// Partial-order sampling with fixed priorities (CAV 2018).
+    BasicPos,
+    /// POS: priorities of events racing with the executed one are redrawn.
+    Pos,
+    /// POS*: as POS, but reads do not race with reads.
+    PosStar,
+    /// RaceFuzzer: a hybrid race detector, then race-directed scheduling
+    /// (PLDI 2008). Real races are reported even when nothing fails.
+    RaceFuzzer,
+    /// PULSE procrastination (Erlang 2011), first order.
+    Procrastination,
+    /// The default: DFS with iterative preemption bounding for
+    /// `opening_executions` executions, then POS, PCT and random walk in
+    /// turns of 100 executions until the budget is spent.
+    Portfolio {
+        preemption_bound: Option<u32>,
+        opening_executions: u64,
+    },
 }
+
+/// The strategy names the CLI accepts, in the order `--help` lists them.
+pub const STRATEGY_NAMES: &[&str] = &[
+    "portfolio",
+    "dfs",
+    "random",
+    "pct",
+    "basic-pos",
+    "pos",
+    "pos-star",
+    "racefuzzer",
+    "procrastination",
+];
 
 impl StrategyChoice {
     pub fn name(&self) -> &'static str {
         match self {
             StrategyChoice::Dfs { .. } => "dfs",
             StrategyChoice::Random => "random",
+            StrategyChoice::Pct { .. } => "pct",
+            StrategyChoice::BasicPos => "basic-pos",
+            StrategyChoice::Pos => "pos",
+            StrategyChoice::PosStar => "pos-star",
+            StrategyChoice::RaceFuzzer => "racefuzzer",
+            StrategyChoice::Procrastination => "procrastination",
+            StrategyChoice::Portfolio { .. } => "portfolio",
         }
     }
 
+    /// The portfolio as `wasmrace check` runs it by default.
+    pub fn default_portfolio() -> Self {
+        StrategyChoice::Portfolio {
+            preemption_bound: Some(2),
+            opening_executions: 1000,
+        }
+    }
+
+    /// Builds the strategy. RaceFuzzer is built by the caller, which keeps
+    /// its concrete type to read the real races afterwards.
     fn build(&self, seed: u64) -> Box<dyn Strategy> {
         match self {
             StrategyChoice::Dfs { preemption_bound } => Box::new(Dfs::new(DfsOptions {
                 preemption_bound: *preemption_bound,
             })),
             StrategyChoice::Random => Box::new(RandomWalk::new(seed)),
+            StrategyChoice::Pct { depth } => Box::new(Pct::new(seed, *depth)),
+            StrategyChoice::BasicPos => Box::new(BasicPos::new(seed)),
+            StrategyChoice::Pos => Box::new(Pos::new(seed)),
+            StrategyChoice::PosStar => Box::new(PosStar::new(seed)),
+            StrategyChoice::RaceFuzzer => Box::new(RaceFuzzer::new(seed)),
+            StrategyChoice::Procrastination => Box::new(Procrastination::new(seed)),
+            StrategyChoice::Portfolio {
+                preemption_bound,
+                opening_executions,
+            } => {
+                let opening: Box<dyn Strategy> = Box::new(Dfs::new(DfsOptions {
+                    preemption_bound: *preemption_bound,
+                }));
+                let members: Vec<(Box<dyn Strategy>, u64)> = vec![
+                    (Box::new(Pos::new(seed)), 100),
+                    (Box::new(Pct::new(seed, Pct::DEFAULT_DEPTH)), 100),
+                    (Box::new(RandomWalk::new(seed)), 100),
+                ];
+                Box::new(Portfolio::new(
+                    Some((opening, *opening_executions)),
+                    members,
+                    seed,
+                ))
+            }
         }
     }
 }
@@ -45,8 +122,9 @@ pub struct CheckOptions {
 }
 
 impl Default for CheckOptions {
-    /// DFS with a preemption bound of 2 (Concuerror's default, enough for
-    /// most bugs in practice), seed 0, the explorer's default bounds.
+    /// The portfolio (DFS with a preemption bound of 2 for 1,000
+    /// executions, then POS, PCT and random walk in turns), seed 0, the
+    /// explorer's default bounds.
     fn default() -> Self {
         CheckOptions {
             strategy: StrategyChoice::Dfs {
@@ -62,8 +140,13 @@ impl CheckOptions {
     /// The options that shaped the exploration, recorded in schedule files.
     pub fn to_json(&self) -> serde_json::Value {
         let bound = match &self.strategy {
-            StrategyChoice::Dfs { preemption_bound } => serde_json::json!(preemption_bound),
-            StrategyChoice::Random => serde_json::Value::Null,
+            StrategyChoice::Dfs { preemption_bound }
+            | StrategyChoice::Portfolio {
+                preemption_bound, ..
+            } => {
+                serde_json::json!(preemption_bound)
+            }
+            _ => serde_json::Value::Null,
         };
         serde_json::json!({
             "preemption_bound": bound,
@@ -77,6 +160,8 @@ impl CheckOptions {
 #[derive(Clone, Debug)]
 pub struct BugReport {
     pub failure: Failure,
+    /// The strategy that found it (a portfolio names its member).
+    pub found_by: String,
     /// The failing interleaving, step by step.
     pub trace: Vec<TraceEvent>,
     /// The schedule file contents that replay it.
@@ -92,6 +177,21 @@ pub struct CheckOutcome {
     pub seed: u64,
     pub report: Report,
     pub bug: Option<BugReport>,
+    /// Real races RaceFuzzer created (empty for other strategies).
+    pub races: Vec<RaceReport>,
+}
+
+/// A real race: two statements RaceFuzzer brought to the same object at
+/// the same time, with conflicting accesses.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub struct RaceReport {
+    /// The two statements, as `file:line:col` where the guest tells us.
+    pub sites: (String, String),
+    /// Times the race was created, and in how many executions.
+    pub count: u64,
+    pub executions: u64,
+    /// 1-based execution that created it first.
+    pub first_execution: u64,
 }
 
 fn explore_err(e: ExploreError<HostError>) -> HostError {
@@ -116,11 +216,42 @@ pub fn check_with_progress(
     progress: &mut dyn FnMut(&Report),
 ) -> Result<CheckOutcome, HostError> {
     let program = guest.program(test)?;
-    let mut strategy = opts.strategy.build(opts.seed);
     let mut explorer = Explorer::new(program, opts.explore.clone());
-    let report = explorer
-        .run_with_progress(&mut *strategy, progress)
-        .map_err(explore_err)?;
+    let (report, strategy_name, real): (Report, String, Vec<RealRace>) = match opts.strategy {
+        StrategyChoice::RaceFuzzer => {
+            // Kept concrete to read the real races afterwards.
+            let mut fuzzer = RaceFuzzer::new(opts.seed);
+            let report = explorer
+                .run_with_progress(&mut fuzzer, progress)
+                .map_err(explore_err)?;
+            (report, fuzzer.name().to_string(), fuzzer.real_races())
+        }
+        _ => {
+            let mut strategy = opts.strategy.build(opts.seed);
+            let report = explorer
+                .run_with_progress(&mut *strategy, progress)
+                .map_err(explore_err)?;
+            (report, strategy.name().to_string(), Vec::new())
+        }
+    };
+    let races = real
+        .iter()
+        .map(|r| {
+            let mut name = |s: u64| {
+                explorer
+                    .program
+                    .describe_site(s)
+                    .unwrap_or_else(|| format!("site {s:#x}"))
+            };
+            let sites = (name(r.sites.0), name(r.sites.1));
+            RaceReport {
+                sites,
+                count: r.count,
+                executions: r.executions,
+                first_execution: r.first_execution,
+            }
+        })
+        .collect();
     let bug = match report.first_bug() {
         Some(b) => {
             let (trace, _) = trace_schedule(&mut explorer.program, &b.schedule)?;
@@ -128,7 +259,7 @@ pub fn check_with_progress(
             let schedule = Schedule::new(
                 guest.module_hash().to_string(),
                 test.to_string(),
-                strategy.name().to_string(),
+                strategy_name.clone(),
                 opts.seed,
                 opts.to_json(),
                 Some(b.failure.clone()),
@@ -136,6 +267,7 @@ pub fn check_with_progress(
             );
             Some(BugReport {
                 failure: b.failure.clone(),
+                found_by: b.found_by.clone(),
                 trace,
                 schedule,
                 execution: b.execution,
@@ -145,10 +277,11 @@ pub fn check_with_progress(
     };
     Ok(CheckOutcome {
         test: test.into(),
-        strategy: strategy.name().into(),
+        strategy: strategy_name,
         seed: opts.seed,
         report,
         bug,
+        races,
     })
 }
 

@@ -25,7 +25,7 @@ mod world;
 
 pub use check::{
     check, check_with_progress, replay, trace_schedule, BugReport, CheckOptions, CheckOutcome,
-    ReplayOutcome, StrategyChoice,
+    RaceReport, ReplayOutcome, StrategyChoice, STRATEGY_NAMES,
 };
 pub use config::{default_cache_dir, HostConfig};
 pub use error::HostError;

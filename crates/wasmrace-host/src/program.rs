@@ -501,6 +501,12 @@ impl WasmProgram {
         self.views = views;
     }
 
+    /// `file:line:col` of a guest call site (`Pending::site`,
+    /// `StepInfo::site`), when the guest exports the site accessors.
+    pub fn describe_site(&mut self, site: u64) -> Option<String> {
+        self.site_name(u32::try_from(site).ok()?)
+    }
+
     fn site_name(&mut self, site: u32) -> Option<String> {
         if site == 0 {
             return None;
