@@ -20,7 +20,40 @@ pub fn strategy_description(strategy: &StrategyChoice, seed: u64) -> String {
             preemption_bound: None,
         } => "dfs, unbounded".into(),
         StrategyChoice::Random => format!("random, seed {seed}"),
+        StrategyChoice::Pct { depth } => format!("pct, depth {depth}, seed {seed}"),
+        StrategyChoice::BasicPos => format!("basic-pos, seed {seed}"),
+        StrategyChoice::Pos => format!("pos, seed {seed}"),
+        StrategyChoice::PosStar => format!("pos-star, seed {seed}"),
+        StrategyChoice::RaceFuzzer => format!("racefuzzer, seed {seed}"),
+        StrategyChoice::Procrastination => format!("procrastination, seed {seed}"),
+        StrategyChoice::Portfolio {
+            preemption_bound: Some(b),
+            ..
+        } => {
+            format!("portfolio: dfs with preemption bound {b}, then pos, pct, random; seed {seed}")
+        }
+        StrategyChoice::Portfolio {
+            preemption_bound: None,
+            ..
+        } => format!("portfolio: unbounded dfs, then pos, pct, random; seed {seed}"),
     }
+}
+
+/// The real races RaceFuzzer created, one per line, or nothing.
+pub fn races_block(races: &[wasmrace_host::RaceReport]) -> String {
+    let mut out = String::new();
+    if races.is_empty() {
+        return out;
+    }
+    let _ = writeln!(out, "real races ({}):", races.len());
+    for r in races {
+        let _ = writeln!(
+            out,
+            "  {} <-> {}  (created {} times in {} executions, first in execution {})",
+            r.sites.0, r.sites.1, r.count, r.executions, r.first_execution
+        );
+    }
+    out
 }
 
 /// A failure, one labelled field per line; continuation lines of a

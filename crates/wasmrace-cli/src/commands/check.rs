@@ -36,11 +36,37 @@ Examples:
 
 #[derive(clap::ValueEnum, Clone, Copy, Debug, PartialEq, Eq)]
 pub enum StrategyArg {
+    /// DFS with iterative preemption bounding for 1,000 executions, then
+    /// POS, PCT and random walk in turns until the budget is spent
+    Portfolio,
     /// Depth-first search over interleavings with iterative preemption
-    /// bounding: exhaustive within the bound
+    /// bounding: exhaustive within the bound (Concuerror, ICST 2013)
     Dfs,
     /// Random walks among the enabled threads, reproducible by --seed
     Random,
+    /// Probabilistic concurrency testing with --depth change points
+    /// (ASPLOS 2010)
+    Pct,
+    /// Partial-order sampling with fixed random priorities (CAV 2018)
+    BasicPos,
+    /// Partial-order sampling: priorities of racing events are redrawn
+    Pos,
+    /// POS where reads do not race with reads
+    PosStar,
+    /// Race detection, then race-directed scheduling (PLDI 2008); reports
+    /// real races even when nothing fails (see --races)
+    Racefuzzer,
+    /// PULSE procrastination: postpone a decision past a conflicting one
+    /// (Erlang Workshop 2011)
+    Procrastination,
+}
+
+#[derive(clap::ValueEnum, Clone, Copy, Debug, PartialEq, Eq)]
+pub enum RacesArg {
+    /// Real races are listed; only failures make the exit code 1
+    Warn,
+    /// A real race counts as a bug (exit code 1)
+    Fail,
 }
 
 /// Explore the interleavings of a module's tests and report bugs
@@ -55,8 +81,14 @@ pub struct CheckCommand {
     #[arg(long, value_name = "NAME")]
     test: Option<String>,
     /// Exploration strategy
-    #[arg(long, value_enum, default_value_t = StrategyArg::Dfs)]
+    #[arg(long, value_enum, default_value_t = StrategyArg::Portfolio)]
     strategy: StrategyArg,
+    /// Priority change points of `--strategy pct`
+    #[arg(long, value_name = "D", default_value_t = 3)]
+    depth: u32,
+    /// What a real race found by `--strategy racefuzzer` is
+    #[arg(long, value_enum, default_value_t = RacesArg::Warn)]
+    races: RacesArg,
     /// Explore interleavings with at most N preemptions (dfs only)
     /// [default: 2]
     #[arg(long, value_name = "N", conflicts_with = "unbounded")]
@@ -125,7 +157,12 @@ impl CheckCommand {
                     failed.push(test.clone());
                     Some(path)
                 }
-                None => None,
+                None => {
+                    if self.races == RacesArg::Fail && !outcome.races.is_empty() {
+                        failed.push(test.clone());
+                    }
+                    None
+                }
             };
             if self.json {
                 results.push(self.json_result(&outcome, &opts, schedule_path.as_deref()));
@@ -170,24 +207,42 @@ impl CheckCommand {
 
     fn options(&self) -> Result<CheckOptions> {
         let defaults = CheckOptions::default();
-        let strategy = match self.strategy {
-            StrategyArg::Dfs => StrategyChoice::Dfs {
-                preemption_bound: if self.unbounded {
-                    None
-                } else {
-                    match (self.preemption_bound, &defaults.strategy) {
-                        (Some(b), _) => Some(b),
-                        (None, StrategyChoice::Dfs { preemption_bound }) => *preemption_bound,
-                        (None, StrategyChoice::Random) => None,
-                    }
-                },
-            },
-            StrategyArg::Random => {
-                if self.preemption_bound.is_some() || self.unbounded {
-                    bail!("`--preemption-bound` and `--unbounded` only apply to `--strategy dfs`");
-                }
-                StrategyChoice::Random
+        let bound = if self.unbounded {
+            None
+        } else {
+            match (self.preemption_bound, &defaults.strategy) {
+                (Some(b), _) => Some(b),
+                (
+                    None,
+                    StrategyChoice::Portfolio {
+                        preemption_bound, ..
+                    },
+                ) => *preemption_bound,
+                (None, _) => Some(2),
             }
+        };
+        let bounded = matches!(self.strategy, StrategyArg::Dfs | StrategyArg::Portfolio);
+        if !bounded && (self.preemption_bound.is_some() || self.unbounded) {
+            bail!("`--preemption-bound` and `--unbounded` only apply to `--strategy dfs` and `portfolio`");
+        }
+        if self.depth == 0 {
+            bail!("`--depth` must be at least 1");
+        }
+        let strategy = match self.strategy {
+            StrategyArg::Portfolio => StrategyChoice::Portfolio {
+                preemption_bound: bound,
+                opening_executions: 1000,
+            },
+            StrategyArg::Dfs => StrategyChoice::Dfs {
+                preemption_bound: bound,
+            },
+            StrategyArg::Random => StrategyChoice::Random,
+            StrategyArg::Pct => StrategyChoice::Pct { depth: self.depth },
+            StrategyArg::BasicPos => StrategyChoice::BasicPos,
+            StrategyArg::Pos => StrategyChoice::Pos,
+            StrategyArg::PosStar => StrategyChoice::PosStar,
+            StrategyArg::Racefuzzer => StrategyChoice::RaceFuzzer,
+            StrategyArg::Procrastination => StrategyChoice::Procrastination,
         };
         if self.max_executions == 0 {
             bail!("`--max-executions` must be at least 1");
@@ -243,6 +298,12 @@ impl CheckCommand {
                     bug.execution
                 ));
                 out.push_str(&report::failure_block(&bug.failure));
+                if bug.found_by != outcome.strategy {
+                    out.push_str(&format!(
+                        "found by: {} (member of the {})\n",
+                        bug.found_by, outcome.strategy
+                    ));
+                }
                 out.push('\n');
                 out.push_str(&report::trace_block(&bug.trace));
                 out.push('\n');
@@ -256,6 +317,7 @@ impl CheckCommand {
                 out.push_str(&format!("{head}: {}\n", report::no_bug_summary(r)));
             }
         }
+        out.push_str(&report::races_block(&outcome.races));
         out.push_str(&report::timing_line(r.executions, r.elapsed));
         out
     }
@@ -270,6 +332,7 @@ impl CheckCommand {
         let bug = match (&outcome.bug, schedule_path) {
             (Some(bug), Some(path)) => serde_json::json!({
                 "execution": bug.execution,
+                "found_by": bug.found_by,
                 "failure": bug.failure,
                 "trace": bug.trace,
                 "schedule_path": path.display().to_string(),
@@ -287,6 +350,12 @@ impl CheckCommand {
             "bound_hits": report::bound_hits_json(r),
             "elapsed_ms": report::elapsed_ms(r.elapsed),
             "bug": bug,
+            "races": outcome.races.iter().map(|r| serde_json::json!({
+                "sites": [r.sites.0, r.sites.1],
+                "count": r.count,
+                "executions": r.executions,
+                "first_execution": r.first_execution,
+            })).collect::<Vec<_>>(),
         })
     }
 }
