@@ -92,5 +92,44 @@ fn bench(c: &mut Criterion) {
     });
 }
 
-criterion_group!(benches, bench);
+/// Per-step cost of each strategy on the same bug-free workload: whole
+/// explorations of 200 executions, throughput in steps. Issue #3's target:
+/// no strategy more than 20% per step over random walk.
+fn strategies(c: &mut Criterion) {
+    use wasmrace_explore::{Config, Explorer};
+    use wasmrace_host::StrategyChoice;
+    let g = guest();
+    let mut group = c.benchmark_group("strategy_per_step");
+    let choices = [
+        StrategyChoice::Random,
+        StrategyChoice::Dfs {
+            preemption_bound: Some(2),
+        },
+        StrategyChoice::Pct { depth: 3 },
+        StrategyChoice::BasicPos,
+        StrategyChoice::Pos,
+        StrategyChoice::PosStar,
+        StrategyChoice::RaceFuzzer,
+        StrategyChoice::Procrastination,
+        StrategyChoice::default_portfolio(),
+    ];
+    for choice in choices {
+        let run = || {
+            let program = g.program("bench_two_by_ten").unwrap();
+            let config = Config {
+                max_executions: 200,
+                ..Config::default()
+            };
+            let mut explorer = Explorer::new(program, config);
+            let mut strategy = wasmrace_host::build_strategy(&choice, 1);
+            explorer.run(&mut *strategy).unwrap()
+        };
+        let steps = run().steps;
+        group.throughput(Throughput::Elements(steps));
+        group.bench_function(choice.name(), |b| b.iter(|| black_box(run())));
+    }
+    group.finish();
+}
+
+criterion_group!(benches, bench, strategies);
 criterion_main!(benches);

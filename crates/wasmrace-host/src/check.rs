@@ -42,6 +42,12 @@ pub enum StrategyChoice {
     },
 }
 
+/// The strategy `choice` names, seeded: for embedders who drive an
+/// `Explorer` themselves.
+pub fn build_strategy(choice: &StrategyChoice, seed: u64) -> Box<dyn Strategy> {
+    choice.build(seed)
+}
+
 /// The strategy names the CLI accepts, in the order `--help` lists them.
 pub const STRATEGY_NAMES: &[&str] = &[
     "portfolio",
@@ -78,9 +84,9 @@ impl StrategyChoice {
         }
     }
 
-    /// Builds the strategy. RaceFuzzer is built by the caller, which keeps
-    /// its concrete type to read the real races afterwards.
-    fn build(&self, seed: u64) -> Box<dyn Strategy> {
+    /// Builds the strategy (`check` builds RaceFuzzer itself, to keep its
+    /// concrete type and read the real races afterwards).
+    pub fn build(&self, seed: u64) -> Box<dyn Strategy> {
         match self {
             StrategyChoice::Dfs { preemption_bound } => Box::new(Dfs::new(DfsOptions {
                 preemption_bound: *preemption_bound,
