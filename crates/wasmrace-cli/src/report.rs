@@ -49,8 +49,8 @@ pub fn races_block(races: &[wasmrace_host::RaceReport]) -> String {
     for r in races {
         let _ = writeln!(
             out,
-            "  {} <-> {}  (created {} times in {} executions, first in execution {})",
-            r.sites.0, r.sites.1, r.count, r.executions, r.first_execution
+            "  {} <-> {} on {}  (created {} times in {} executions, first in execution {})",
+            r.sites.0, r.sites.1, r.object, r.count, r.executions, r.first_execution
         );
     }
     out
@@ -388,6 +388,23 @@ waiting:
         let hits = bound_hits_json(&report(false, Some(executions()), Some(preemptions())));
         assert_eq!(hits[0]["flag"], "--max-executions");
         assert_eq!(hits[1]["effect"], "pruned the space");
+    }
+
+    #[test]
+    fn races_are_listed_one_per_line_or_not_at_all() {
+        assert_eq!(races_block(&[]), "");
+        let r = wasmrace_host::RaceReport {
+            sites: ("src/lib.rs:3:5".into(), "src/lib.rs:9:7".into()),
+            object: "cell main#0".into(),
+            count: 4,
+            executions: 2,
+            first_execution: 11,
+        };
+        assert_eq!(
+            races_block(&[r]),
+            "real races (1):\n  src/lib.rs:3:5 <-> src/lib.rs:9:7 on cell main#0  \
+             (created 4 times in 2 executions, first in execution 11)\n"
+        );
     }
 
     #[test]

@@ -124,7 +124,13 @@ fn lost_update_bug_is_written_and_replays_identically() {
         .stdout
         .starts_with("test `lost_update` (portfolio: dfs with preemption bound 2, then pos, pct, random; seed 0): BUG found in execution "));
     // The portfolio's opening DFS finds it; the report says which member.
-    assert!(check.stdout.contains("found by: dfs (member of the portfolio)\n"), "{}", check.stdout);
+    assert!(
+        check
+            .stdout
+            .contains("found by: dfs (member of the portfolio)\n"),
+        "{}",
+        check.stdout
+    );
     assert!(check.stdout.contains("failure:  panic in thread `main`\n"));
     assert!(check.stdout.contains("an increment was lost"));
     let schedule = "lost_update.lost_update.schedule.json";
@@ -329,7 +335,10 @@ fn mutex_counter_has_no_bug_within_the_bound() {
     let dir = TempDir::new("nobug");
     let m = fixture(&dir, "mutex_counter");
     // DFS alone: the portfolio would go on sampling after the bounded DFS.
-    let run = wasmrace(&dir, &["check", &m, "--test", "mutex_counter", "--strategy", "dfs"]);
+    let run = wasmrace(
+        &dir,
+        &["check", &m, "--test", "mutex_counter", "--strategy", "dfs"],
+    );
     expect(&run, 0);
     let first = run.stdout.lines().next().unwrap();
     assert!(

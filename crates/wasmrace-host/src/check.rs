@@ -193,6 +193,8 @@ pub struct CheckOutcome {
 pub struct RaceReport {
     /// The two statements, as `file:line:col` where the guest tells us.
     pub sites: (String, String),
+    /// The object they race on (`cell main#0`).
+    pub object: String,
     /// Times the race was created, and in how many executions.
     pub count: u64,
     pub executions: u64,
@@ -252,6 +254,7 @@ pub fn check_with_progress(
             let sites = (name(r.sites.0), name(r.sites.1));
             RaceReport {
                 sites,
+                object: explorer.program.describe_object(r.obj),
                 count: r.count,
                 executions: r.executions,
                 first_execution: r.first_execution,

@@ -501,6 +501,26 @@ impl WasmProgram {
         self.views = views;
     }
 
+    /// What an access's object is, for reports: `cell main#0` for a host
+    /// object; ids derived from other things (a table key, a mailbox, a
+    /// registry name) are described by what they identify when a live
+    /// thread or object explains them, else shown as an id.
+    pub fn describe_object(&self, obj: wasmrace_trace::Oid) -> String {
+        let w = &self.store.data().world;
+        if w.objects.contains_key(&obj.0) {
+            return w.object_name(obj.0);
+        }
+        for t in &w.threads {
+            if wasmrace_trace::Oid::mailbox(t.tid) == obj {
+                return format!("mailbox {}", t.path);
+            }
+            if wasmrace_trace::Oid::liveness(t.tid) == obj {
+                return format!("thread {}", t.path);
+            }
+        }
+        format!("object {:#018x}", obj.0)
+    }
+
     /// `file:line:col` of a guest call site (`Pending::site`,
     /// `StepInfo::site`), when the guest exports the site accessors.
     pub fn describe_site(&mut self, site: u64) -> Option<String> {

@@ -352,6 +352,7 @@ impl CheckCommand {
             "bug": bug,
             "races": outcome.races.iter().map(|r| serde_json::json!({
                 "sites": [r.sites.0, r.sites.1],
+                "object": r.object,
                 "count": r.count,
                 "executions": r.executions,
                 "first_execution": r.first_execution,
