@@ -53,10 +53,12 @@ pub const INIT: &str = "__wasmrace_init";
 pub const STACK_POINTER_EXPORT: &str = "__wasmrace_stack_pointer";
 pub const GLOBAL_EXPORT_PREFIX: &str = "__wasmrace_global_";
 pub const ASYNCIFY_STATE_EXPORT: &str = "__wasmrace_asyncify_state";
+pub const STACK_LOW_EXPORT: &str = "__wasmrace_stack_low";
+pub const STACK_REGION_EXPORT: &str = "__wasmrace_stack_region";
 pub const ASYNCIFY_DATA_EXPORT: &str = "__wasmrace_asyncify_data";
 
 /// Bump when instrumentation changes, to invalidate cached modules.
-const INSTRUMENTATION_VERSION: u32 = 2;
+const INSTRUMENTATION_VERSION: u32 = 3;
 
 /// What the audit learned about a module.
 #[derive(Clone, Debug, Default)]
@@ -217,7 +219,107 @@ pub fn export_globals(name: &str, bytes: &[u8]) -> Result<Vec<u8>, HostError> {
             .exports
             .add(&format!("{GLOBAL_EXPORT_PREFIX}{i}"), *id);
     }
+    track_stack_low(&mut module, sp);
     Ok(module.emit_wasm())
+}
+
+/// Adds a low-water mark of the stack pointer: a global that every write
+/// of `__stack_pointer` lowers to the new value when it is lower (eight
+/// instructions, no branch: `select`). Stack pages below a thread's mark
+/// were never written, so snapshots, restores and hashes need not read
+/// them: most of a guest's memory is its 1 MiB stack region, untouched.
+///
+/// Also exports the bottom of the main stack's region: 0 when the module
+/// lays its stack out first (below every data segment, LLVM's default for
+/// Rust), else the initial stack pointer itself, meaning "no region": the
+/// memory below the stack may then hold data, and nothing is skipped.
+fn track_stack_low(module: &mut walrus::Module, sp: walrus::GlobalId) {
+    use walrus::ir::{
+        BinaryOp, Binop, GlobalGet, GlobalSet, Instr, InstrLocId, InstrSeq, LocalGet, LocalTee,
+        Select,
+    };
+    use walrus::{ir::Value, ConstExpr, GlobalKind};
+
+    let init = match &module.globals.get(sp).kind {
+        GlobalKind::Local(e @ ConstExpr::Value(Value::I32(_))) => e.clone(),
+        _ => return,
+    };
+    let ConstExpr::Value(Value::I32(init_sp)) = init else {
+        return;
+    };
+    let low = module
+        .globals
+        .add_local(walrus::ValType::I32, true, false, init.clone());
+    module.exports.add(STACK_LOW_EXPORT, low);
+    let data_low = module
+        .data
+        .iter()
+        .filter_map(|d| match &d.kind {
+            walrus::DataKind::Active {
+                offset: ConstExpr::Value(Value::I32(o)),
+                ..
+            } => Some(*o as u32),
+            walrus::DataKind::Active { .. } => Some(0),
+            walrus::DataKind::Passive => None,
+        })
+        .min();
+    let stack_first = data_low.is_none_or(|d| d >= init_sp as u32);
+    let region = if stack_first { 0 } else { init_sp };
+    let region = module.globals.add_local(
+        walrus::ValType::I32,
+        false,
+        false,
+        ConstExpr::Value(Value::I32(region)),
+    );
+    module.exports.add(STACK_REGION_EXPORT, region);
+
+    struct Rewrite {
+        sp: walrus::GlobalId,
+        low: walrus::GlobalId,
+        t: walrus::LocalId,
+    }
+    impl walrus::ir::VisitorMut for Rewrite {
+        fn start_instr_seq_mut(&mut self, seq: &mut InstrSeq) {
+            if !seq
+                .instrs
+                .iter()
+                .any(|(i, _)| matches!(i, Instr::GlobalSet(g) if g.global == self.sp))
+            {
+                return;
+            }
+            let loc = InstrLocId::default;
+            let mut out = Vec::with_capacity(seq.instrs.len() + 16);
+            for (instr, l) in seq.instrs.drain(..) {
+                let is_sp_set = matches!(&instr, Instr::GlobalSet(g) if g.global == self.sp);
+                if !is_sp_set {
+                    out.push((instr, l));
+                    continue;
+                }
+                // low = new_sp < low ? new_sp : low
+                out.push((Instr::LocalTee(LocalTee { local: self.t }), loc()));
+                out.push((instr, l));
+                out.push((Instr::LocalGet(LocalGet { local: self.t }), loc()));
+                out.push((Instr::GlobalGet(GlobalGet { global: self.low }), loc()));
+                out.push((Instr::LocalGet(LocalGet { local: self.t }), loc()));
+                out.push((Instr::GlobalGet(GlobalGet { global: self.low }), loc()));
+                out.push((
+                    Instr::Binop(Binop {
+                        op: BinaryOp::I32LtU,
+                    }),
+                    loc(),
+                ));
+                out.push((Instr::Select(Select { ty: None }), loc()));
+                out.push((Instr::GlobalSet(GlobalSet { global: self.low }), loc()));
+            }
+            seq.instrs = out;
+        }
+    }
+    let t = module.locals.add(walrus::ValType::I32);
+    let mut v = Rewrite { sp, low, t };
+    for (_, f) in module.funcs.iter_local_mut() {
+        let entry = f.entry_block();
+        walrus::ir::dfs_pre_order_mut(&mut v, f, entry);
+    }
 }
 
 /// Exports Asyncify's two control globals (its state and its data pointer),

@@ -96,6 +96,10 @@ pub(crate) struct Exports {
     pub thread_start: Option<TypedFunc<i32, ()>>,
     pub init: Option<TypedFunc<(), ()>>,
     pub sp: Global,
+    /// The stack pointer's low-water mark and the bottom of the main
+    /// stack's region (see `load::track_stack_low`), when instrumented.
+    pub stack_low: Option<Global>,
+    pub stack_region: Option<u32>,
     pub globals: Vec<Global>,
     pub site: Option<[TypedFunc<i32, i32>; 4]>,
 }
@@ -248,6 +252,12 @@ impl WasmProgram {
                 .map_err(runtime)?;
             let r = init.call(&mut self.store, ());
             self.store.data_mut().mode = Mode::Idle;
+            // Init ran on the main stack: its writes count toward main's mark.
+            if let Some(low) = self.ex.stack_low.clone() {
+                let l = low.get(&mut self.store).i32().unwrap_or(0) as u32;
+                let main = &mut self.store.data_mut().world.threads[0];
+                main.low = main.low.min(l);
+            }
             if let Err(e) = r {
                 let f = self.classify(0, e);
                 self.status = Status::Failed(f);
@@ -303,6 +313,7 @@ impl WasmProgram {
         for k in 0..batch {
             let base = u32::try_from(old * 65536 + k * bytes).map_err(runtime)?;
             w.slot_bases.push(base);
+            w.slot_lows.push(base + bytes as u32);
         }
         // Hand out the lowest new slot now; keep the rest, lowest on top.
         for k in (1..batch as u32).rev() {
@@ -340,6 +351,11 @@ impl WasmProgram {
             .sp
             .set(&mut self.store, Val::I32(sp as i32))
             .map_err(runtime)?;
+        if let Some(low) = &self.ex.stack_low {
+            let l = self.store.data().world.threads[i].low;
+            low.set(&mut self.store, Val::I32(l as i32))
+                .map_err(runtime)?;
+        }
         let st = self.store.data_mut();
         st.cur = i;
         if started {
@@ -367,6 +383,16 @@ impl WasmProgram {
         };
         let left = self.store.get_fuel().unwrap_or(0);
         self.info.cost += fuel.saturating_sub(left);
+        if let Some(low) = self.ex.stack_low.clone() {
+            let l = low.get(&mut self.store).i32().unwrap_or(0) as u32;
+            let w = &mut self.store.data_mut().world;
+            let t = &mut w.threads[i];
+            t.low = t.low.min(l);
+            if !matches!(entry, Entry::Test) {
+                let s = slot as usize;
+                w.slot_lows[s] = w.slot_lows[s].min(l);
+            }
+        }
         match r {
             Ok(()) => match self.store.data().mode {
                 Mode::Unwinding => {
@@ -499,6 +525,53 @@ impl WasmProgram {
             };
         }
         self.views = views;
+    }
+
+    /// Pages known to be zero without reading them: stack pages below the
+    /// low-water mark of the stack region they belong to (the main stack
+    /// when the module lays it out first; every thread slot's stack).
+    fn known_zero(&self, world: &World, pages: usize) -> Vec<bool> {
+        let mut mask = vec![false; pages];
+        if self.ex.stack_low.is_none() {
+            return mask;
+        }
+        let page = snapshot::PAGE as u32;
+        let mut mark = |from: u32, to: u32| {
+            // Whole pages inside [from, to).
+            let first = from.div_ceil(page) as usize;
+            let end = (to / page) as usize;
+            for m in mask.iter_mut().take(end.min(pages)).skip(first) {
+                *m = true;
+            }
+        };
+        if let (Some(region), Some(main)) = (self.ex.stack_region, world.threads.first()) {
+            if main.low > region {
+                mark(region, main.low);
+            }
+        }
+        let async_bytes = self.guest.config.asyncify_buffer_bytes;
+        for (base, low) in world.slot_bases.iter().zip(&world.slot_lows) {
+            let bottom = base + async_bytes;
+            if *low > bottom {
+                mark(bottom, *low);
+            }
+        }
+        mask
+    }
+
+    /// Checks the low-water-mark reasoning on the current state: every page
+    /// `known_zero` skips really is zero. For tests; returns the first page
+    /// that is not.
+    #[doc(hidden)]
+    pub fn verify_known_zero(&self) -> Result<usize, String> {
+        let data = self.ex.memory.data(&self.store);
+        let zero = self.known_zero(&self.store.data().world, data.len() / snapshot::PAGE);
+        for (i, z) in zero.iter().enumerate() {
+            if *z && !snapshot::is_zero(&data[i * snapshot::PAGE..(i + 1) * snapshot::PAGE]) {
+                return Err(format!("page {i} is assumed zero but is not"));
+            }
+        }
+        Ok(zero.iter().filter(|z| **z).count())
     }
 
     /// What an access's object is, for reports: `cell main#0` for a host
@@ -755,6 +828,11 @@ fn instantiate(
         sp: inst
             .get_global(&mut store, load::STACK_POINTER_EXPORT)
             .ok_or_else(|| missing(load::STACK_POINTER_EXPORT))?,
+        stack_low: inst.get_global(&mut store, load::STACK_LOW_EXPORT),
+        stack_region: inst
+            .get_global(&mut store, load::STACK_REGION_EXPORT)
+            .and_then(|g| g.get(&mut store).i32())
+            .map(|v| v as u32),
         globals,
         site,
     });
@@ -785,9 +863,10 @@ impl Program for WasmProgram {
     }
 
     fn snapshot(&mut self) -> Result<Option<Snapshot>, HostError> {
+        let memory_bytes = self.ex.memory.data_size(&self.store);
+        let zero = self.known_zero(&self.store.data().world, memory_bytes / snapshot::PAGE);
         let data = self.ex.memory.data(&self.store);
-        let memory_bytes = data.len();
-        let pages = snapshot::capture_pages(data, &self.prev_pages);
+        let pages = snapshot::capture_pages(data, &self.prev_pages, &zero);
         self.prev_pages = pages.clone();
         let mut globals = Vec::with_capacity(self.ex.globals.len());
         for g in &self.ex.globals {
@@ -818,7 +897,16 @@ impl Program for WasmProgram {
                 .grow(&mut self.store, pages)
                 .map_err(runtime)?;
         }
-        snapshot::restore_pages(self.ex.memory.data_mut(&mut self.store), &s.pages);
+        // Pages zero both now and in the snapshot need no look at all.
+        let pages = s.memory_bytes / snapshot::PAGE;
+        let zero_now = self.known_zero(&self.store.data().world, pages);
+        let zero_then = self.known_zero(&s.world, pages);
+        let both: Vec<bool> = zero_now
+            .iter()
+            .zip(&zero_then)
+            .map(|(a, b)| *a && *b)
+            .collect();
+        snapshot::restore_pages(self.ex.memory.data_mut(&mut self.store), &s.pages, &both);
         for (g, bits) in self.ex.globals.clone().iter().zip(&s.globals) {
             let v = snapshot::val_from_bits(&g.ty(&self.store), *bits);
             g.set(&mut self.store, v).map_err(runtime)?;
@@ -837,7 +925,9 @@ impl Program for WasmProgram {
 
     fn state_hash(&mut self) -> Option<[u8; 32]> {
         let mut h = blake3::Hasher::new();
-        snapshot::hash_memory(self.ex.memory.data(&self.store), &mut h);
+        let pages = self.ex.memory.data_size(&self.store) / snapshot::PAGE;
+        let zero = self.known_zero(&self.store.data().world, pages);
+        snapshot::hash_memory(self.ex.memory.data(&self.store), &zero, &mut h);
         for g in self.ex.globals.clone() {
             h.update(&snapshot::val_bits(&g.get(&mut self.store)).to_le_bytes());
         }

@@ -83,11 +83,17 @@ pub fn is_zero(page: &[u8]) -> bool {
     }
 }
 
-pub fn capture_pages(mem: &[u8], prev: &[Option<Arc<Page>>]) -> Vec<Option<Arc<Page>>> {
+/// Pages of `mem`, `None` for zero ones; `known_zero[i]` marks pages known
+/// to be zero without reading them.
+pub fn capture_pages(
+    mem: &[u8],
+    prev: &[Option<Arc<Page>>],
+    known_zero: &[bool],
+) -> Vec<Option<Arc<Page>>> {
     mem.chunks_exact(PAGE)
         .enumerate()
         .map(|(i, chunk)| {
-            if is_zero(chunk) {
+            if known_zero.get(i).copied().unwrap_or(false) || is_zero(chunk) {
                 return None;
             }
             if let Some(Some(p)) = prev.get(i) {
@@ -102,8 +108,13 @@ pub fn capture_pages(mem: &[u8], prev: &[Option<Arc<Page>>]) -> Vec<Option<Arc<P
         .collect()
 }
 
-pub fn restore_pages(mem: &mut [u8], pages: &[Option<Arc<Page>>]) {
+/// Writes `pages` over `mem`; `skip[i]` marks pages zero both in `mem` and
+/// in `pages`, left alone.
+pub fn restore_pages(mem: &mut [u8], pages: &[Option<Arc<Page>>], skip: &[bool]) {
     for (i, chunk) in mem.chunks_exact_mut(PAGE).enumerate() {
+        if skip.get(i).copied().unwrap_or(false) {
+            continue;
+        }
         match pages.get(i) {
             Some(Some(p)) => chunk.copy_from_slice(&p[..]),
             // Only write zeros over non-zero pages: writing an untouched
@@ -121,10 +132,10 @@ pub fn restore_pages(mem: &mut [u8], pages: &[Option<Arc<Page>>]) {
 /// 4 KiB input lets blake3 compress its four chunks in parallel with SIMD;
 /// interleaving small updates between pages would break that), and its
 /// index and digest go into `h`.
-pub fn hash_memory(mem: &[u8], h: &mut blake3::Hasher) {
+pub fn hash_memory(mem: &[u8], known_zero: &[bool], h: &mut blake3::Hasher) {
     h.update(&(mem.len() as u64).to_le_bytes());
     for (i, chunk) in mem.chunks_exact(PAGE).enumerate() {
-        if !is_zero(chunk) {
+        if !known_zero.get(i).copied().unwrap_or(false) && !is_zero(chunk) {
             h.update(&(i as u32).to_le_bytes());
             h.update(blake3::hash(chunk).as_bytes());
         }
@@ -162,23 +173,23 @@ mod tests {
         let mut mem = vec![0u8; PAGE * 4];
         mem[5] = 1;
         mem[PAGE * 2 + 100] = 7;
-        let a = capture_pages(&mem, &[]);
+        let a = capture_pages(&mem, &[], &[]);
         assert!(a[0].is_some() && a[1].is_none() && a[2].is_some() && a[3].is_none());
         mem[5] = 2;
-        let b = capture_pages(&mem, &a);
+        let b = capture_pages(&mem, &a, &[]);
         assert!(!Arc::ptr_eq(a[0].as_ref().unwrap(), b[0].as_ref().unwrap()));
         assert!(
             Arc::ptr_eq(a[2].as_ref().unwrap(), b[2].as_ref().unwrap()),
             "unchanged page is shared"
         );
         mem[PAGE * 3] = 9;
-        restore_pages(&mut mem, &a);
+        restore_pages(&mut mem, &a, &[]);
         assert_eq!(mem[5], 1);
         assert_eq!(mem[PAGE * 3], 0);
         let (mut h1, mut h2) = (blake3::Hasher::new(), blake3::Hasher::new());
-        hash_memory(&mem, &mut h1);
+        hash_memory(&mem, &[], &mut h1);
         mem[PAGE * 3 + 1] = 1;
-        hash_memory(&mem, &mut h2);
+        hash_memory(&mem, &[], &mut h2);
         assert_ne!(h1.finalize(), h2.finalize());
     }
 

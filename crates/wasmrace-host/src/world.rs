@@ -255,6 +255,9 @@ pub struct Thread {
     pub slot: u32,
     /// Saved `__stack_pointer` while suspended.
     pub sp: u32,
+    /// Lowest stack pointer this thread ever had: its stack pages below
+    /// were never written.
+    pub low: u32,
     /// True once the first segment ran (the entry is then resumed by rewind).
     pub started: bool,
     /// Panic reported through `report_panic` during the current segment.
@@ -324,6 +327,9 @@ pub struct World {
     pub slot_bases: Vec<u32>,
     /// Slots of exited threads, reused last-in first-out.
     pub free_slots: Vec<u32>,
+    /// Per slot: the lowest stack pointer of any thread that ran in it (a
+    /// reused slot keeps its first user's writes).
+    pub slot_lows: Vec<u32>,
 }
 
 fn fmt_name(name: &[u8]) -> String {
@@ -355,6 +361,7 @@ impl World {
             entry,
             slot,
             sp,
+            low: sp,
             started: false,
             panic: None,
         });
