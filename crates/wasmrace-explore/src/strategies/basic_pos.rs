@@ -13,38 +13,17 @@
 //! A2`, `B3 > A2` (4 of the 5! orders of those events) and A4 below B4, B5
 //! and B6 (1/4): probability 1/30 * 1/4 = 1/120, which the tests check.
 
-use super::pos::{PosEngine, Variant};
+use super::pos::{pos_strategy, PosEngine, Variant};
 use crate::program::StepInfo;
 use crate::strategy::{Context, Start, Strategy};
 use wasmrace_trace::Decision;
 
-/// BasicPOS (Algorithm 2); see the module documentation.
-#[derive(Clone, Debug)]
-pub struct BasicPos(PosEngine);
-
-impl BasicPos {
-    pub fn new(seed: u64) -> Self {
-        BasicPos(PosEngine::new(seed, Variant::Basic))
-    }
-}
-
-impl Strategy for BasicPos {
-    fn name(&self) -> &str {
-        "basic-pos"
-    }
-    fn seed(&self) -> u64 {
-        self.0.seed()
-    }
-    fn begin(&mut self, executions: u64) -> Option<Start> {
-        self.0.begin(executions)
-    }
-    fn decide(&mut self, ctx: &Context<'_>) -> Option<Decision> {
-        self.0.decide(ctx)
-    }
-    fn observe(&mut self, step: &StepInfo) {
-        self.0.observe(step)
-    }
-}
+pos_strategy!(
+    /// BasicPOS (Algorithm 2); see the module documentation.
+    BasicPos,
+    "basic-pos",
+    Variant::Basic
+);
 
 #[cfg(test)]
 mod tests {

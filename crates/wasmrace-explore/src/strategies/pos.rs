@@ -184,33 +184,47 @@ impl PosEngine {
     }
 }
 
-/// POS (Algorithm 4); see the module documentation.
-#[derive(Clone, Debug)]
-pub struct Pos(PosEngine);
+/// Declares one of the three POS strategies: a named type around a
+/// [`PosEngine`] of the given variant, delegating the `Strategy` trait to it.
+macro_rules! pos_strategy {
+    ($(#[$doc:meta])* $ty:ident, $name:literal, $variant:expr) => {
+        $(#[$doc])*
+        #[derive(Clone, Debug)]
+        pub struct $ty(PosEngine);
 
-impl Pos {
-    pub fn new(seed: u64) -> Self {
-        Pos(PosEngine::new(seed, Variant::Pos))
-    }
-}
+        impl $ty {
+            pub fn new(seed: u64) -> Self {
+                $ty(PosEngine::new(seed, $variant))
+            }
+        }
 
-impl Strategy for Pos {
-    fn name(&self) -> &str {
-        "pos"
-    }
-    fn seed(&self) -> u64 {
-        self.0.seed()
-    }
-    fn begin(&mut self, executions: u64) -> Option<Start> {
-        self.0.begin(executions)
-    }
-    fn decide(&mut self, ctx: &Context<'_>) -> Option<Decision> {
-        self.0.decide(ctx)
-    }
-    fn observe(&mut self, step: &StepInfo) {
-        self.0.observe(step)
-    }
+        impl Strategy for $ty {
+            fn name(&self) -> &str {
+                $name
+            }
+            fn seed(&self) -> u64 {
+                self.0.seed()
+            }
+            fn begin(&mut self, executions: u64) -> Option<Start> {
+                self.0.begin(executions)
+            }
+            fn decide(&mut self, ctx: &Context<'_>) -> Option<Decision> {
+                self.0.decide(ctx)
+            }
+            fn observe(&mut self, step: &StepInfo) {
+                self.0.observe(step)
+            }
+        }
+    };
 }
+pub(crate) use pos_strategy;
+
+pos_strategy!(
+    /// POS (Algorithm 4); see the module documentation.
+    Pos,
+    "pos",
+    Variant::Pos
+);
 
 /// Shared test support for the three POS strategies: sampling a model and
 /// the paper's running example.

@@ -8,39 +8,18 @@
 //! `choose` values and seeding are as for `Pos`; see its module
 //! documentation.
 
-use super::pos::{PosEngine, Variant};
+use super::pos::{pos_strategy, PosEngine, Variant};
 use crate::program::StepInfo;
 use crate::strategy::{Context, Start, Strategy};
 use wasmrace_trace::Decision;
 
-/// POS with read-only events not racing with each other; see the module
-/// documentation.
-#[derive(Clone, Debug)]
-pub struct PosStar(PosEngine);
-
-impl PosStar {
-    pub fn new(seed: u64) -> Self {
-        PosStar(PosEngine::new(seed, Variant::Star))
-    }
-}
-
-impl Strategy for PosStar {
-    fn name(&self) -> &str {
-        "pos-star"
-    }
-    fn seed(&self) -> u64 {
-        self.0.seed()
-    }
-    fn begin(&mut self, executions: u64) -> Option<Start> {
-        self.0.begin(executions)
-    }
-    fn decide(&mut self, ctx: &Context<'_>) -> Option<Decision> {
-        self.0.decide(ctx)
-    }
-    fn observe(&mut self, step: &StepInfo) {
-        self.0.observe(step)
-    }
-}
+pos_strategy!(
+    /// POS with read-only events not racing with each other; see the module
+    /// documentation.
+    PosStar,
+    "pos-star",
+    Variant::Star
+);
 
 #[cfg(test)]
 mod tests {
