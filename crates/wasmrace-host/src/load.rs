@@ -58,7 +58,7 @@ pub const STACK_REGION_EXPORT: &str = "__wasmrace_stack_region";
 pub const ASYNCIFY_DATA_EXPORT: &str = "__wasmrace_asyncify_data";
 
 /// Bump when instrumentation changes, to invalidate cached modules.
-const INSTRUMENTATION_VERSION: u32 = 3;
+const INSTRUMENTATION_VERSION: u32 = 4;
 
 /// What the audit learned about a module.
 #[derive(Clone, Debug, Default)]
@@ -66,6 +66,10 @@ pub struct Analysis {
     pub tests: Vec<String>,
     pub has_thread_start: bool,
     pub imports_spawn: bool,
+    /// The code changes a table at run time (`table.set`, `table.grow`,
+    /// ...). Snapshots hold memory, globals and host objects, not tables,
+    /// so such a guest gets no snapshots: exploration replays instead.
+    pub mutates_tables: bool,
 }
 
 /// Validates `bytes` and audits its imports and exports.
@@ -123,6 +127,23 @@ pub fn analyze(name: &str, bytes: &[u8]) -> Result<Analysis, HostError> {
             Payload::FunctionSection(r) => {
                 for t in r {
                     func_type_of.push(t.map_err(err)?);
+                }
+            }
+            Payload::CodeSectionEntry(body) if !analysis.mutates_tables => {
+                use wasmparser::Operator as O;
+                let mut ops = body.get_operators_reader().map_err(err)?;
+                while !ops.eof() {
+                    if matches!(
+                        ops.read().map_err(err)?,
+                        O::TableSet { .. }
+                            | O::TableGrow { .. }
+                            | O::TableFill { .. }
+                            | O::TableCopy { .. }
+                            | O::TableInit { .. }
+                    ) {
+                        analysis.mutates_tables = true;
+                        break;
+                    }
                 }
             }
             Payload::ExportSection(r) => {
@@ -393,10 +414,20 @@ pub fn asyncify(name: &str, bytes: &[u8], wasm_opt: &Path) -> Result<Vec<u8>, Ho
         .collect();
     let result = Command::new(wasm_opt)
         .arg(&input)
-        // We export mutable globals ourselves; modules without a
-        // target_features section (hand-written, other toolchains) would
-        // otherwise fail validation as MVP modules.
-        .arg("--enable-mutable-globals")
+        // The standard features our validator and wasmtime accept. Rust
+        // modules declare theirs in a target_features section, which
+        // wasm-opt reads; modules without one (hand-written, other
+        // toolchains) would otherwise be held to MVP, which also forbids
+        // the mutable globals we export ourselves.
+        .args([
+            "--enable-mutable-globals",
+            "--enable-sign-ext",
+            "--enable-nontrapping-float-to-int",
+            "--enable-bulk-memory",
+            "--enable-reference-types",
+            "--enable-multivalue",
+            "--enable-simd",
+        ])
         .arg("--asyncify")
         .arg(format!("--pass-arg=asyncify-imports@{}", imports.join(",")))
         // Asyncify's output is large and slow until optimized.

@@ -886,6 +886,10 @@ impl Program for WasmProgram {
     }
 
     fn snapshot(&mut self) -> Result<Option<Snapshot>, HostError> {
+        if self.guest.analysis.mutates_tables {
+            // A snapshot without the tables would not restore exactly.
+            return Ok(None);
+        }
         let memory_bytes = self.ex.memory.data_size(&self.store);
         let zero = self.known_zero(&self.store.data().world, memory_bytes / snapshot::PAGE);
         let data = self.ex.memory.data(&self.store);

@@ -317,3 +317,50 @@ fn pages_below_stack_low_water_marks_are_zero() {
         }
     }
 }
+
+/// Snapshots hold memory, globals and host objects, not wasm tables: a
+/// guest whose code changes a table gets no snapshots (the explorer replays
+/// prefixes instead), and exploration gives the same results.
+#[test]
+fn guests_that_change_tables_are_explored_without_snapshots() {
+    let with_table = HAND_WRITTEN.replacen(
+        "(memory (export \"memory\") 2)",
+        "(memory (export \"memory\") 2)
+  (table $t 1 funcref)
+  (func $poke (table.set $t (i32.const 0) (ref.null func)))",
+        1,
+    );
+    let plain = load_wat("tables-plain", HAND_WRITTEN).unwrap();
+    let changing = load_wat("tables-changing", &with_table).unwrap();
+    let mut p = changing.program("lost_update").unwrap();
+    assert!(
+        p.snapshot().unwrap().is_none(),
+        "no snapshot of a table-changing guest"
+    );
+    assert!(plain
+        .program("lost_update")
+        .unwrap()
+        .snapshot()
+        .unwrap()
+        .is_some());
+    let opts = CheckOptions {
+        strategy: StrategyChoice::Dfs {
+            preemption_bound: None,
+        },
+        explore: wasmrace_explore::Config {
+            snapshot_every_cost: Some(0),
+            stop_on_first_bug: false,
+            ..Default::default()
+        },
+        ..CheckOptions::default()
+    };
+    let a = check(&plain, "lost_update", &opts).unwrap();
+    let b = check(&changing, "lost_update", &opts).unwrap();
+    assert_eq!(a.report.executions, b.report.executions);
+    assert_eq!(a.report.failing_executions, b.report.failing_executions);
+    assert!(
+        a.report.restores > 0,
+        "the plain guest resumes from snapshots"
+    );
+    assert_eq!(b.report.restores, 0, "the table-changing one replays");
+}
