@@ -121,7 +121,7 @@ fn strategies(c: &mut Criterion) {
                 ..Config::default()
             };
             let mut explorer = Explorer::new(program, config);
-            let mut strategy = wasmrace_host::build_strategy(&choice, 1);
+            let mut strategy = choice.build(1);
             explorer.run(&mut *strategy).unwrap()
         };
         let steps = run().steps;

@@ -42,12 +42,6 @@ pub enum StrategyChoice {
     },
 }
 
-/// The strategy `choice` names, seeded: for embedders who drive an
-/// `Explorer` themselves.
-pub fn build_strategy(choice: &StrategyChoice, seed: u64) -> Box<dyn Strategy> {
-    choice.build(seed)
-}
-
 /// The strategy names the CLI accepts, in the order `--help` lists them.
 pub const STRATEGY_NAMES: &[&str] = &[
     "portfolio",
@@ -84,8 +78,9 @@ impl StrategyChoice {
         }
     }
 
-    /// Builds the strategy (`check` builds RaceFuzzer itself, to keep its
-    /// concrete type and read the real races afterwards).
+    /// Builds the strategy, seeded, for embedders who drive an `Explorer`
+    /// themselves (`check` builds RaceFuzzer itself, to keep its concrete
+    /// type and read the real races afterwards).
     pub fn build(&self, seed: u64) -> Box<dyn Strategy> {
         match self {
             StrategyChoice::Dfs { preemption_bound } => Box::new(Dfs::new(DfsOptions {

@@ -24,8 +24,8 @@ mod snapshot;
 mod world;
 
 pub use check::{
-    build_strategy, check, check_with_progress, replay, trace_schedule, BugReport, CheckOptions,
-    CheckOutcome, RaceReport, ReplayOutcome, StrategyChoice, STRATEGY_NAMES,
+    check, check_with_progress, replay, trace_schedule, BugReport, CheckOptions, CheckOutcome,
+    RaceReport, ReplayOutcome, StrategyChoice, STRATEGY_NAMES,
 };
 pub use config::{default_cache_dir, HostConfig};
 pub use error::HostError;
