@@ -34,7 +34,7 @@
 //!
 //! Only operations of this crate are scheduling points: spawning and joining
 //! ([`thread`]), sending and receiving messages ([`mailbox`]), every operation
-//! on an object of [`shared`], the [`registry`] and [`choose`]. The host
+//! on an object of [`shared`], the [`registry`], [`choose`] and [`phase`]. The host
 //! interleaves threads at exactly these points and nowhere else.
 //!
 //! Consequently:
@@ -181,6 +181,19 @@ pub fn choose(n: u32) -> u32 {
     // SAFETY: plain value hook.
     let v = unsafe { sys::choose(n as i32, sys::site()) };
     v as u32
+}
+
+/// Announces that the program reached the phase `name`, e.g.
+/// `wasmrace::phase("init-done")` once a protocol's nodes have set up their
+/// topology. It changes nothing in the program; it is a scheduling point
+/// whose step carries the name, so that an explorer can change its
+/// priorities at that moment (the FSE'15 delaying-explorer paper's custom
+/// chain-replication explorer lets the fault injector and the master go
+/// first only after initialization). Traces show it as `phase "init-done"`.
+#[track_caller]
+pub fn phase(name: &str) {
+    // SAFETY: the host reads `name.len()` bytes at `name`.
+    unsafe { sys::phase(sys::addr(name.as_ptr()), name.len() as i32, sys::site()) }
 }
 
 /// Appends a line to the trace of the current step. Not a scheduling point.

@@ -63,6 +63,7 @@ unsafe extern "C" {
     pub(crate) fn whereis(name: i32, len: i32, out: i32, site: i32) -> i32;
     pub(crate) fn unregister(name: i32, len: i32, site: i32) -> i32;
     pub(crate) fn choose(n: i32, site: i32) -> i32;
+    pub(crate) fn phase(name: i32, len: i32, site: i32);
 
     // Non-suspending hooks: run inside the current step.
     pub(crate) fn current() -> i64;

@@ -157,6 +157,7 @@ impl<P: Program> Program for WithoutBlockingAvoidance<P> {
                     spawned: Vec::new(),
                     message: None,
                     cost: 0,
+                    phase: None,
                 };
                 self.blocked.insert(d.tid);
             }

@@ -1313,6 +1313,7 @@ impl Program for Model {
             spawned,
             message,
             cost: 1,
+            phase: None,
         };
         self.finish_step(failure);
         Ok(&self.info)

@@ -2,6 +2,7 @@
 //! implements it for guests; `model` implements it for small pure-Rust
 //! programs used in unit tests. Strategies never see more than this.
 
+use std::sync::Arc;
 use wasmrace_trace::{Access, Decision, Failure, OpKind, Tid};
 
 /// The operation a live thread will perform when it is next scheduled.
@@ -59,6 +60,11 @@ pub struct StepInfo {
     /// Deterministic measure of the work the step did (instructions for wasm,
     /// operations for models); drives the snapshot policy.
     pub cost: u64,
+    /// For a `Phase` step, the name the guest announced
+    /// (`wasmrace::phase("init-done")`); `None` for every other step.
+    /// Explorers react to it (reorder threads once initialization is done);
+    /// shared, so cloning a step does not copy the name.
+    pub phase: Option<Arc<str>>,
 }
 
 /// A concurrent program that can be run one scheduling decision at a time.

@@ -422,6 +422,11 @@ fn make_linker(engine: &Engine) -> Result<Linker<HostState>, HostError> {
         }
     });
     hook!("choose", |c, n: i32| -> i32 { Op::Choose { n: n as u32 } });
+    hook!("phase", |c, name: i32, len: i32| {
+        Op::Phase {
+            name: read_bytes(c, name, len)?,
+        }
+    });
 
     // Plain hooks: run inside the current step.
     l.func_wrap(m, "current", |c: Caller<'_, HostState>| -> i64 {

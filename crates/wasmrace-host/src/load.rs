@@ -42,6 +42,7 @@ pub const SUSPENDING_HOOKS: &[&str] = &[
     "whereis",
     "unregister",
     "choose",
+    "phase",
 ];
 
 /// Hooks that run inside the current step.
@@ -57,7 +58,11 @@ pub const STACK_LOW_EXPORT: &str = "__wasmrace_stack_low";
 pub const STACK_REGION_EXPORT: &str = "__wasmrace_stack_region";
 pub const ASYNCIFY_DATA_EXPORT: &str = "__wasmrace_asyncify_data";
 
-/// Bump when instrumentation changes, to invalidate cached modules.
+/// Bump when instrumentation changes, to invalidate cached modules. Adding
+/// a suspending hook needs no bump: a module importing it was refused by the
+/// import audit (which runs before the cache is consulted), so no cached
+/// entry was instrumented without it, and Asyncify ignores listed imports a
+/// module does not have.
 const INSTRUMENTATION_VERSION: u32 = 4;
 
 /// What the audit learned about a module.

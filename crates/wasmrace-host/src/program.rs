@@ -659,10 +659,16 @@ impl WasmProgram {
         self.info.spawned.clear();
         self.info.message = None;
         self.info.cost = 0;
+        self.info.phase = None;
         let (kind, site, spawn_arg) = {
             let t = &self.store.data().world.threads[i];
-            let arg = match t.pending {
-                Op::Spawn { arg } => Some(arg),
+            let arg = match &t.pending {
+                Op::Spawn { arg } => Some(*arg),
+                Op::Phase { name } => {
+                    // Rare (a few per execution): one small allocation.
+                    self.info.phase = Some(String::from_utf8_lossy(name).into());
+                    None
+                }
                 _ => None,
             };
             (t.pending.kind(), t.site, arg)

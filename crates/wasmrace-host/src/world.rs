@@ -123,6 +123,11 @@ pub enum Op {
     Choose {
         n: u32,
     },
+    /// `wasmrace::phase(name)`: the guest announces a phase; no effect on
+    /// the world, touches nothing.
+    Phase {
+        name: Vec<u8>,
+    },
 }
 
 impl Op {
@@ -162,6 +167,7 @@ impl Op {
             Whereis { .. } => OpKind::Whereis,
             Unregister { .. } => OpKind::Unregister,
             Choose { .. } => OpKind::Choose,
+            Phase { .. } => OpKind::Phase,
         }
     }
 }
@@ -449,7 +455,7 @@ impl World {
         out.clear();
         let t = &self.threads[i];
         match &t.pending {
-            Op::Start | Op::Spawn { .. } | Op::Yield | Op::Choose { .. } => {}
+            Op::Start | Op::Spawn { .. } | Op::Yield | Op::Choose { .. } | Op::Phase { .. } => {}
             Op::CellNew { .. }
             | Op::AtomicNew { .. }
             | Op::MutexNew
@@ -665,6 +671,12 @@ impl World {
                 }
             }
             Op::Yield => Outcome::Return(Ret::unit()),
+            Op::Phase { name } => {
+                if tracing {
+                    detail = fmt_name(&name);
+                }
+                Outcome::Return(Ret::unit())
+            }
             Op::Exit => {
                 let t = &mut self.threads[i];
                 t.exited = true;

@@ -364,3 +364,81 @@ fn guests_that_change_tables_are_explored_without_snapshots() {
     );
     assert_eq!(b.report.restores, 0, "the table-changing one replays");
 }
+
+/// A guest announcing a phase (`wasmrace::phase`): main spawns a worker,
+/// announces `init-done`, then fails unless the worker's cell write came
+/// first. `phase` is a scheduling point of its own that touches nothing:
+/// the thread pends on it, its step carries the name in `StepInfo::phase`
+/// (and no other step does), and traces show it with the name.
+const PHASED: &str = r#"
+(module
+  (import "wasmrace" "spawn" (func $spawn (param i32 i32) (result i64)))
+  (import "wasmrace" "cell_new" (func $cell_new (param i64 i32) (result i64)))
+  (import "wasmrace" "cell_get" (func $cell_get (param i64 i32) (result i64)))
+  (import "wasmrace" "cell_set" (func $cell_set (param i64 i64 i32)))
+  (import "wasmrace" "phase" (func $phase (param i32 i32 i32)))
+  (global $sp (mut i32) (i32.const 65536))
+  (global $cell (mut i64) (i64.const 0))
+  (memory (export "memory") 2)
+  (data (i32.const 16) "init-done")
+  (func (export "__wasmrace_thread_start") (param $arg i32)
+    (call $cell_set (global.get $cell) (i64.const 1) (i32.const 0)))
+  (func (export "wasmrace_test_phased")
+    (global.set $cell (call $cell_new (i64.const 0) (i32.const 0)))
+    (drop (call $spawn (i32.const 1) (i32.const 0)))
+    (call $phase (i32.const 16) (i32.const 9) (i32.const 0))
+    (if (i64.ne (call $cell_get (global.get $cell) (i32.const 0)) (i64.const 1))
+      (then unreachable)))
+  (func (export "wasmrace_test_bad_phase")
+    (call $phase (i32.const 0x7fff0000) (i32.const 9) (i32.const 0))))
+"#;
+
+#[test]
+fn phase_is_a_scheduling_point_that_names_its_step() {
+    use wasmrace_trace::OpKind;
+    let g = load_wat("phased", PHASED).unwrap();
+    let mut p = g.program("phased").unwrap();
+    p.set_tracing(true);
+    let main = p.threads()[0].tid;
+    // cell.new, spawn: then main pends on the phase, which touches nothing.
+    p.step(Decision::new(main, 0)).unwrap();
+    assert_eq!(p.step(Decision::new(main, 0)).unwrap().phase, None);
+    let pending = &p.threads()[0].pending;
+    assert_eq!(pending.op, OpKind::Phase);
+    assert!(pending.enabled && pending.alts == 1 && pending.accesses.is_empty());
+    let info = p.step(Decision::new(main, 0)).unwrap().clone();
+    assert_eq!(info.op, Some(OpKind::Phase));
+    assert_eq!(info.phase.as_deref(), Some("init-done"));
+    assert!(info.accesses.is_empty());
+    // The next step is an ordinary one again.
+    let info = p.step(Decision::new(main, 0)).unwrap();
+    assert_eq!(info.op, Some(OpKind::CellGet));
+    assert_eq!(info.phase, None);
+    let shown: Vec<(&str, &str)> = p
+        .trace()
+        .iter()
+        .map(|e| (e.op.as_str(), e.detail.as_str()))
+        .collect();
+    assert_eq!(shown[2], ("phase", "\"init-done\""), "{shown:?}");
+
+    // The bug (main reads before the worker writes) is found and replayed
+    // through the phase step.
+    let opts = CheckOptions {
+        strategy: StrategyChoice::Dfs {
+            preemption_bound: None,
+        },
+        ..CheckOptions::default()
+    };
+    let bug = check(&g, "phased", &opts).unwrap().bug.expect("found");
+    assert!(bug.trace.iter().any(|e| e.op == "phase"));
+    let r = wasmrace_host::replay(&g, &bug.schedule, 10_000).unwrap();
+    assert!(r.reproduces(&bug.schedule), "{r:?}");
+
+    // A name outside memory fails the execution as misuse, not the host.
+    let mut p = g.program("bad_phase").unwrap();
+    assert!(
+        matches!(p.status(), Status::Failed(f) if f.kind == FailureKind::Misuse),
+        "{:?}",
+        p.status()
+    );
+}

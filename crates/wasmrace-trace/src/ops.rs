@@ -53,7 +53,9 @@ impl Access {
 /// `CondvarWake` is the second half of a condition-variable wait (re-acquire
 /// the mutex once notified); `Block` only exists when blocking avoidance is
 /// turned off and records a thread that was scheduled onto a blocking
-/// operation.
+/// operation; `Phase` is the guest announcing that it reached a named phase
+/// (`wasmrace::phase("init-done")`): it touches nothing and exists so that
+/// explorers can change their priorities at that moment.
 #[derive(Clone, Copy, PartialEq, Eq, PartialOrd, Ord, Hash, Debug, Serialize, Deserialize)]
 pub enum OpKind {
     Spawn,
@@ -88,6 +90,7 @@ pub enum OpKind {
     Whereis,
     Unregister,
     Choose,
+    Phase,
     Block,
 }
 
@@ -128,6 +131,7 @@ impl OpKind {
             Whereis => "whereis",
             Unregister => "unregister",
             Choose => "choose",
+            Phase => "phase",
             Block => "block",
         }
     }
