@@ -3,7 +3,7 @@
 //! snapshots or by replaying a prefix; stops at the first bug (by default).
 
 use crate::program::{Program, Status};
-use crate::strategy::{BoundHit, Context, Outcome, Start, Strategy};
+use crate::strategy::{BoundHit, Context, Outcome, Start, Stat, Strategy};
 use std::time::{Duration, Instant};
 use wasmrace_trace::{Decision, Failure, FailureKind, OpKind, Tid};
 
@@ -75,6 +75,12 @@ pub struct Report {
     pub stopped_by: Option<BoundHit>,
     /// A bound of the strategy that pruned part of the space, if one did.
     pub strategy_bound: Option<BoundHit>,
+    /// State hashes computed for strategies that asked for them
+    /// (`Strategy::wants_state_hash`).
+    pub state_hashes: u64,
+    /// The strategy's own counters at the end of the run (`Strategy::stats`:
+    /// states explored, cache hits, ...).
+    pub strategy_stats: Vec<Stat>,
     pub elapsed: Duration,
 }
 
@@ -232,6 +238,11 @@ impl<P: Program> Explorer<P> {
                         ),
                     ));
                 }
+                if strategy.wants_state_hash() {
+                    let hash = self.program.state_hash();
+                    report.state_hashes += u64::from(hash.is_some());
+                    strategy.observe_state(hash);
+                }
                 let ctx = Context {
                     step: decisions.len(),
                     threads: self.program.threads(),
@@ -297,6 +308,7 @@ impl<P: Program> Explorer<P> {
             progress(&report);
         }
         report.strategy_bound = strategy.bound_hit();
+        report.strategy_stats = strategy.stats();
         report.elapsed = started.elapsed();
         Ok(report)
     }

@@ -9,6 +9,7 @@
 pub mod blocking;
 pub mod explorer;
 pub mod model;
+mod prefix_tree;
 pub mod program;
 pub mod strategies;
 pub mod strategy;
@@ -20,5 +21,5 @@ pub use strategies::{
     Dfs, DfsOptions, Divergence, DivergenceReason, RandomWalk, RecordStats, Recorded, Recorder,
     Replay,
 };
-pub use strategy::{BoundHit, Context, Outcome, Start, Strategy};
+pub use strategy::{BoundHit, Context, Outcome, Start, Stat, Strategy};
 pub use wasmrace_trace as trace;

@@ -18,6 +18,21 @@ pub enum Start {
     Resume { prefix_len: usize },
 }
 
+/// A counter a strategy keeps about its own work (states explored, cache
+/// hits), printed by reports as `name: value`.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub struct Stat {
+    /// Lowercase, e.g. `states explored`.
+    pub name: &'static str,
+    pub value: u64,
+}
+
+impl Stat {
+    pub fn new(name: &'static str, value: u64) -> Self {
+        Stat { name, value }
+    }
+}
+
 /// What a strategy sees when it must decide.
 pub struct Context<'a> {
     /// 0-based index of the step about to be taken in this execution.
@@ -112,6 +127,27 @@ pub trait Strategy {
     fn active(&self) -> &str {
         self.name()
     }
+
+    /// Whether the explorer should hash the program state at each decision
+    /// point and pass the hash to [`observe_state`](Self::observe_state).
+    /// Asked before every decision; off by default because hashing a wasm
+    /// state costs tens of microseconds. State-caching strategies (SES, DFS
+    /// with `state_cache`) say yes.
+    fn wants_state_hash(&self) -> bool {
+        false
+    }
+
+    /// The hash of the state the next `decide` is about (`Program::
+    /// state_hash`: memory, globals, host objects and thread states for
+    /// wasm), or `None` when the program cannot hash. Called right before
+    /// `decide`, only when `wants_state_hash()` said yes.
+    fn observe_state(&mut self, _hash: Option<[u8; 32]>) {}
+
+    /// Counters about the strategy's own work, in a fixed order; the explorer
+    /// copies them into `Report::strategy_stats` when the run ends.
+    fn stats(&self) -> Vec<Stat> {
+        Vec::new()
+    }
 }
 
 impl<S: Strategy + ?Sized> Strategy for Box<S> {
@@ -141,5 +177,14 @@ impl<S: Strategy + ?Sized> Strategy for Box<S> {
     }
     fn active(&self) -> &str {
         (**self).active()
+    }
+    fn wants_state_hash(&self) -> bool {
+        (**self).wants_state_hash()
+    }
+    fn observe_state(&mut self, hash: Option<[u8; 32]>) {
+        (**self).observe_state(hash)
+    }
+    fn stats(&self) -> Vec<Stat> {
+        (**self).stats()
     }
 }

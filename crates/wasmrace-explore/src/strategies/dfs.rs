@@ -43,6 +43,7 @@
 //! loop would otherwise spin until the step limit in the very first
 //! execution.
 
+use crate::prefix_tree::{NodeId, PrefixTree, NIL};
 use crate::strategy::{BoundHit, Context, Start, Strategy};
 use wasmrace_trace::{Decision, OpKind};
 
@@ -54,90 +55,8 @@ pub struct DfsOptions {
     pub preemption_bound: Option<u32>,
 }
 
-/// Index of a node in the prefix arena; `NIL` is the empty prefix.
-type NodeId = u32;
-const NIL: NodeId = u32::MAX;
-
-#[derive(Clone, Copy, Debug)]
-struct Node {
-    parent: NodeId,
-    decision: Decision,
-    depth: u32,
-    /// Children nodes plus holders (a deferred entry, a frame, the current
-    /// subtree's base).
-    refs: u32,
-}
-
-/// A prefix tree of decisions with reference-counted nodes and a free list.
-#[derive(Debug, Default)]
-struct Arena {
-    nodes: Vec<Node>,
-    free: Vec<NodeId>,
-    live: usize,
-}
-
-impl Arena {
-    /// A new node `parent + decision`, held once by the caller.
-    fn push(&mut self, parent: NodeId, decision: Decision) -> NodeId {
-        let depth = if parent == NIL {
-            1
-        } else {
-            self.nodes[parent as usize].depth + 1
-        };
-        if parent != NIL {
-            self.nodes[parent as usize].refs += 1;
-        }
-        let node = Node {
-            parent,
-            decision,
-            depth,
-            refs: 1,
-        };
-        self.live += 1;
-        match self.free.pop() {
-            Some(id) => {
-                self.nodes[id as usize] = node;
-                id
-            }
-            None => {
-                self.nodes.push(node);
-                self.nodes.len() as NodeId - 1
-            }
-        }
-    }
-
-    /// Drops one hold on `id`, freeing it and then its ancestors that nothing
-    /// else holds.
-    fn release(&mut self, mut id: NodeId) {
-        while id != NIL {
-            let n = &mut self.nodes[id as usize];
-            n.refs -= 1;
-            if n.refs > 0 {
-                return;
-            }
-            let parent = n.parent;
-            self.free.push(id);
-            self.live -= 1;
-            id = parent;
-        }
-    }
-
-    /// The decisions from the root to `id`.
-    fn prefix(&self, mut id: NodeId) -> Vec<Decision> {
-        let len = if id == NIL {
-            0
-        } else {
-            self.nodes[id as usize].depth as usize
-        };
-        let mut out = vec![Decision::new(wasmrace_trace::Tid(0), 0); len];
-        while id != NIL {
-            let n = &self.nodes[id as usize];
-            out[n.depth as usize - 1] = n.decision;
-            id = n.parent;
-        }
-        out
-    }
-}
+/// Deferred prefixes share their beginnings in a prefix tree.
+type Arena = PrefixTree<Decision>;
 
 /// The decisions to try at one depth of the current path.
 #[derive(Debug)]

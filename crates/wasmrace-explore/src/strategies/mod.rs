@@ -36,3 +36,18 @@ pub use racefuzzer::{RaceFuzzer, RaceFuzzerOptions, RealRace};
 pub use random::RandomWalk;
 pub use record::{RecordStats, Recorded, Recorder};
 pub use replay::{Divergence, DivergenceReason, Replay};
+
+// Delaying explorers (Desai, Qadeer & Seshia, FSE 2015): the interface and
+// the built-in explorers.
+pub mod delaying;
+pub mod prr;
+pub mod rr;
+pub mod rtc;
+
+pub use delaying::{
+    choices, delay_cycle, first_enabled, is_sound_at, send_target, BuiltinExplorer, DelayCursor,
+    DelayingExplorer,
+};
+pub use prr::ProbabilisticRoundRobin;
+pub use rr::RoundRobin;
+pub use rtc::RunToCompletion;

@@ -177,6 +177,15 @@ impl Strategy for Portfolio {
             .map(|m| m.strategy.name())
             .unwrap_or("portfolio")
     }
+
+    fn wants_state_hash(&self) -> bool {
+        self.member_ref()
+            .is_some_and(|m| m.strategy.wants_state_hash())
+    }
+
+    fn observe_state(&mut self, hash: Option<[u8; 32]>) {
+        self.member().strategy.observe_state(hash)
+    }
 }
 
 #[cfg(test)]

@@ -275,6 +275,15 @@ impl<S: Strategy> Strategy for PartialOrders<S> {
     fn bound_hit(&self) -> Option<BoundHit> {
         self.inner.bound_hit()
     }
+    fn wants_state_hash(&self) -> bool {
+        self.inner.wants_state_hash()
+    }
+    fn observe_state(&mut self, hash: Option<[u8; 32]>) {
+        self.inner.observe_state(hash)
+    }
+    fn stats(&self) -> Vec<crate::strategy::Stat> {
+        self.inner.stats()
+    }
 }
 
 #[cfg(test)]

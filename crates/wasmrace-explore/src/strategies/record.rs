@@ -4,7 +4,7 @@
 //! the records to check strategies; the CLI can use the totals as metrics.
 
 use crate::program::StepInfo;
-use crate::strategy::{BoundHit, Context, Outcome, Start, Strategy};
+use crate::strategy::{BoundHit, Context, Outcome, Start, Stat, Strategy};
 use wasmrace_trace::Decision;
 
 /// One execution as the wrapped strategy ran it.
@@ -154,6 +154,18 @@ impl<S: Strategy> Strategy for Recorder<S> {
 
     fn active(&self) -> &str {
         self.inner.active()
+    }
+
+    fn wants_state_hash(&self) -> bool {
+        self.inner.wants_state_hash()
+    }
+
+    fn observe_state(&mut self, hash: Option<[u8; 32]>) {
+        self.inner.observe_state(hash)
+    }
+
+    fn stats(&self) -> Vec<Stat> {
+        self.inner.stats()
     }
 }
 
