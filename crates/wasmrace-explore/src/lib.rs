@@ -11,12 +11,14 @@ pub mod explorer;
 pub mod model;
 mod prefix_tree;
 pub mod program;
+pub mod state_cache;
 pub mod strategies;
 pub mod strategy;
 
 pub use blocking::WithoutBlockingAvoidance;
 pub use explorer::{Bug, Config, ExploreError, Explorer, Report};
 pub use program::{is_preemption, Pending, Program, Status, StepInfo, ThreadView};
+pub use state_cache::StateCache;
 pub use strategies::{
     Dfs, DfsOptions, Divergence, DivergenceReason, RandomWalk, RecordStats, Recorded, Recorder,
     Replay,

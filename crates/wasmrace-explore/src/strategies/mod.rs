@@ -43,6 +43,7 @@ pub mod delaying;
 pub mod prr;
 pub mod rr;
 pub mod rtc;
+pub mod ss;
 
 pub use delaying::{
     choices, delay_cycle, first_enabled, is_sound_at, send_target, BuiltinExplorer, DelayCursor,
@@ -51,3 +52,4 @@ pub use delaying::{
 pub use prr::ProbabilisticRoundRobin;
 pub use rr::RoundRobin;
 pub use rtc::RunToCompletion;
+pub use ss::{SampleCount, Ss, SsOptions};
