@@ -5,10 +5,11 @@
 //! [`Pct`] (ASPLOS 2010), [`BasicPos`], [`Pos`], [`PosStar`] (CAV 2018).
 //! Directed: [`RaceFuzzer`] (PLDI 2008, with its [`HybridDetector`]),
 //! [`Procrastination`] (PULSE, Erlang 2011). Combinations and wrappers:
-//! [`Portfolio`], [`Replay`], [`Recorder`], [`PartialOrders`].
+//! [`Portfolio`], [`Replay`], [`Recorder`], [`PartialOrders`], [`Metrics`].
 
 pub mod basic_pos;
 pub mod dfs;
+pub mod metrics;
 pub mod pct;
 pub mod portfolio;
 pub mod pos;
@@ -23,6 +24,7 @@ pub mod replay;
 
 pub use basic_pos::BasicPos;
 pub use dfs::{Dfs, DfsOptions};
+pub use metrics::Metrics;
 pub use pct::Pct;
 pub use portfolio::Portfolio;
 pub use pos::Pos;
