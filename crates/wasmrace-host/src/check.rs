@@ -78,6 +78,29 @@ impl StrategyChoice {
         }
     }
 
+    /// The strategy called `name` (one of [`STRATEGY_NAMES`]) with the
+    /// parameters `wasmrace check` uses when given no other flags; `None`
+    /// for an unknown name. `wasmrace bench` selects strategies this way, so
+    /// a strategy added here and to `STRATEGY_NAMES` is benchmarked too.
+    pub fn from_name(name: &str) -> Option<Self> {
+        Some(match name {
+            "portfolio" => StrategyChoice::default_portfolio(),
+            "dfs" => StrategyChoice::Dfs {
+                preemption_bound: Some(2),
+            },
+            "random" => StrategyChoice::Random,
+            "pct" => StrategyChoice::Pct {
+                depth: Pct::DEFAULT_DEPTH,
+            },
+            "basic-pos" => StrategyChoice::BasicPos,
+            "pos" => StrategyChoice::Pos,
+            "pos-star" => StrategyChoice::PosStar,
+            "racefuzzer" => StrategyChoice::RaceFuzzer,
+            "procrastination" => StrategyChoice::Procrastination,
+            _ => return None,
+        })
+    }
+
     /// Builds the strategy, seeded, for embedders who drive an `Explorer`
     /// themselves (`check` builds RaceFuzzer itself, to keep its concrete
     /// type and read the real races afterwards).

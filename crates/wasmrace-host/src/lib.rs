@@ -14,6 +14,7 @@
 //! # Ok::<(), wasmrace_host::HostError>(())
 //! ```
 
+pub mod bench;
 mod check;
 mod config;
 mod error;
