@@ -3,6 +3,8 @@
 //! outcomes to exit codes (0 no bug, 1 bug, 2 error) and makes sure every
 //! error, including an internal panic, ends as one `error: ` line on stderr.
 
+mod bench_report;
+mod chart;
 mod commands;
 mod output;
 mod report;
@@ -13,12 +15,14 @@ use std::process::ExitCode;
 const AFTER_HELP: &str = "\
 Exit status: 0 when no bug was found, 1 when a bug was found (or a replayed
 schedule failed), 2 on any error (bad module, bad schedule file, bad flags).
+`bench` exits 0 whenever the comparison ran, bugs or not.
 
 Examples:
   wasmrace list app.wasm
   wasmrace check app.wasm
   wasmrace check app.wasm --test lost_update --preemption-bound 3
-  wasmrace replay app.wasm app.lost_update.schedule.json";
+  wasmrace replay app.wasm app.lost_update.schedule.json
+  wasmrace bench --strategies pos,pct,random --chart hit-ratios.svg";
 
 #[derive(Parser)]
 #[command(
@@ -43,6 +47,7 @@ enum Command {
     Check(commands::check::CheckCommand),
     Replay(commands::replay::ReplayCommand),
     List(commands::list::ListCommand),
+    Bench(commands::bench::BenchCommand),
 }
 
 /// What a command found; errors are the third outcome and travel as `Err`.
@@ -60,6 +65,7 @@ fn main() -> ExitCode {
         Command::Check(c) => c.run(),
         Command::Replay(c) => c.run(),
         Command::List(c) => c.run(),
+        Command::Bench(c) => c.run(),
     });
     match result {
         Ok(Ok(Verdict::NoBug)) => ExitCode::from(0),

@@ -7,6 +7,9 @@
 use std::path::{Path, PathBuf};
 use std::process::Command;
 
+#[path = "cli/bench.rs"]
+mod bench;
+
 struct Run {
     code: i32,
     stdout: String,

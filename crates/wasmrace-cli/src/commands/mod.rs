@@ -2,6 +2,7 @@
 //! share: a schedule only reproduces under the host bounds it was found
 //! with, so replay accepts the same ones.
 
+pub mod bench;
 pub mod check;
 pub mod list;
 pub mod replay;

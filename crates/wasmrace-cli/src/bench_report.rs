@@ -1,0 +1,497 @@
+//! The tables `wasmrace bench` prints, as aligned text or as markdown: hit
+//! ratios (the comparison itself), executions to the first bug, distinct
+//! partial orders, and last, under its own heading, wall-clock timing — the
+//! one part that differs between two runs with the same options, so that
+//! comparisons can cut the output there.
+
+use std::fmt::Write;
+use wasmrace_host::bench::{BenchResults, RowCell, RowResult};
+
+/// The heading the timing part starts with, in both formats.
+pub const TIMING_HEADING: &str = "Timing";
+
+/// A table: a header, rows, and separator lines before some rows.
+struct Table {
+    header: Vec<String>,
+    /// Leading columns of text (test, family, ...), aligned left; the
+    /// numbers after them align right.
+    left: usize,
+    rows: Vec<Vec<String>>,
+    /// Row indices a separator line goes before (text only; markdown tables
+    /// have no separators, and the rows read the same without).
+    breaks: Vec<usize>,
+}
+
+impl Table {
+    fn text(&self) -> String {
+        let cols = self.header.len();
+        let width = |c: usize| {
+            std::iter::once(&self.header)
+                .chain(&self.rows)
+                .map(|r| r.get(c).map_or(0, |s| s.chars().count()))
+                .max()
+                .unwrap_or(0)
+        };
+        let widths: Vec<usize> = (0..cols).map(width).collect();
+        let line = |r: &[String]| {
+            let mut out = String::new();
+            for (c, w) in widths.iter().enumerate() {
+                let cell = r.get(c).map(String::as_str).unwrap_or("");
+                let sep = if c == 0 { "" } else { "  " };
+                if c < self.left {
+                    let _ = write!(out, "{sep}{cell:<w$}");
+                } else {
+                    let _ = write!(out, "{sep}{cell:>w$}");
+                }
+            }
+            format!("{}\n", out.trim_end())
+        };
+        let rule = format!(
+            "{}\n",
+            "-".repeat(widths.iter().sum::<usize>() + 2 * (cols - 1))
+        );
+        let mut out = line(&self.header);
+        out.push_str(&rule);
+        for (i, r) in self.rows.iter().enumerate() {
+            if self.breaks.contains(&i) {
+                out.push_str(&rule);
+            }
+            out.push_str(&line(r));
+        }
+        out
+    }
+
+    fn markdown(&self) -> String {
+        let esc = |s: &str| s.replace('|', "\\|");
+        let mut out = String::new();
+        let _ = writeln!(
+            out,
+            "| {} |",
+            self.header
+                .iter()
+                .map(|h| esc(h))
+                .collect::<Vec<_>>()
+                .join(" | ")
+        );
+        let align: Vec<&str> = (0..self.header.len())
+            .map(|c| if c < self.left { "---" } else { "---:" })
+            .collect();
+        let _ = writeln!(out, "|{}|", align.join("|"));
+        for r in &self.rows {
+            let _ = writeln!(
+                out,
+                "| {} |",
+                r.iter().map(|h| esc(h)).collect::<Vec<_>>().join(" | ")
+            );
+        }
+        out
+    }
+}
+
+/// A hit ratio: `-` for none, three significant digits, scientific below
+/// 0.001 (`1.23e-4`).
+pub fn ratio(h: f64) -> String {
+    if h <= 0.0 {
+        "-".into()
+    } else if h >= 0.001 {
+        let digits = (2 - h.log10().floor() as i32).max(0) as usize;
+        format!("{h:.digits$}")
+    } else {
+        format!("{h:.2e}")
+    }
+}
+
+/// A count that may be a mean: no decimals when whole.
+fn number(x: f64) -> String {
+    if x.fract() == 0.0 {
+        format!("{x:.0}")
+    } else {
+        format!("{x:.1}")
+    }
+}
+
+fn rate(per_sec: f64) -> String {
+    if per_sec >= 10_000.0 {
+        format!("{:.0}k", per_sec / 1000.0)
+    } else {
+        format!("{per_sec:.0}")
+    }
+}
+
+/// Row labels: the test name, or `program/test` where two programs share
+/// a test name.
+fn labels(r: &BenchResults) -> Vec<String> {
+    r.rows
+        .iter()
+        .map(|row| {
+            let shared = r
+                .rows
+                .iter()
+                .filter(|o| o.info.test == row.info.test)
+                .count()
+                > 1;
+            if shared {
+                format!("{}/{}", row.program, row.info.test)
+            } else {
+                row.info.test.clone()
+            }
+        })
+        .collect()
+}
+
+/// `yes`/`no` when the suite says whether the test has a bug, else `found`
+/// or `?`.
+fn bug_column(row: &RowResult) -> &'static str {
+    match row.info.expected_bug {
+        Some(true) => "yes",
+        Some(false) => "no",
+        None if row.has_bug => "found",
+        None => "?",
+    }
+}
+
+/// `mean`, or `mean / median` when they differ, then `(k/K)` when only
+/// k of the K runs found the bug; `-` when none did.
+fn mean_median(
+    mean: Option<f64>,
+    median: Option<f64>,
+    c: &RowCell,
+    fmt: fn(f64) -> String,
+) -> String {
+    let Some(mean) = mean else {
+        return "-".into();
+    };
+    let mut out = fmt(mean);
+    if let Some(median) = median.filter(|m| fmt(*m) != out) {
+        let _ = write!(out, " / {}", fmt(median));
+    }
+    if c.found < c.runs {
+        let _ = write!(out, " ({}/{})", c.found, c.runs);
+    }
+    out
+}
+
+fn first_bug(c: &RowCell) -> String {
+    mean_median(c.first_bug_mean, c.first_bug_median, c, number)
+}
+
+fn orders(c: &RowCell) -> String {
+    let n = number(c.distinct_orders);
+    match (c.exhausted, &c.pruned_by) {
+        (true, None) => format!("{n} all"),
+        (true, Some(_)) => format!("{n} bound"),
+        (false, _) => n,
+    }
+}
+
+struct Sections {
+    intro: String,
+    hit: (String, Table),
+    first: (String, Table),
+    orders: (String, Table),
+    speed: (String, Table),
+    first_ms: (String, Table),
+}
+
+fn sections(r: &BenchResults, best_mark: &dyn Fn(&str) -> String, best_note: &str) -> Sections {
+    let s = &r.settings;
+    let labels = labels(r);
+    let families = r.rows.iter().any(|row| row.info.family.is_some());
+    let traces = r.rows.iter().any(|row| row.info.traces.is_some());
+    let strategies = &s.strategies;
+    let first_clean = r.rows.iter().position(|row| !row.has_bug);
+
+    let mut intro = format!(
+        "wasmrace bench: {} tests ({} with a bug), {} strategies, {} executions per run, \
+         {} seed{} (base seed {}), at most {} steps per execution",
+        r.rows.len(),
+        r.tests_with_bug,
+        strategies.len(),
+        s.executions,
+        s.seeds,
+        if s.seeds == 1 { "" } else { "s" },
+        s.base_seed,
+        s.max_steps
+    );
+    if let Some(t) = s.cell_time_budget_secs {
+        let _ = write!(
+            intro,
+            ", time budget {t} s per run (results depend on the machine)"
+        );
+    }
+    intro.push('.');
+
+    let mut head = vec!["test".to_string()];
+    if families {
+        head.push("family".into());
+    }
+    head.push("bug".into());
+    let lead = |i: usize, row: &RowResult| {
+        let mut v = vec![labels[i].clone()];
+        if families {
+            v.push(row.info.family.clone().unwrap_or_default());
+        }
+        v.push(bug_column(row).into());
+        v
+    };
+    let with = |extra: &[String]| {
+        let mut h = head.clone();
+        h.extend(extra.iter().cloned());
+        h.extend(strategies.iter().cloned());
+        h
+    };
+    let breaks: Vec<usize> = first_clean.into_iter().collect();
+
+    // Hit ratios, then the per-strategy summary rows.
+    let mut rows = Vec::new();
+    for (i, row) in r.rows.iter().enumerate() {
+        let mut v = lead(i, row);
+        for c in &row.strategies {
+            let text = ratio(c.hit_ratio);
+            v.push(if row.best.contains(&c.strategy) {
+                best_mark(&text)
+            } else {
+                text
+            });
+        }
+        rows.push(v);
+    }
+    let pad = head.len() - 1;
+    let summary_at = rows.len();
+    let mut geo = vec![format!("geometric mean (miss = {})", ratio(r.miss_ratio))];
+    geo.extend(std::iter::repeat_n(String::new(), pad));
+    geo.extend(r.totals.iter().map(|t| ratio(t.geomean_hit_ratio)));
+    rows.push(geo);
+    let mut found = vec![format!("bugs found (of {})", r.tests_with_bug)];
+    found.extend(std::iter::repeat_n(String::new(), pad));
+    found.extend(r.totals.iter().map(|t| t.bugs_found.to_string()));
+    rows.push(found);
+    let mut hit_breaks = breaks.clone();
+    hit_breaks.push(summary_at);
+    let hit = (
+        format!(
+            "Hit ratio: failing executions / executions, seeds pooled; hardest test first; \
+             {best_note}; - no bug found. The geometric mean is over the tests with a bug, \
+             a miss counting as 1/(executions x seeds)."
+        ),
+        Table {
+            header: with(&[]),
+            left: head.len(),
+            rows,
+            breaks: hit_breaks,
+        },
+    );
+
+    let first = (
+        "Executions to the first bug: the mean over the runs that found it, then the \
+         median where it differs, then (k/K) where only k of the K runs found it; a \
+         strategy without a seed runs once."
+            .to_string(),
+        Table {
+            header: with(&[]),
+            left: head.len(),
+            rows: r
+                .rows
+                .iter()
+                .enumerate()
+                .map(|(i, row)| {
+                    let mut v = lead(i, row);
+                    v.extend(row.strategies.iter().map(first_bug));
+                    v
+                })
+                .collect(),
+            breaks: breaks.clone(),
+        },
+    );
+
+    let extra: Vec<String> = if traces {
+        vec!["traces".into()]
+    } else {
+        vec![]
+    };
+    let orders_table = (
+        format!(
+            "Distinct partial orders (Mazurkiewicz traces) per run, mean over the runs; \
+             `all`: the strategy exhausted its space, `bound`: exhausted within its bound{}.",
+            if traces {
+                "; traces: the published count for the whole program"
+            } else {
+                ""
+            }
+        ),
+        Table {
+            header: with(&extra),
+            left: head.len(),
+            rows: r
+                .rows
+                .iter()
+                .enumerate()
+                .map(|(i, row)| {
+                    let mut v = lead(i, row);
+                    if traces {
+                        v.push(row.info.traces.map(|t| t.to_string()).unwrap_or_default());
+                    }
+                    v.extend(row.strategies.iter().map(orders));
+                    v
+                })
+                .collect(),
+            breaks: breaks.clone(),
+        },
+    );
+
+    let mut speed_rows: Vec<Vec<String>> = r
+        .rows
+        .iter()
+        .enumerate()
+        .map(|(i, row)| {
+            let mut v = lead(i, row);
+            v.extend(
+                row.strategies
+                    .iter()
+                    .map(|c| rate(c.timing.executions_per_second)),
+            );
+            v
+        })
+        .collect();
+    let mut all = vec!["all tests".to_string()];
+    all.extend(std::iter::repeat_n(String::new(), pad));
+    all.extend(
+        r.totals
+            .iter()
+            .map(|t| rate(t.timing.executions_per_second)),
+    );
+    let speed_at = speed_rows.len();
+    speed_rows.push(all);
+    let mut speed_breaks = breaks.clone();
+    speed_breaks.push(speed_at);
+    let speed = (
+        "Executions per second (one worker's view: each run's executions over its \
+         own wall-clock time)."
+            .to_string(),
+        Table {
+            header: with(&[]),
+            left: head.len(),
+            rows: speed_rows,
+            breaks: speed_breaks,
+        },
+    );
+
+    let first_ms = (
+        "Milliseconds to the first bug: as for executions, mean, then median where it \
+         differs."
+            .to_string(),
+        Table {
+            header: with(&[]),
+            left: head.len(),
+            rows: r
+                .rows
+                .iter()
+                .enumerate()
+                .filter(|(_, row)| row.has_bug)
+                .map(|(i, row)| {
+                    let mut v = lead(i, row);
+                    v.extend(row.strategies.iter().map(|c| {
+                        mean_median(
+                            c.timing.first_bug_ms_mean,
+                            c.timing.first_bug_ms_median,
+                            c,
+                            |ms| format!("{ms:.1}"),
+                        )
+                    }));
+                    v
+                })
+                .collect(),
+            breaks: Vec::new(),
+        },
+    );
+
+    Sections {
+        intro,
+        hit,
+        first,
+        orders: orders_table,
+        speed,
+        first_ms,
+    }
+}
+
+/// Aligned text for a terminal.
+pub fn text(r: &BenchResults) -> String {
+    let s = sections(r, &|t| format!("{t}*"), "* marks the best of the row");
+    let mut out = format!("{}\n", s.intro);
+    for (note, table) in [&s.hit, &s.first, &s.orders] {
+        let _ = write!(out, "\n{note}\n\n{}", table.text());
+    }
+    let _ = write!(
+        out,
+        "\n{TIMING_HEADING} (wall clock: differs between runs)\n\n{}\n\n{}\n{}\n\n{}",
+        s.speed.0,
+        s.speed.1.text(),
+        s.first_ms.0,
+        s.first_ms.1.text()
+    );
+    out
+}
+
+/// Markdown: a paragraph and a table per section, `###` headings.
+pub fn markdown(r: &BenchResults) -> String {
+    let s = sections(r, &|t| format!("**{t}**"), "bold marks the best of the row");
+    let mut out = format!("{}\n", s.intro);
+    for (title, (note, table)) in [
+        ("Hit ratio", &s.hit),
+        ("Executions to the first bug", &s.first),
+        ("Partial orders", &s.orders),
+    ] {
+        let _ = write!(out, "\n### {title}\n\n{note}\n\n{}", table.markdown());
+    }
+    let _ = write!(
+        out,
+        "\n### {TIMING_HEADING}\n\nWall clock: differs between runs. {}\n\n{}\n{}\n\n{}",
+        s.speed.0,
+        s.speed.1.markdown(),
+        s.first_ms.0,
+        s.first_ms.1.markdown()
+    );
+    out
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn ratios_keep_three_significant_digits() {
+        assert_eq!(ratio(0.0), "-");
+        assert_eq!(ratio(1.0), "1.00");
+        assert_eq!(ratio(0.5), "0.500");
+        assert_eq!(ratio(1.0 / 48.0), "0.0208");
+        assert_eq!(ratio(0.00123), "0.00123");
+        assert_eq!(ratio(0.000123), "1.23e-4");
+        assert_eq!(number(2.0), "2");
+        assert_eq!(number(7.0 / 3.0), "2.3");
+    }
+
+    #[test]
+    fn text_tables_align_and_markdown_escapes() {
+        let t = Table {
+            header: vec!["test".into(), "dfs".into()],
+            left: 1,
+            rows: vec![
+                vec!["a".into(), "0.5".into()],
+                vec!["long name".into(), "1".into()],
+            ],
+            breaks: vec![1],
+        };
+        assert_eq!(
+            t.text(),
+            "test       dfs\n--------------\na          0.5\n--------------\nlong name    1\n"
+        );
+        let t = Table {
+            header: vec!["a|b".into()],
+            left: 1,
+            rows: vec![],
+            breaks: vec![],
+        };
+        assert_eq!(t.markdown(), "| a\\|b |\n|---|\n");
+    }
+}

@@ -1,0 +1,304 @@
+//! The SVG chart of `wasmrace bench --chart`: a grouped horizontal bar chart
+//! of hit ratios, one group per test with a bug (hardest first, as in the
+//! table), one bar per strategy, on a log scale; a miss is a cross at the
+//! left edge, the best bar of a group is outlined. Hand-written SVG: it is a
+//! few rectangles and labels, and a plotting dependency would outweigh it.
+
+use std::fmt::Write;
+use wasmrace_host::bench::BenchResults;
+
+/// Distinguishable colours (Tableau 10, then two more), by strategy column.
+const PALETTE: &[&str] = &[
+    "#4e79a7", "#f28e2b", "#e15759", "#76b7b2", "#59a14f", "#edc948", "#b07aa1", "#ff9da7",
+    "#9c755f", "#bab0ac", "#1b9e77", "#7570b3",
+];
+
+const WIDTH: f64 = 980.0;
+const LABEL_WIDTH: f64 = 250.0;
+const RIGHT: f64 = 40.0;
+
+fn esc(s: &str) -> String {
+    s.replace('&', "&amp;")
+        .replace('<', "&lt;")
+        .replace('>', "&gt;")
+        .replace('"', "&quot;")
+}
+
+/// Rough text width at `size` px in a sans-serif font, for layout.
+fn text_width(s: &str, size: f64) -> f64 {
+    s.chars().count() as f64 * size * 0.58
+}
+
+/// `1`, `0.1`, `0.01`, then `10⁻³`, ...
+fn decade_label(exp: i32) -> String {
+    match exp {
+        0 => "1".into(),
+        -1 => "0.1".into(),
+        -2 => "0.01".into(),
+        e => {
+            let sup: String = e
+                .to_string()
+                .chars()
+                .map(|c| match c {
+                    '-' => '⁻',
+                    d => ['⁰', '¹', '²', '³', '⁴', '⁵', '⁶', '⁷', '⁸', '⁹']
+                        [d as usize - '0' as usize],
+                })
+                .collect();
+            format!("10{sup}")
+        }
+    }
+}
+
+pub fn svg(r: &BenchResults) -> String {
+    let strategies = &r.settings.strategies;
+    let n = strategies.len().max(1);
+    let rows: Vec<_> = r.rows.iter().filter(|row| row.has_bug).collect();
+    let left_out = r.rows.len() - rows.len();
+
+    let bar_h = match n {
+        0..=4 => 10.0,
+        5..=8 => 7.0,
+        _ => 6.0,
+    };
+    let bar_step = bar_h + 1.5;
+    let group_pad = 16.0;
+    let group_h = n as f64 * bar_step + group_pad;
+
+    let x0 = LABEL_WIDTH;
+    let x1 = WIDTH - RIGHT;
+    let lo = r.miss_ratio.log10().floor().min(-1.0) as i32;
+    let x = |h: f64| x0 + (h.log10() - f64::from(lo)) / f64::from(-lo) * (x1 - x0);
+
+    let mut body = String::new();
+    let mut y = 30.0;
+    // Title and subtitle.
+    let _ = writeln!(
+        body,
+        r#"<text x="20" y="{y}" class="title">Hit ratio per test and strategy</text>"#
+    );
+    y += 22.0;
+    let s = &r.settings;
+    let subtitle = format!(
+        "failing executions / executions, {} executions x {} seed{} per test and strategy \
+         (seeds pooled); log scale; hardest test first",
+        s.executions,
+        s.seeds,
+        if s.seeds == 1 { "" } else { "s" }
+    );
+    let _ = writeln!(
+        body,
+        r#"<text x="20" y="{y}" class="sub">{}</text>"#,
+        esc(&subtitle)
+    );
+    y += 18.0;
+    let mut how = "x at the left edge: bug not found; outlined bar: best of the test".to_string();
+    if left_out > 0 {
+        let _ = write!(
+            how,
+            "; {left_out} test{} without a bug left out",
+            if left_out == 1 { "" } else { "s" }
+        );
+    }
+    let _ = writeln!(
+        body,
+        r#"<text x="20" y="{y}" class="sub">{}</text>"#,
+        esc(&how)
+    );
+    y += 24.0;
+
+    // Legend in a grid of equal columns; each entry with the strategy's
+    // geometric mean and bugs found, so the chart stands without the table.
+    let labels: Vec<String> = strategies
+        .iter()
+        .enumerate()
+        .map(|(i, name)| match r.totals.get(i) {
+            Some(t) => format!(
+                "{name}: geo. mean {}, {} of {} bugs",
+                crate::bench_report::ratio(t.geomean_hit_ratio),
+                t.bugs_found,
+                r.tests_with_bug
+            ),
+            None => name.clone(),
+        })
+        .collect();
+    let col_w = labels
+        .iter()
+        .map(|l| 18.0 + text_width(l, 12.0) + 24.0)
+        .fold(0.0, f64::max);
+    let cols = (((WIDTH - 40.0) / col_w).floor() as usize).max(1);
+    for (i, label) in labels.iter().enumerate() {
+        let lx = 20.0 + (i % cols) as f64 * col_w;
+        let ly = y + (i / cols) as f64 * 20.0;
+        let _ = writeln!(
+            body,
+            r#"<rect x="{lx:.1}" y="{:.1}" width="12" height="12" fill="{}"/><text x="{:.1}" y="{ly:.1}" class="legend">{}</text>"#,
+            ly - 10.0,
+            PALETTE[i % PALETTE.len()],
+            lx + 18.0,
+            esc(label)
+        );
+    }
+    y += labels.len().div_ceil(cols).saturating_sub(1) as f64 * 20.0;
+    y += 34.0;
+
+    // Axis: decade grid lines with labels above and below the plot.
+    let plot_top = y;
+    let plot_h = rows.len().max(1) as f64 * group_h;
+    let plot_bottom = plot_top + plot_h;
+    for (i, _) in rows.iter().enumerate() {
+        if i % 2 == 0 {
+            let _ = writeln!(
+                body,
+                r##"<rect x="8" y="{:.1}" width="{:.1}" height="{group_h:.1}" fill="#f4f5f7"/>"##,
+                plot_top + i as f64 * group_h,
+                WIDTH - 16.0
+            );
+        }
+    }
+    for e in lo..=0 {
+        let gx = x(10f64.powi(e));
+        let _ = writeln!(
+            body,
+            r##"<line x1="{gx:.1}" y1="{plot_top:.1}" x2="{gx:.1}" y2="{plot_bottom:.1}" stroke="#c8ccd2" stroke-width="1"/>"##
+        );
+        for ty in [plot_top - 8.0, plot_bottom + 18.0] {
+            let _ = writeln!(
+                body,
+                r#"<text x="{gx:.1}" y="{ty:.1}" class="tick">{}</text>"#,
+                decade_label(e)
+            );
+        }
+    }
+    // The miss ratio: one failing execution in a whole row cell's budget.
+    let mx = x(r.miss_ratio);
+    let _ = writeln!(
+        body,
+        r##"<line x1="{mx:.1}" y1="{plot_top:.1}" x2="{mx:.1}" y2="{plot_bottom:.1}" stroke="#8a8f98" stroke-width="1" stroke-dasharray="3,3"/>"##
+    );
+    let _ = writeln!(
+        body,
+        r#"<text x="{mx:.1}" y="{:.1}" class="note">1 hit in {}</text>"#,
+        plot_bottom + 34.0,
+        s.executions * u64::from(s.seeds)
+    );
+    let _ = writeln!(
+        body,
+        r#"<text x="{:.1}" y="{:.1}" class="axis">hit ratio (log scale)</text>"#,
+        (x0 + x1) / 2.0,
+        plot_bottom + 52.0
+    );
+
+    // Groups.
+    for (gi, row) in rows.iter().enumerate() {
+        let gy = plot_top + gi as f64 * group_h + group_pad / 2.0;
+        let mid = gy + n as f64 * bar_step / 2.0;
+        let _ = writeln!(
+            body,
+            r#"<text x="{:.1}" y="{:.1}" class="label">{}</text>"#,
+            x0 - 10.0,
+            mid - 1.0,
+            esc(&row.info.test)
+        );
+        let best = if row.best.is_empty() {
+            "no strategy found it".to_string()
+        } else {
+            format!(
+                "best: {} ({})",
+                row.best.join(", "),
+                crate::bench_report::ratio(row.best_hit_ratio)
+            )
+        };
+        let _ = writeln!(
+            body,
+            r#"<text x="{:.1}" y="{:.1}" class="small">{}</text>"#,
+            x0 - 10.0,
+            mid + 11.0,
+            esc(&best)
+        );
+        for (si, c) in row.strategies.iter().enumerate() {
+            let by = gy + si as f64 * bar_step;
+            let color = PALETTE[si % PALETTE.len()];
+            let tip = format!(
+                "{} on {}: {} ({} of {} executions)",
+                c.strategy,
+                row.info.test,
+                crate::bench_report::ratio(c.hit_ratio),
+                c.failing_executions,
+                c.executions
+            );
+            if c.hit_ratio > 0.0 {
+                let w = (x(c.hit_ratio) - x0).max(1.5);
+                let outline = if row.best.contains(&c.strategy) {
+                    r##" stroke="#111" stroke-width="1.2""##
+                } else {
+                    ""
+                };
+                let _ = writeln!(
+                    body,
+                    r#"<rect x="{x0:.1}" y="{by:.1}" width="{w:.1}" height="{bar_h:.1}" fill="{color}"{outline}><title>{}</title></rect>"#,
+                    esc(&tip)
+                );
+            } else {
+                let (cx, cy, d) = (x0 + 5.0, by + bar_h / 2.0, bar_h / 2.0);
+                let _ = writeln!(
+                    body,
+                    r#"<path d="M{:.1},{:.1}L{:.1},{:.1}M{:.1},{:.1}L{:.1},{:.1}" stroke="{color}" stroke-width="1.6"><title>{}</title></path>"#,
+                    cx - d,
+                    cy - d,
+                    cx + d,
+                    cy + d,
+                    cx - d,
+                    cy + d,
+                    cx + d,
+                    cy - d,
+                    esc(&tip)
+                );
+            }
+        }
+    }
+    if rows.is_empty() {
+        let _ = writeln!(
+            body,
+            r#"<text x="{:.1}" y="{:.1}" class="axis">no test with a bug</text>"#,
+            (x0 + x1) / 2.0,
+            plot_top + group_h / 2.0
+        );
+    }
+    let _ = writeln!(
+        body,
+        r##"<line x1="{x0:.1}" y1="{plot_top:.1}" x2="{x0:.1}" y2="{plot_bottom:.1}" stroke="#333" stroke-width="1"/>"##
+    );
+
+    let height = plot_bottom + 70.0;
+    format!(
+        r##"<svg xmlns="http://www.w3.org/2000/svg" width="{WIDTH}" height="{height:.0}" viewBox="0 0 {WIDTH} {height:.0}" font-family="Helvetica, Arial, sans-serif">
+<style>
+.title {{ font-size: 20px; font-weight: bold; fill: #111; }}
+.sub {{ font-size: 12px; fill: #555; }}
+.legend {{ font-size: 12px; fill: #222; }}
+.tick {{ font-size: 11px; fill: #444; text-anchor: middle; }}
+.axis {{ font-size: 13px; fill: #222; text-anchor: middle; }}
+.note {{ font-size: 10px; fill: #666; text-anchor: middle; }}
+.label {{ font-size: 13px; fill: #111; text-anchor: end; }}
+.small {{ font-size: 10px; fill: #666; text-anchor: end; }}
+</style>
+<rect width="100%" height="100%" fill="#fff"/>
+{body}</svg>
+"##
+    )
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn decades_read_naturally() {
+        assert_eq!(decade_label(0), "1");
+        assert_eq!(decade_label(-2), "0.01");
+        assert_eq!(decade_label(-3), "10⁻³");
+        assert_eq!(decade_label(-12), "10⁻¹²");
+        assert_eq!(esc("a<b & \"c\""), "a&lt;b &amp; &quot;c&quot;");
+    }
+}
