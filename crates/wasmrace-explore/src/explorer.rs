@@ -2,8 +2,10 @@
 //! after another, within explicit bounds; resumes executions from held
 //! snapshots or by replaying a prefix; stops at the first bug (by default).
 
+use crate::prefix_tree::{NodeId, PrefixTree, NIL};
 use crate::program::{Program, Status};
 use crate::strategy::{BoundHit, Context, Outcome, Start, Stat, Strategy};
+use std::collections::BTreeMap;
 use std::time::{Duration, Instant};
 use wasmrace_trace::{Decision, Failure, FailureKind, OpKind, Tid};
 
@@ -31,6 +33,11 @@ pub struct Config {
     pub max_snapshots: usize,
     /// Stop at the first failing execution. Default true.
     pub stop_on_first_bug: bool,
+    /// Saved states (`Strategy::save_request`, e.g. SES's frontier) held
+    /// as snapshots at most (`--max-saved-snapshots`); beyond that a saved
+    /// state keeps only its prefix and is replayed when started from, which
+    /// is slower, never wrong. Default 1024.
+    pub max_saved_snapshots: usize,
 }
 
 impl Default for Config {
@@ -42,6 +49,7 @@ impl Default for Config {
             snapshot_every_cost: Some(200_000),
             max_snapshots: 64,
             stop_on_first_bug: true,
+            max_saved_snapshots: 1024,
         }
     }
 }
@@ -75,6 +83,15 @@ pub struct Report {
     pub stopped_by: Option<BoundHit>,
     /// A bound of the strategy that pruned part of the space, if one did.
     pub strategy_bound: Option<BoundHit>,
+    /// States saved at the strategy's request (`Strategy::save_request`):
+    /// with a snapshot, and with only their prefix (over
+    /// `max_saved_snapshots`, or a program that cannot snapshot).
+    pub saved_with_snapshot: u64,
+    pub saved_as_prefix: u64,
+    /// Executions started from a saved state (`Start::Saved`), by restoring
+    /// its snapshot and by replaying its prefix.
+    pub saved_restored: u64,
+    pub saved_replayed: u64,
     /// State hashes computed for strategies that asked for them
     /// (`Strategy::wants_state_hash`).
     pub state_hashes: u64,
@@ -107,8 +124,47 @@ pub enum ExploreError<E: std::error::Error + 'static> {
         prefix_len: usize,
         len: usize,
     },
+    #[error("strategy `{strategy}` asked to start from saved state {id}, which it never saved or already used")]
+    UnknownSaved { strategy: String, id: u64 },
     #[error("the program reports running with no enabled thread at step {step} (a program must report a deadlock itself)")]
     NoEnabledThread { step: usize },
+}
+
+/// A state saved at a strategy's request: its prefix (a held node of the
+/// explorer's prefix tree) and, when one was kept, its snapshot.
+struct Saved<S> {
+    node: NodeId,
+    snapshot: Option<S>,
+}
+
+/// Interns the current path's first `depth` decisions into `tree`,
+/// extending `path_nodes` (each new node held once by the path).
+fn intern_path(
+    tree: &mut PrefixTree<(Decision, Option<OpKind>)>,
+    path_nodes: &mut Vec<NodeId>,
+    decisions: &[Decision],
+    ops: &[Option<OpKind>],
+    depth: usize,
+) {
+    while path_nodes.len() < depth {
+        let i = path_nodes.len();
+        let parent = path_nodes.last().copied().unwrap_or(NIL);
+        path_nodes.push(tree.push(parent, (decisions[i], ops[i])));
+    }
+}
+
+/// Shortens the interned path to its first `len` nodes, dropping the path's
+/// holds on the rest (deepest first).
+fn truncate_path(
+    tree: &mut PrefixTree<(Decision, Option<OpKind>)>,
+    path_nodes: &mut Vec<NodeId>,
+    len: usize,
+) {
+    while path_nodes.len() > len {
+        if let Some(n) = path_nodes.pop() {
+            tree.release(n);
+        }
+    }
 }
 
 /// Progress notifications, e.g. for a progress bar. Called after each
@@ -144,6 +200,14 @@ impl<P: Program> Explorer<P> {
         let mut snaps: Vec<(usize, P::Snapshot)> = Vec::new();
         // Cost accumulated since the last snapshot, per prefix length.
         let mut costs: Vec<u64> = Vec::new();
+        // Saved states: their prefixes share a prefix tree of (decision,
+        // operation) nodes; `path_nodes[i]` is the node of the current
+        // path's first `i + 1` decisions, interned only when a save needs it
+        // and held once by the path.
+        let mut tree: PrefixTree<(Decision, Option<OpKind>)> = PrefixTree::default();
+        let mut path_nodes: Vec<NodeId> = Vec::new();
+        let mut saved: BTreeMap<u64, Saved<P::Snapshot>> = BTreeMap::new();
+        let mut saved_snapshots = 0usize;
         let cfg = self.config.clone();
 
         loop {
@@ -184,6 +248,7 @@ impl<P: Program> Explorer<P> {
                     ops.clear();
                     snaps.clear();
                     costs.clear();
+                    truncate_path(&mut tree, &mut path_nodes, 0);
                 }
                 Start::Resume { prefix_len } => {
                     if prefix_len > decisions.len() {
@@ -218,6 +283,76 @@ impl<P: Program> Explorer<P> {
                     decisions.truncate(prefix_len);
                     ops.truncate(prefix_len);
                     costs.truncate(prefix_len);
+                    truncate_path(&mut tree, &mut path_nodes, prefix_len);
+                }
+                Start::Saved { id } => {
+                    let Some(state) = saved.remove(&id) else {
+                        return Err(ExploreError::UnknownSaved {
+                            strategy: strategy.name().to_string(),
+                            id,
+                        });
+                    };
+                    let prefix = tree.prefix(state.node);
+                    let len = prefix.len();
+                    match state.snapshot {
+                        Some(snap) => {
+                            saved_snapshots -= 1;
+                            self.program.restore(&snap).map_err(ExploreError::Program)?;
+                            report.restores += 1;
+                            report.saved_restored += 1;
+                            // Kept for backtracking below the saved state.
+                            snaps.clear();
+                            snaps.push((len, snap));
+                            costs.clear();
+                            costs.resize(len, 0);
+                        }
+                        None => {
+                            report.saved_replayed += 1;
+                            // Replay from the deepest snapshot the saved
+                            // prefix shares with the current path.
+                            let lcp = decisions
+                                .iter()
+                                .zip(&prefix)
+                                .take_while(|(a, (b, _))| *a == b)
+                                .count();
+                            while snaps.last().is_some_and(|(l, _)| *l > lcp) {
+                                snaps.pop();
+                            }
+                            let from = match snaps.last() {
+                                Some((l, snap)) => {
+                                    self.program.restore(snap).map_err(ExploreError::Program)?;
+                                    report.restores += 1;
+                                    *l
+                                }
+                                None => {
+                                    self.program.reset().map_err(ExploreError::Program)?;
+                                    0
+                                }
+                            };
+                            costs.truncate(from);
+                            for &(d, _) in &prefix[from..] {
+                                let info = self.program.step(d).map_err(ExploreError::Program)?;
+                                report.steps += 1;
+                                report.replayed_steps += 1;
+                                costs.push(costs.last().copied().unwrap_or(0) + info.cost);
+                            }
+                        }
+                    }
+                    decisions.clear();
+                    ops.clear();
+                    decisions.extend(prefix.iter().map(|(d, _)| *d));
+                    ops.extend(prefix.iter().map(|(_, op)| *op));
+                    if let Some(&(d, op)) = prefix.last() {
+                        last = Some((d.tid, op));
+                    }
+                    // The path now is the saved prefix: hold its nodes, then
+                    // drop the saved state's own hold.
+                    truncate_path(&mut tree, &mut path_nodes, 0);
+                    path_nodes = tree.chain(state.node);
+                    for &n in &path_nodes {
+                        tree.hold(n);
+                    }
+                    tree.release(state.node);
                 }
             }
 
@@ -268,6 +403,27 @@ impl<P: Program> Explorer<P> {
                         step: decisions.len(),
                     });
                 }
+                if let Some(id) = strategy.save_request() {
+                    let depth = decisions.len();
+                    intern_path(&mut tree, &mut path_nodes, &decisions, &ops, depth);
+                    let node = path_nodes.last().copied().unwrap_or(NIL);
+                    tree.hold(node);
+                    let snapshot = if saved_snapshots < cfg.max_saved_snapshots {
+                        self.program.snapshot().map_err(ExploreError::Program)?
+                    } else {
+                        None
+                    };
+                    if snapshot.is_some() {
+                        saved_snapshots += 1;
+                        report.saved_with_snapshot += 1;
+                    } else {
+                        report.saved_as_prefix += 1;
+                    }
+                    if let Some(old) = saved.insert(id, Saved { node, snapshot }) {
+                        tree.release(old.node);
+                        saved_snapshots -= usize::from(old.snapshot.is_some());
+                    }
+                }
                 let info = self.program.step(d).map_err(ExploreError::Program)?;
                 report.steps += 1;
                 strategy.observe(info);
@@ -278,7 +434,10 @@ impl<P: Program> Explorer<P> {
                 let acc = costs.last().copied().unwrap_or(0) + cost;
                 costs.push(acc);
                 if let Some(every) = cfg.snapshot_every_cost {
-                    let since = snaps.last().map(|(len, _)| costs[*len - 1]).unwrap_or(0);
+                    let since = match snaps.last() {
+                        Some((len, _)) if *len > 0 => costs[*len - 1],
+                        _ => 0,
+                    };
                     if acc - since >= every && matches!(self.program.status(), Status::Running) {
                         if let Some(s) = self.program.snapshot().map_err(ExploreError::Program)? {
                             report.snapshots_taken += 1;

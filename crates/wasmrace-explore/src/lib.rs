@@ -20,8 +20,9 @@ pub use explorer::{Bug, Config, ExploreError, Explorer, Report};
 pub use program::{is_preemption, Pending, Program, Status, StepInfo, ThreadView};
 pub use state_cache::StateCache;
 pub use strategies::{
-    Dfs, DfsOptions, Divergence, DivergenceReason, RandomWalk, RecordStats, Recorded, Recorder,
-    Replay,
+    BuiltinExplorer, DelayCursor, DelayingExplorer, Dfs, DfsOptions, Divergence,
+    DivergenceReason, RandomWalk, RecordStats, Recorded, Recorder, Replay, Ses, SesOptions, Ss,
+    SsOptions,
 };
 pub use strategy::{BoundHit, Context, Outcome, Start, Stat, Strategy};
 pub use wasmrace_trace as trace;

@@ -66,6 +66,13 @@ impl<T: Copy> PrefixTree<T> {
         }
     }
 
+    /// One more hold on `id` (nothing for `NIL`).
+    pub(crate) fn hold(&mut self, id: NodeId) {
+        if id != NIL {
+            self.nodes[id as usize].refs += 1;
+        }
+    }
+
     /// Drops one hold on `id`, freeing it and then its ancestors that nothing
     /// else holds.
     pub(crate) fn release(&mut self, mut id: NodeId) {
@@ -80,6 +87,17 @@ impl<T: Copy> PrefixTree<T> {
             self.live -= 1;
             id = parent;
         }
+    }
+
+    /// The nodes from the root to `id`, `id` last.
+    pub(crate) fn chain(&self, mut id: NodeId) -> Vec<NodeId> {
+        let mut out = Vec::with_capacity(self.depth(id));
+        while id != NIL {
+            out.push(id);
+            id = self.nodes[id as usize].parent;
+        }
+        out.reverse();
+        out
     }
 
     /// Number of items from the root to `id`.
@@ -119,8 +137,11 @@ mod tests {
             (t.prefix(b), t.prefix(c), t.depth(c)),
             (vec![1, 2], vec![1, 3], 2)
         );
+        assert_eq!(t.chain(c), vec![a, c]);
+        t.hold(b);
         t.release(a);
-        assert_eq!(t.live, 3, "b and c hold a");
+        t.release(b);
+        assert_eq!(t.live, 3, "b is still held once, and b and c hold a");
         t.release(c);
         assert_eq!(t.live, 2);
         t.release(b);

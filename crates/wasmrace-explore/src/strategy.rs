@@ -16,6 +16,15 @@ pub enum Start {
     /// those decisions, without asking the strategy; the strategy's next
     /// `decide` is for step `prefix_len`.
     Resume { prefix_len: usize },
+    /// From a state saved earlier at the strategy's request (see
+    /// [`Strategy::save_request`]), with the decisions that led there as the
+    /// execution's prefix. The explorer restores the state's snapshot when it
+    /// kept one, or else replays its prefix (from the deepest snapshot the
+    /// prefix shares with the current path); strategies cannot tell the
+    /// difference. Starting from a saved state uses it up: to start there
+    /// again, save it again. The strategy's next `decide` is for the step
+    /// after the prefix.
+    Saved { id: u64 },
 }
 
 /// A counter a strategy keeps about its own work (states explored, cache
@@ -143,6 +152,21 @@ pub trait Strategy {
     /// `decide`, only when `wants_state_hash()` said yes.
     fn observe_state(&mut self, _hash: Option<[u8; 32]>) {}
 
+    /// Called after each `decide` that returned a decision, before the step
+    /// runs. `Some(id)` asks the explorer to save the state the program is
+    /// in (the one `decide` was just asked about, reached by `ctx.prefix`)
+    /// under `id`, so that a later execution can start there with
+    /// `Start::Saved { id }`. The explorer keeps a snapshot of it while it
+    /// holds fewer than `Config::max_saved_snapshots` (and the program can
+    /// snapshot), else only its prefix, in a prefix tree shared with the
+    /// other saved states. Saving under an id still held replaces the old
+    /// state. Saved states never started from are dropped when the run ends.
+    /// Wrappers must forward this (and keep, per id, whatever per-step data
+    /// they need to continue after a `Saved` start).
+    fn save_request(&mut self) -> Option<u64> {
+        None
+    }
+
     /// Counters about the strategy's own work, in a fixed order; the explorer
     /// copies them into `Report::strategy_stats` when the run ends.
     fn stats(&self) -> Vec<Stat> {
@@ -183,6 +207,9 @@ impl<S: Strategy + ?Sized> Strategy for Box<S> {
     }
     fn observe_state(&mut self, hash: Option<[u8; 32]>) {
         (**self).observe_state(hash)
+    }
+    fn save_request(&mut self) -> Option<u64> {
+        (**self).save_request()
     }
     fn stats(&self) -> Vec<Stat> {
         (**self).stats()

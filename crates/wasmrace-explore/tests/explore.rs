@@ -836,3 +836,7 @@ fn a_yield_loop_hits_the_step_limit() {
 /// crate: the file lives beside this one).
 #[path = "explore/procrastination.rs"]
 mod procrastination;
+
+/// Delaying explorers, SES, SS and state caching (FSE 2015).
+#[path = "explore/delaying.rs"]
+mod delaying;

@@ -36,6 +36,26 @@
 //! in [`WithoutBlockingAvoidance`](crate::blocking::WithoutBlockingAvoidance)
 //! gives the naive search back for comparison.
 //!
+//! **State caching** (`Dfs::with_state_cache`, `--state-cache`): a
+//! [`StateCache`] of program state hashes (as SES keeps, FSE 2015 §3). When
+//! the search reaches a state at a new depth (not one it backtracks to, nor
+//! a step of a replayed deferred prefix) whose key is cached, it abandons the
+//! execution there: the subtree below was explored from the earlier visit.
+//! The key is what that subtree depends on. Unbounded, that is the state
+//! alone: every enabled decision is explored below it, whatever the order.
+//! With a preemption bound it also includes the thread that ran last and
+//! whether it yielded, since they decide which switches are preemptions, and
+//! budgets only shrink: iteration `k` explores schedules with exactly `k`
+//! preemptions, so a state first seen in iteration `j <= k` was explored
+//! with at least as many preemptions left (`c - j >= c - k`), its
+//! preemptive alternatives deferred to later iterations like any other. A
+//! state seen with a smaller remaining budget never covers one seen with a
+//! larger. Our DFS has no sleep sets or backtrack sets whose contents would
+//! depend on the path (each frame tries every enabled decision), so nothing
+//! else needs to go into the key. Cycles in the state graph (a `yield_now`
+//! spin loop) are cut at the repeated state instead of running into the step
+//! limit. Evictions at the cap only cost re-exploration.
+//!
 //! **Order.** At each step: continue the last thread (all its alternatives,
 //! ascending), then the other threads in creation order. So the first
 //! execution is non-preemptive. After a `yield_now` the yielding thread comes
@@ -44,8 +64,9 @@
 //! execution.
 
 use crate::prefix_tree::{NodeId, PrefixTree, NIL};
-use crate::strategy::{BoundHit, Context, Start, Strategy};
-use wasmrace_trace::{Decision, OpKind};
+use crate::state_cache::StateCache;
+use crate::strategy::{BoundHit, Context, Start, Stat, Strategy};
+use wasmrace_trace::{mix64, Decision, OpKind};
 
 /// Options of [`Dfs`].
 #[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
@@ -104,6 +125,13 @@ pub struct Dfs {
     pruned: u64,
     deferred: u64,
     nondeterministic: u64,
+    /// Visited states, when state caching is on.
+    cache: Option<StateCache>,
+    /// The hash of the state the next `decide` is about.
+    hash: Option<[u8; 32]>,
+    cache_hits: u64,
+    /// States (keys) the cache took as new.
+    cache_states: u64,
 }
 
 impl Dfs {
@@ -124,6 +152,10 @@ impl Dfs {
             pruned: 0,
             deferred: 0,
             nondeterministic: 0,
+            cache: None,
+            hash: None,
+            cache_hits: 0,
+            cache_states: 0,
         }
     }
 
@@ -139,6 +171,50 @@ impl Dfs {
         Self::new(DfsOptions {
             preemption_bound: Some(bound),
         })
+    }
+
+    /// Turns state caching on, with at most `cache_mb` MiB of state hashes
+    /// (see the module documentation; 0 keeps it off).
+    pub fn with_state_cache(mut self, cache_mb: u64) -> Self {
+        let cache = StateCache::new(cache_mb);
+        self.cache = cache.enabled().then_some(cache);
+        self
+    }
+
+    /// The state cache, when on.
+    pub fn state_cache(&self) -> Option<&StateCache> {
+        self.cache.as_ref()
+    }
+
+    /// Executions cut short because they reached a cached state.
+    pub fn cache_hits(&self) -> u64 {
+        self.cache_hits
+    }
+
+    /// Distinct states (cache keys) the search explored from.
+    pub fn states_explored(&self) -> u64 {
+        self.cache_states
+    }
+
+    /// The cache key of the state `ctx` is about: the state hash, plus,
+    /// under a preemption bound, the last thread and whether it yielded.
+    fn cache_key(&self, hash: [u8; 32], ctx: &Context<'_>) -> [u8; 32] {
+        if self.opts.preemption_bound.is_none() {
+            return hash;
+        }
+        let (last, yielded) = match ctx.last {
+            None => (0, 2),
+            Some((t, op)) => (t.0, u64::from(op == Some(OpKind::Yield))),
+        };
+        let salt = mix64(mix64(last ^ 0x6466_735f_6b65_7900) ^ yielded);
+        let mut key = hash;
+        for (k, lane) in key.chunks_mut(8).enumerate() {
+            let mut w = [0u8; 8];
+            w.copy_from_slice(lane);
+            let v = mix64(u64::from_le_bytes(w) ^ salt.rotate_left(16 * k as u32));
+            lane.copy_from_slice(&v.to_le_bytes());
+        }
+        key
     }
 
     pub fn options(&self) -> DfsOptions {
@@ -363,6 +439,17 @@ impl Strategy for Dfs {
             while self.frames.len() > depth - base {
                 self.pop_frame();
             }
+            if let (Some(hash), true) = (self.hash.take(), self.cache.is_some()) {
+                let key = self.cache_key(hash, ctx);
+                if self.cache.as_mut().is_some_and(|c| c.insert(key)) {
+                    self.cache_states += 1;
+                } else {
+                    // Explored from an earlier visit: prune the subtree.
+                    self.cache_hits += 1;
+                    self.path.truncate(depth);
+                    return None;
+                }
+            }
             self.push_frame(ctx)?
         };
         let valid = ctx
@@ -382,6 +469,25 @@ impl Strategy for Dfs {
 
     fn exhausted(&self) -> bool {
         self.exhausted
+    }
+
+    fn wants_state_hash(&self) -> bool {
+        self.cache.is_some()
+    }
+
+    fn observe_state(&mut self, hash: Option<[u8; 32]>) {
+        self.hash = hash;
+    }
+
+    fn stats(&self) -> Vec<Stat> {
+        match &self.cache {
+            None => Vec::new(),
+            Some(c) => vec![
+                Stat::new("states explored", self.cache_states),
+                Stat::new("cache hits", self.cache_hits),
+                Stat::new("cache evictions", c.evictions()),
+            ],
+        }
     }
 
     fn bound_hit(&self) -> Option<BoundHit> {
@@ -491,6 +597,7 @@ mod tests {
             let from = match start {
                 Start::Fresh => 0,
                 Start::Resume { prefix_len } => prefix_len,
+                Start::Saved { .. } => unreachable!("never saves"),
             };
             path.truncate(from);
             for step in from..2 {
@@ -524,6 +631,7 @@ mod tests {
             let from = match start {
                 Start::Fresh => 0,
                 Start::Resume { prefix_len } => prefix_len,
+                Start::Saved { .. } => unreachable!("never saves"),
             };
             path.truncate(from);
             for step in from..steps {

@@ -60,6 +60,9 @@ pub struct Metrics<S> {
     first_failure_after: Option<Duration>,
     started: Instant,
     last_order: Option<u128>,
+    /// Steps and accesses of the states the inner strategy saved, per id,
+    /// to hash whole executions after a `Start::Saved`.
+    saved: BTreeMap<u64, (Vec<StepRec>, Vec<(Oid, bool)>)>,
 }
 
 impl<S: Strategy> Metrics<S> {
@@ -77,6 +80,7 @@ impl<S: Strategy> Metrics<S> {
             first_failure_after: None,
             started: Instant::now(),
             last_order: None,
+            saved: BTreeMap::new(),
         }
     }
 
@@ -230,6 +234,12 @@ impl<S: Strategy> Strategy for Metrics<S> {
         let keep = match start {
             Start::Fresh => 0,
             Start::Resume { prefix_len } => prefix_len,
+            Start::Saved { id } => {
+                let (steps, accesses) = self.saved.remove(&id).unwrap_or_default();
+                self.steps = steps;
+                self.accesses = accesses;
+                self.steps.len()
+            }
         };
         self.truncate(keep);
         Some(start)
@@ -282,6 +292,21 @@ impl<S: Strategy> Strategy for Metrics<S> {
     }
     fn active(&self) -> &str {
         self.inner.active()
+    }
+    fn wants_state_hash(&self) -> bool {
+        self.inner.wants_state_hash()
+    }
+    fn observe_state(&mut self, hash: Option<[u8; 32]>) {
+        self.inner.observe_state(hash)
+    }
+    fn save_request(&mut self) -> Option<u64> {
+        let id = self.inner.save_request()?;
+        self.saved
+            .insert(id, (self.steps.clone(), self.accesses.clone()));
+        Some(id)
+    }
+    fn stats(&self) -> Vec<crate::strategy::Stat> {
+        self.inner.stats()
     }
 }
 

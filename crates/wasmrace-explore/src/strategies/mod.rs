@@ -45,6 +45,7 @@ pub mod delaying;
 pub mod prr;
 pub mod rr;
 pub mod rtc;
+pub mod ses;
 pub mod ss;
 
 pub use delaying::{
@@ -54,4 +55,5 @@ pub use delaying::{
 pub use prr::ProbabilisticRoundRobin;
 pub use rr::RoundRobin;
 pub use rtc::RunToCompletion;
+pub use ses::{Ses, SesOptions};
 pub use ss::{SampleCount, Ss, SsOptions};

@@ -186,6 +186,13 @@ impl Strategy for Portfolio {
     fn observe_state(&mut self, hash: Option<[u8; 32]>) {
         self.member().strategy.observe_state(hash)
     }
+
+    fn save_request(&mut self) -> Option<u64> {
+        // Ids are the member's own: two members could pick the same id, and
+        // a member's saved state is only started by that member. Members
+        // that save belong in the opening slot, which runs alone.
+        self.member().strategy.save_request()
+    }
 }
 
 #[cfg(test)]

@@ -173,7 +173,11 @@ pub struct PartialOrders<S> {
     /// Random walk's probability of each decision of this execution.
     weights: Vec<f64>,
     orders: BTreeMap<HappensBefore, OrderStats>,
+    /// Steps and weights of the states the inner strategy saved, per id.
+    saved: BTreeMap<u64, SavedSteps>,
 }
+
+type SavedSteps = (Vec<(Tid, u32, Vec<Access>)>, Vec<f64>);
 
 impl<S: Strategy> PartialOrders<S> {
     pub fn new(inner: S) -> Self {
@@ -182,6 +186,7 @@ impl<S: Strategy> PartialOrders<S> {
             steps: Vec::new(),
             weights: Vec::new(),
             orders: BTreeMap::new(),
+            saved: BTreeMap::new(),
         }
     }
 
@@ -241,6 +246,12 @@ impl<S: Strategy> Strategy for PartialOrders<S> {
         let keep = match start {
             Start::Fresh => 0,
             Start::Resume { prefix_len } => prefix_len,
+            Start::Saved { id } => {
+                let (steps, weights) = self.saved.remove(&id).unwrap_or_default();
+                self.steps = steps;
+                self.weights = weights;
+                self.steps.len()
+            }
         };
         self.steps.truncate(keep);
         self.weights.truncate(keep);
@@ -280,6 +291,14 @@ impl<S: Strategy> Strategy for PartialOrders<S> {
     }
     fn observe_state(&mut self, hash: Option<[u8; 32]>) {
         self.inner.observe_state(hash)
+    }
+    fn save_request(&mut self) -> Option<u64> {
+        let id = self.inner.save_request()?;
+        // The decision about to run has its weight but no step yet.
+        let n = self.steps.len();
+        self.saved
+            .insert(id, (self.steps.clone(), self.weights[..n].to_vec()));
+        Some(id)
     }
     fn stats(&self) -> Vec<crate::strategy::Stat> {
         self.inner.stats()

@@ -5,6 +5,7 @@
 
 use crate::program::StepInfo;
 use crate::strategy::{BoundHit, Context, Outcome, Start, Stat, Strategy};
+use std::collections::BTreeMap;
 use wasmrace_trace::Decision;
 
 /// One execution as the wrapped strategy ran it.
@@ -41,6 +42,9 @@ pub struct Recorder<S> {
     start: Start,
     records: Vec<Recorded>,
     stats: RecordStats,
+    /// What the states the inner strategy saved were reached by, per id, to
+    /// record whole schedules after a `Start::Saved`.
+    saved: BTreeMap<u64, (Vec<Decision>, Vec<bool>)>,
 }
 
 impl<S: Strategy> Recorder<S> {
@@ -54,6 +58,7 @@ impl<S: Strategy> Recorder<S> {
             start: Start::Fresh,
             records: Vec::new(),
             stats: RecordStats::default(),
+            saved: BTreeMap::new(),
         }
     }
 
@@ -97,12 +102,21 @@ impl<S: Strategy> Strategy for Recorder<S> {
 
     fn begin(&mut self, executions: u64) -> Option<Start> {
         let start = self.inner.begin(executions)?;
-        let keep = match start {
-            Start::Fresh => 0,
-            Start::Resume { prefix_len } => prefix_len,
-        };
-        self.decisions.truncate(keep);
-        self.preempted.truncate(keep);
+        match start {
+            Start::Fresh => {
+                self.decisions.clear();
+                self.preempted.clear();
+            }
+            Start::Resume { prefix_len } => {
+                self.decisions.truncate(prefix_len);
+                self.preempted.truncate(prefix_len);
+            }
+            Start::Saved { id } => {
+                let (decisions, preempted) = self.saved.remove(&id).unwrap_or_default();
+                self.decisions = decisions;
+                self.preempted = preempted;
+            }
+        }
         self.start = start;
         Some(start)
     }
@@ -164,6 +178,18 @@ impl<S: Strategy> Strategy for Recorder<S> {
         self.inner.observe_state(hash)
     }
 
+    fn save_request(&mut self) -> Option<u64> {
+        let id = self.inner.save_request()?;
+        // `decide` already recorded the decision about to run; the saved
+        // state is the one before it.
+        let n = self.decisions.len().saturating_sub(1);
+        self.saved.insert(
+            id,
+            (self.decisions[..n].to_vec(), self.preempted[..n].to_vec()),
+        );
+        Some(id)
+    }
+
     fn stats(&self) -> Vec<Stat> {
         self.inner.stats()
     }
@@ -199,6 +225,7 @@ mod tests {
             let from = match start {
                 Start::Fresh => 0,
                 Start::Resume { prefix_len } => prefix_len,
+                Start::Saved { .. } => unreachable!("never saves"),
             };
             path.truncate(from);
             for step in from..2 {

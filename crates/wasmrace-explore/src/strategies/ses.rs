@@ -1,0 +1,440 @@
+//! Stratified exhaustive search, SES (Desai, Qadeer & Seshia, "Systematic
+//! Testing of Asynchronous Reactive Systems", FSE 2015, §3 and Fig. 5):
+//! explores every execution a delaying explorer reaches with 0 delays, then
+//! with 1, 2, ..., pruning with a cache of visited program states.
+//!
+//! **The algorithm, as in Fig. 5.** `delayBoundedDfs(s, d, i, n)` explores
+//! from program state `s` with explorer state `d`, `i` transitions of `s`
+//! already explored and `n` delays spent on the way: while `i < |choices(s)|`
+//! it takes `next(d)` to a state `s'`; if `s'` is not cached it caches it and
+//! recurses with `step(s, d)`, no transitions explored and the same `n`;
+//! then, if `n = db` and choices remain, it puts `s ↦ (d, i)` in the
+//! *frontier* and stops; otherwise it delays (`d := delay(d)`, `n := n + 1`).
+//! `ses` runs `delayBoundedDfs(s0, d0, 0, 0)` with `db = 0`, then, while the
+//! frontier is not empty, raises `db` by one and resumes every frontier entry
+//! with `delayBoundedDfs(s, delay(d), i, db)`. Every execution with at most
+//! `db` delays is explored before any with more, and (Theorem 1) with a sound
+//! explorer every reachable state is visited.
+//!
+//! **On our interfaces.** A frame per state of the current path holds `(d,
+//! i, n)`; an execution goes down by taking `next(d)` at each new state and
+//! ends at a final state or at a cached one (the execution is abandoned
+//! there: that is the recursion not being entered). Backtracking resumes the
+//! previous execution at the deepest frame that delays (`Start::Resume`).
+//! Frontier entries come from older executions, so they start from states
+//! saved for them (`Start::Saved`): SES knows when it first reaches a state
+//! whether the state will end up in the frontier (exactly when `i + (db - n)
+//! < |choices(s)|` after taking a transition: the budget runs out before the
+//! choices do) and asks the explorer to save it then. The explorer keeps a
+//! snapshot of it, or only its prefix (to replay) once it holds
+//! `Config::max_saved_snapshots` snapshots; `Report::saved_*` say which.
+//!
+//! **The cache** holds hashes of *program* states (`Program::state_hash`:
+//! blake3 of memory, globals, host objects and thread states for wasm), not
+//! explorer states, as the paper prescribes: a state reached again with a
+//! different explorer state, or fewer delays, is not explored again. It is
+//! capped at `cache_mb` MiB ([`StateCache`]); at the cap a new state replaces
+//! an old one, which may then be explored again. A program that cannot hash
+//! runs SES without a cache, which the paper shows is still sound and
+//! terminating (for terminating programs).
+//!
+//! **Where we differ.** The paper's frontier is a dictionary keyed by state;
+//! ours is a list in the order entries were found. The keys can only collide
+//! when a state is explored twice in one round, which a complete cache rules
+//! out; after an eviction both entries are kept (redundant, not wrong).
+//! Explorer states are cloned, never hashed.
+//!
+//! **Alternatives** (`choose`) are delays like thread switches: see
+//! [`DelayCursor`].
+
+use super::delaying::{choices, DelayCursor, DelayingExplorer};
+use crate::program::StepInfo;
+use crate::state_cache::StateCache;
+use crate::strategy::{BoundHit, Context, Start, Stat, Strategy};
+use std::collections::VecDeque;
+use wasmrace_trace::Decision;
+
+/// Options of [`Ses`].
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub struct SesOptions {
+    /// Explore executions with at most this many delays (`--delay-bound`);
+    /// `None` raises the bound until the frontier is empty. Default `None`.
+    pub delay_bound: Option<u32>,
+    /// The state cache's cap in MiB (`--cache-mb`); 0 turns it off.
+    /// Default 256.
+    pub cache_mb: u64,
+}
+
+impl Default for SesOptions {
+    fn default() -> Self {
+        SesOptions {
+            delay_bound: None,
+            cache_mb: 256,
+        }
+    }
+}
+
+/// A state of the current path and what is left to explore from it: the
+/// paper's `delayBoundedDfs(s, d, i, n)` activation.
+#[derive(Clone, Debug)]
+struct Frame<E> {
+    cursor: DelayCursor<E>,
+    /// Transitions taken from this state so far (`i`).
+    i: usize,
+    /// `|choices(s)|`.
+    choices: usize,
+    /// Delays spent to reach the next transition (`n`).
+    n: u32,
+    /// Delay before the next transition (set when backtracking here).
+    delay_next: bool,
+    /// The id this state was saved under, if it is bound for the frontier.
+    saved: Option<u64>,
+    /// Decisions before this state.
+    depth: usize,
+}
+
+/// Delaying-explorer stratified exhaustive search; see the module
+/// documentation.
+#[derive(Clone, Debug)]
+pub struct Ses<E> {
+    initial: E,
+    opts: SesOptions,
+    seed: u64,
+    /// The current delay bound.
+    db: u32,
+    cache: StateCache,
+    frames: Vec<Frame<E>>,
+    /// Entries found in this round, for the next one.
+    frontier: Vec<Frame<E>>,
+    /// This round's entries still to resume.
+    pending: VecDeque<Frame<E>>,
+    hash: Option<[u8; 32]>,
+    last_event: Option<StepInfo>,
+    /// The next `decide` continues the top frame.
+    resuming: bool,
+    /// A save the next `save_request` asks for.
+    save: Option<u64>,
+    next_id: u64,
+    started: bool,
+    exhausted: bool,
+    /// Frontier entries left unexplored at the delay bound.
+    cut_by_bound: u64,
+    states: u64,
+    cache_hits: u64,
+    frontier_peak: u64,
+    frontier_total: u64,
+}
+
+impl<E: DelayingExplorer + Clone> Ses<E> {
+    /// SES with `explorer`, whose random choices (PRR) are seeded with
+    /// `seed`.
+    pub fn new(mut explorer: E, seed: u64, opts: SesOptions) -> Self {
+        explorer.reseed(seed);
+        Ses {
+            initial: explorer,
+            opts,
+            seed,
+            db: 0,
+            cache: StateCache::new(opts.cache_mb),
+            frames: Vec::new(),
+            frontier: Vec::new(),
+            pending: VecDeque::new(),
+            hash: None,
+            last_event: None,
+            resuming: false,
+            save: None,
+            next_id: 0,
+            started: false,
+            exhausted: false,
+            cut_by_bound: 0,
+            states: 0,
+            cache_hits: 0,
+            frontier_peak: 0,
+            frontier_total: 0,
+        }
+    }
+
+    pub fn options(&self) -> SesOptions {
+        self.opts
+    }
+
+    pub fn explorer(&self) -> &E {
+        &self.initial
+    }
+
+    /// The delay bound being explored (the last one, once done).
+    pub fn delay_bound(&self) -> u32 {
+        self.db
+    }
+
+    /// States explored from: distinct states with the cache on (up to
+    /// evictions), every visit without it.
+    pub fn states_explored(&self) -> u64 {
+        self.states
+    }
+
+    /// Transitions that led to a cached state (each ends an execution).
+    pub fn cache_hits(&self) -> u64 {
+        self.cache_hits
+    }
+
+    pub fn state_cache(&self) -> &StateCache {
+        &self.cache
+    }
+
+    /// The largest frontier, and all frontier entries found.
+    pub fn frontier_peak(&self) -> u64 {
+        self.frontier_peak
+    }
+
+    pub fn frontier_total(&self) -> u64 {
+        self.frontier_total
+    }
+
+    /// Whether the frame will go to the frontier: after its current
+    /// transition, the delays left (`db - n`) run out before its choices.
+    fn bound_for_frontier(&self, f: &Frame<E>) -> bool {
+        f.i + ((self.db - f.n) as usize) < f.choices
+    }
+
+    /// Asks for `f`'s state to be saved if the frontier will need it and a
+    /// later round will resume it.
+    fn maybe_save(&mut self, f: &mut Frame<E>) {
+        let last_round = self.opts.delay_bound == Some(self.db);
+        if f.saved.is_none() && !last_round && self.bound_for_frontier(f) {
+            let id = self.next_id;
+            self.next_id += 1;
+            f.saved = Some(id);
+            self.save = Some(id);
+        }
+    }
+}
+
+impl<E: DelayingExplorer + Clone> Strategy for Ses<E> {
+    fn name(&self) -> &str {
+        "ses"
+    }
+
+    fn seed(&self) -> u64 {
+        self.seed
+    }
+
+    fn begin(&mut self, _executions: u64) -> Option<Start> {
+        if self.exhausted {
+            return None;
+        }
+        self.resuming = false;
+        self.save = None;
+        if !self.started {
+            self.started = true;
+            return Some(Start::Fresh);
+        }
+        // Back from the transition the top frame took.
+        while let Some(f) = self.frames.last_mut() {
+            if f.i < f.choices {
+                if f.n == self.db {
+                    // `frontier[s] := (d, i)`: more choices than delays.
+                    let mut f = self.frames.pop()?;
+                    f.delay_next = true;
+                    self.frontier.push(f);
+                    self.frontier_total += 1;
+                    self.frontier_peak = self.frontier_peak.max(self.frontier.len() as u64);
+                    continue;
+                }
+                f.delay_next = true;
+                self.resuming = true;
+                return Some(Start::Resume {
+                    prefix_len: f.depth,
+                });
+            }
+            self.frames.pop();
+        }
+        // The subtree is done: resume the next frontier entry, or the next
+        // round's first.
+        loop {
+            if let Some(f) = self.pending.pop_front() {
+                let Some(id) = f.saved else {
+                    continue;
+                };
+                self.frames.push(Frame { saved: None, ..f });
+                self.resuming = true;
+                return Some(Start::Saved { id });
+            }
+            if self.frontier.is_empty() {
+                self.exhausted = true;
+                return None;
+            }
+            if self.opts.delay_bound == Some(self.db) {
+                self.cut_by_bound = self.frontier.len() as u64;
+                self.frontier.clear();
+                self.exhausted = true;
+                return None;
+            }
+            self.db += 1;
+            self.pending = std::mem::take(&mut self.frontier).into();
+        }
+    }
+
+    fn decide(&mut self, ctx: &Context<'_>) -> Option<Decision> {
+        let threads = ctx.threads;
+        let hash = self.hash.take();
+        let mut frame = if self.resuming {
+            self.resuming = false;
+            let mut f = self.frames.pop()?;
+            if f.delay_next {
+                f.delay_next = false;
+                f.cursor.delay(threads);
+                f.n += 1;
+            }
+            f
+        } else {
+            let cursor = match (self.frames.last(), &self.last_event) {
+                (Some(parent), Some(event)) => {
+                    let mut c = parent.cursor.clone();
+                    c.after_step(event, threads);
+                    c
+                }
+                _ => DelayCursor::new(self.initial.clone(), threads),
+            };
+            if let Some(h) = hash {
+                if !self.cache.insert(h) {
+                    self.cache_hits += 1;
+                    return None;
+                }
+            }
+            self.states += 1;
+            Frame {
+                cursor,
+                i: 0,
+                choices: choices(threads),
+                n: self.frames.last().map_or(0, |p| p.n),
+                delay_next: false,
+                saved: None,
+                depth: ctx.step,
+            }
+        };
+        let d = frame.cursor.next(threads);
+        frame.i += 1;
+        self.maybe_save(&mut frame);
+        self.frames.push(frame);
+        Some(d)
+    }
+
+    fn observe(&mut self, step: &StepInfo) {
+        self.last_event = Some(step.clone());
+    }
+
+    fn wants_state_hash(&self) -> bool {
+        self.cache.enabled()
+    }
+
+    fn observe_state(&mut self, hash: Option<[u8; 32]>) {
+        self.hash = hash;
+    }
+
+    fn save_request(&mut self) -> Option<u64> {
+        self.save.take()
+    }
+
+    fn exhausted(&self) -> bool {
+        self.exhausted
+    }
+
+    fn bound_hit(&self) -> Option<BoundHit> {
+        (self.cut_by_bound > 0).then(|| BoundHit {
+            bound: "delays",
+            value: u64::from(self.db),
+            knob: "--delay-bound",
+        })
+    }
+
+    fn stats(&self) -> Vec<Stat> {
+        vec![
+            Stat::new("states explored", self.states),
+            Stat::new("cache hits", self.cache_hits),
+            Stat::new("cache evictions", self.cache.evictions()),
+            Stat::new("delay bound reached", u64::from(self.db)),
+            Stat::new("frontier entries", self.frontier_total),
+            Stat::new("frontier peak", self.frontier_peak),
+        ]
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::model::{Model, ModelBuilder};
+    use crate::strategies::{Recorder, RoundRobin};
+    use crate::{Config, Explorer};
+
+    /// Main spawns two threads that each write twice.
+    fn two_writers() -> Model {
+        let mut b = ModelBuilder::new();
+        let x = b.var("x", 0);
+        let w = b.thread("w", |t| {
+            t.write(x, 1).write(x, 2);
+        });
+        b.main(|t| {
+            t.spawn(w, 0).spawn(w, 1);
+        });
+        b.build().unwrap()
+    }
+
+    fn run(bound: Option<u32>) -> (crate::Report, Recorder<Ses<RoundRobin>>) {
+        let opts = SesOptions {
+            delay_bound: bound,
+            cache_mb: 1,
+        };
+        let mut rec = Recorder::new(Ses::new(RoundRobin::new(), 0, opts));
+        let cfg = Config {
+            stop_on_first_bug: false,
+            ..Config::default()
+        };
+        let report = Explorer::new(two_writers(), cfg).run(&mut rec).unwrap();
+        (report, rec)
+    }
+
+    #[test]
+    fn bound_zero_is_the_explorers_own_execution() {
+        let (report, rec) = run(Some(0));
+        assert_eq!(report.executions, 1);
+        assert!(report.exhausted);
+        let hit = report.strategy_bound.unwrap();
+        assert_eq!(
+            (hit.bound, hit.value, hit.knob),
+            ("delays", 0, "--delay-bound")
+        );
+        // Nothing is saved for a round that will never run.
+        assert_eq!(report.saved_with_snapshot + report.saved_as_prefix, 0);
+        assert_eq!(rec.executions()[0].decisions.len(), 9);
+        assert_eq!(rec.inner().states_explored(), 9);
+    }
+
+    #[test]
+    fn rounds_resume_the_frontier_from_saved_states_in_order() {
+        let (report, rec) = run(None);
+        assert!(report.exhausted && report.strategy_bound.is_none());
+        let ses = rec.inner();
+        // Round 0 is one execution; every later round starts each frontier
+        // entry from its saved state.
+        let starts: Vec<Start> = rec.executions().iter().map(|r| r.start).collect();
+        assert_eq!(starts[0], Start::Fresh);
+        let saved = starts
+            .iter()
+            .filter(|s| matches!(s, Start::Saved { .. }))
+            .count() as u64;
+        assert_eq!(saved, report.saved_restored);
+        assert_eq!(saved, ses.frontier_total());
+        assert!(ses.delay_bound() >= 2);
+        // An execution ends at a final state or at a cached one, which is
+        // abandoned there.
+        let st = rec.stats();
+        assert_eq!(st.abandoned, ses.cache_hits());
+        assert!(st.abandoned > 0);
+        assert_eq!(st.finished + st.abandoned, report.executions);
+        assert_eq!(
+            report.saved_with_snapshot, saved,
+            "all frontier states were used"
+        );
+    }
+}
