@@ -7,6 +7,7 @@ use std::fmt::Write;
 use std::path::{Path, PathBuf};
 use std::time::Duration;
 use wasmrace_explore::{BoundHit, Report};
+use wasmrace_host::strategies::ExplorerKind;
 use wasmrace_host::StrategyChoice;
 use wasmrace_trace::{render_trace, Failure, TraceEvent};
 
@@ -36,6 +37,36 @@ pub fn strategy_description(strategy: &StrategyChoice, seed: u64) -> String {
             preemption_bound: None,
             ..
         } => format!("portfolio: unbounded dfs, then pos, pct, random; seed {seed}"),
+        StrategyChoice::DfsStateCache {
+            preemption_bound,
+            cache_mb,
+        } => match preemption_bound {
+            Some(b) => format!("dfs, preemption bound {b}, state cache {cache_mb} MiB"),
+            None => format!("dfs, unbounded, state cache {cache_mb} MiB"),
+        },
+        StrategyChoice::Ses {
+            explorer,
+            delay_bound,
+            cache_mb,
+        } => {
+            let bound = match delay_bound {
+                Some(b) => format!("delay bound {b}"),
+                None => "no delay bound".to_string(),
+            };
+            // Only PRR draws from the seed.
+            let seed = match explorer {
+                ExplorerKind::ProbabilisticRoundRobin => format!(", seed {seed}"),
+                _ => String::new(),
+            };
+            format!(
+                "ses, explorer {}, {bound}, state cache {cache_mb} MiB{seed}",
+                explorer.name()
+            )
+        }
+        StrategyChoice::Ss { explorer, c1, c2 } => format!(
+            "ss, explorer {}, {c1} x {c2}^delays samples per delay bound, seed {seed}",
+            explorer.name()
+        ),
     }
 }
 
@@ -135,8 +166,14 @@ pub fn trace_block(events: &[TraceEvent]) -> String {
 pub fn no_bug_summary(report: &Report) -> String {
     let n = report.executions;
     let mut out = format!("no bug in {n} execution{}", if n == 1 { "" } else { "s" });
+    // A state cache prunes interleavings that reach explored states.
+    let cached = report
+        .strategy_stats
+        .iter()
+        .any(|s| s.name == "cache hits" && s.value > 0);
     let reason = if report.exhausted {
         match &report.strategy_bound {
+            None if cached => "space exhausted: every reachable state was explored".to_string(),
             None => "space exhausted: every interleaving was explored".to_string(),
             Some(b) => format!("space exhausted within {}", bound_phrase(b)),
         }
@@ -189,6 +226,56 @@ pub fn bound_hits_json(report: &Report) -> serde_json::Value {
         push(b, "pruned the space");
     }
     serde_json::Value::Array(hits)
+}
+
+/// The strategy's own counters on one line (`states explored: 508, cache
+/// hits: 2045, ...`), and where saved states were kept (SES's frontier:
+/// snapshots, or prefixes to replay), or nothing.
+pub fn strategy_stats_block(report: &Report) -> String {
+    let mut out = String::new();
+    if !report.strategy_stats.is_empty() {
+        let stats: Vec<String> = report
+            .strategy_stats
+            .iter()
+            .map(|s| format!("{}: {}", s.name, s.value))
+            .collect();
+        let _ = writeln!(out, "{}", stats.join(", "));
+    }
+    let saved = report.saved_with_snapshot + report.saved_as_prefix;
+    if saved > 0 {
+        let _ = write!(
+            out,
+            "saved states: {saved} ({} as snapshots, {} as prefixes to replay), {} started from a \
+             snapshot, {} by replay",
+            report.saved_with_snapshot,
+            report.saved_as_prefix,
+            report.saved_restored,
+            report.saved_replayed
+        );
+        if report.saved_as_prefix > 0 {
+            out.push_str("; raise --max-saved-snapshots to keep more snapshots");
+        }
+        out.push('\n');
+    }
+    out
+}
+
+/// [`strategy_stats_block`] for JSON.
+pub fn strategy_stats_json(report: &Report) -> serde_json::Value {
+    let stats: serde_json::Map<String, serde_json::Value> = report
+        .strategy_stats
+        .iter()
+        .map(|s| (s.name.to_string(), serde_json::json!(s.value)))
+        .collect();
+    serde_json::json!({
+        "stats": stats,
+        "saved_states": {
+            "with_snapshot": report.saved_with_snapshot,
+            "as_prefix": report.saved_as_prefix,
+            "restored": report.saved_restored,
+            "replayed": report.saved_replayed,
+        },
+    })
 }
 
 /// The one line with wall-clock figures. It always starts with `time:` so

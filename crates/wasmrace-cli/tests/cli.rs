@@ -586,3 +586,7 @@ fn version_and_help() {
         assert!(h.stdout.contains(flag), "{flag} not in check --help");
     }
 }
+
+/// `--strategy ses|ss` and `--state-cache` (FSE 2015 delaying explorers).
+#[path = "cli/delaying.rs"]
+mod delaying;

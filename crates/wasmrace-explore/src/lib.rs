@@ -20,8 +20,8 @@ pub use explorer::{Bug, Config, ExploreError, Explorer, Report};
 pub use program::{is_preemption, Pending, Program, Status, StepInfo, ThreadView};
 pub use state_cache::StateCache;
 pub use strategies::{
-    BuiltinExplorer, DelayCursor, DelayingExplorer, Dfs, DfsOptions, Divergence,
-    DivergenceReason, RandomWalk, RecordStats, Recorded, Recorder, Replay, Ses, SesOptions, Ss,
+    BuiltinExplorer, DelayCursor, DelayingExplorer, Dfs, DfsOptions, Divergence, DivergenceReason,
+    ExplorerKind, RandomWalk, RecordStats, Recorded, Recorder, Replay, Ses, SesOptions, Ss,
     SsOptions,
 };
 pub use strategy::{BoundHit, Context, Outcome, Start, Stat, Strategy};

@@ -6,8 +6,8 @@ use crate::error::HostError;
 use crate::guest::Guest;
 use crate::program::WasmProgram;
 use wasmrace_explore::strategies::{
-    BasicPos, Dfs, DfsOptions, Divergence, Pct, Portfolio, Pos, PosStar, Procrastination,
-    RaceFuzzer, RandomWalk, RealRace, Replay,
+    BasicPos, Dfs, DfsOptions, Divergence, ExplorerKind, Pct, Portfolio, Pos, PosStar,
+    Procrastination, RaceFuzzer, RandomWalk, RealRace, Replay, Ses, SesOptions, Ss, SsOptions,
 };
 use wasmrace_explore::{Config, ExploreError, Explorer, Program, Report, Status, Strategy};
 use wasmrace_trace::{Decision, Failure, Schedule, ScheduleStep, TraceEvent};
@@ -40,6 +40,30 @@ pub enum StrategyChoice {
         preemption_bound: Option<u32>,
         opening_executions: u64,
     },
+    /// Stratified exhaustive search with a delaying explorer (FSE 2015,
+    /// Fig. 5): every execution with 0 delays, then 1, ..., up to
+    /// `delay_bound` (`None`: until nothing is left), pruning states already
+    /// explored with a cache of at most `cache_mb` MiB of state hashes.
+    Ses {
+        explorer: ExplorerKind,
+        delay_bound: Option<u32>,
+        cache_mb: u64,
+    },
+    /// Stratified sampling with a delaying explorer (FSE 2015, Fig. 7):
+    /// `c1 · c2^db` samples with `db` delays at uniform positions, for
+    /// `db = 0, 1, ...` until the budget is spent.
+    Ss {
+        explorer: ExplorerKind,
+        c1: u64,
+        c2: u64,
+    },
+    /// [`Dfs`](StrategyChoice::Dfs) with a state cache of at most
+    /// `cache_mb` MiB (`--state-cache`): a state already explored is not
+    /// explored again. Reported as `dfs`.
+    DfsStateCache {
+        preemption_bound: Option<u32>,
+        cache_mb: u64,
+    },
 }
 
 /// The strategy names the CLI accepts, in the order `--help` lists them.
@@ -53,6 +77,8 @@ pub const STRATEGY_NAMES: &[&str] = &[
     "pos-star",
     "racefuzzer",
     "procrastination",
+    "ses",
+    "ss",
 ];
 
 impl StrategyChoice {
@@ -67,6 +93,30 @@ impl StrategyChoice {
             StrategyChoice::RaceFuzzer => "racefuzzer",
             StrategyChoice::Procrastination => "procrastination",
             StrategyChoice::Portfolio { .. } => "portfolio",
+            StrategyChoice::Ses { .. } => "ses",
+            StrategyChoice::Ss { .. } => "ss",
+            StrategyChoice::DfsStateCache { .. } => "dfs",
+        }
+    }
+
+    /// SES with the run-to-completion explorer (the paper's best at deep
+    /// bugs), no delay bound and a 256 MiB cache.
+    pub fn default_ses() -> Self {
+        let o = SesOptions::default();
+        StrategyChoice::Ses {
+            explorer: ExplorerKind::RunToCompletion,
+            delay_bound: o.delay_bound,
+            cache_mb: o.cache_mb,
+        }
+    }
+
+    /// SS with the run-to-completion explorer, `c1 = 10`, `c2 = 3`.
+    pub fn default_ss() -> Self {
+        let o = SsOptions::default();
+        StrategyChoice::Ss {
+            explorer: ExplorerKind::RunToCompletion,
+            c1: o.c1,
+            c2: o.c2,
         }
     }
 
@@ -97,6 +147,8 @@ impl StrategyChoice {
             "pos-star" => StrategyChoice::PosStar,
             "racefuzzer" => StrategyChoice::RaceFuzzer,
             "procrastination" => StrategyChoice::Procrastination,
+            "ses" => StrategyChoice::default_ses(),
+            "ss" => StrategyChoice::default_ss(),
             _ => return None,
         })
     }
@@ -134,6 +186,32 @@ impl StrategyChoice {
                     seed,
                 ))
             }
+            StrategyChoice::Ses {
+                explorer,
+                delay_bound,
+                cache_mb,
+            } => Box::new(Ses::new(
+                explorer.build(seed),
+                seed,
+                SesOptions {
+                    delay_bound: *delay_bound,
+                    cache_mb: *cache_mb,
+                },
+            )),
+            StrategyChoice::Ss { explorer, c1, c2 } => Box::new(Ss::new(
+                explorer.build(seed),
+                seed,
+                SsOptions { c1: *c1, c2: *c2 },
+            )),
+            StrategyChoice::DfsStateCache {
+                preemption_bound,
+                cache_mb,
+            } => Box::new(
+                Dfs::new(DfsOptions {
+                    preemption_bound: *preemption_bound,
+                })
+                .with_state_cache(*cache_mb),
+            ),
         }
     }
 }
@@ -165,6 +243,9 @@ impl CheckOptions {
     pub fn to_json(&self) -> serde_json::Value {
         let bound = match &self.strategy {
             StrategyChoice::Dfs { preemption_bound }
+            | StrategyChoice::DfsStateCache {
+                preemption_bound, ..
+            }
             | StrategyChoice::Portfolio {
                 preemption_bound, ..
             } => {
@@ -172,11 +253,36 @@ impl CheckOptions {
             }
             _ => serde_json::Value::Null,
         };
-        serde_json::json!({
+        let mut json = serde_json::json!({
             "preemption_bound": bound,
             "max_steps": self.explore.max_steps,
             "max_executions": self.explore.max_executions,
-        })
+        });
+        // Options of the strategies that have them, only for those.
+        let extra = match &self.strategy {
+            StrategyChoice::Ses {
+                explorer,
+                delay_bound,
+                cache_mb,
+            } => serde_json::json!({
+                "explorer": explorer.name(),
+                "delay_bound": delay_bound,
+                "cache_mb": cache_mb,
+            }),
+            StrategyChoice::Ss { explorer, c1, c2 } => serde_json::json!({
+                "explorer": explorer.name(),
+                "c1": c1,
+                "c2": c2,
+            }),
+            StrategyChoice::DfsStateCache { cache_mb, .. } => serde_json::json!({
+                "state_cache_mb": cache_mb,
+            }),
+            _ => serde_json::json!({}),
+        };
+        if let (Some(j), serde_json::Value::Object(e)) = (json.as_object_mut(), extra) {
+            j.extend(e);
+        }
+        json
     }
 }
 
@@ -234,6 +340,39 @@ pub fn check(guest: &Guest, test: &str, opts: &CheckOptions) -> Result<CheckOutc
     check_with_progress(guest, test, opts, &mut |_| {})
 }
 
+/// Explores `test` with a strategy the caller built, for strategies
+/// [`StrategyChoice`] cannot name: SES or SS with a custom
+/// [`DelayingExplorer`](wasmrace_explore::strategies::DelayingExplorer),
+/// say. `opts.explore` bounds the run; `opts.seed` and `opts.to_json()` go
+/// into the schedule file of a bug, under the strategy's own name (its seed
+/// is the caller's business); `opts.strategy` is not used.
+///
+/// ```no_run
+/// use wasmrace_host::{CheckOptions, Guest, HostConfig};
+/// use wasmrace_host::strategies::{RunToCompletion, Ses, SesOptions};
+/// let guest = Guest::load("app.wasm".as_ref(), HostConfig::default())?;
+/// let mut ses = Ses::new(RunToCompletion::new(), 0, SesOptions::default());
+/// let out = wasmrace_host::check_with_strategy(
+///     &guest, "two_phase_commit", &CheckOptions::default(), &mut ses, &mut |_| {})?;
+/// println!("{} states explored", ses.states_explored());
+/// # Ok::<(), wasmrace_host::HostError>(())
+/// ```
+pub fn check_with_strategy(
+    guest: &Guest,
+    test: &str,
+    opts: &CheckOptions,
+    strategy: &mut dyn Strategy,
+    progress: &mut dyn FnMut(&Report),
+) -> Result<CheckOutcome, HostError> {
+    let program = guest.program(test)?;
+    let mut explorer = Explorer::new(program, opts.explore.clone());
+    let report = explorer
+        .run_with_progress(strategy, progress)
+        .map_err(explore_err)?;
+    let name = strategy.name().to_string();
+    finish_check(guest, test, opts, explorer, report, name, Vec::new())
+}
+
 /// Like [`check`], calling `progress` after every execution.
 pub fn check_with_progress(
     guest: &Guest,
@@ -260,6 +399,20 @@ pub fn check_with_progress(
             (report, strategy.name().to_string(), Vec::new())
         }
     };
+    finish_check(guest, test, opts, explorer, report, strategy_name, real)
+}
+
+/// The outcome of an exploration: real races named, the first bug traced
+/// and turned into a schedule file.
+fn finish_check(
+    guest: &Guest,
+    test: &str,
+    opts: &CheckOptions,
+    mut explorer: Explorer<WasmProgram>,
+    report: Report,
+    strategy_name: String,
+    real: Vec<RealRace>,
+) -> Result<CheckOutcome, HostError> {
     let races = real
         .iter()
         .map(|r| {

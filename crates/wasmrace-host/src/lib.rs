@@ -25,11 +25,20 @@ mod snapshot;
 mod world;
 
 pub use check::{
-    check, check_with_progress, replay, trace_schedule, BugReport, CheckOptions, CheckOutcome,
-    RaceReport, ReplayOutcome, StrategyChoice, STRATEGY_NAMES,
+    check, check_with_progress, check_with_strategy, replay, trace_schedule, BugReport,
+    CheckOptions, CheckOutcome, RaceReport, ReplayOutcome, StrategyChoice, STRATEGY_NAMES,
 };
 pub use config::{default_cache_dir, HostConfig};
 pub use error::HostError;
 pub use guest::Guest;
 pub use program::WasmProgram;
 pub use snapshot::Snapshot;
+
+/// The strategies, and what a custom one needs: implement
+/// [`DelayingExplorer`](strategies::DelayingExplorer) (it sees each step's
+/// [`StepInfo`], phases announced with `wasmrace::phase` included), run it
+/// with [`Ses`](strategies::Ses) or [`Ss`](strategies::Ss) through
+/// [`check_with_strategy`]. Re-exported so embedders need no direct
+/// dependency on `wasmrace-explore`.
+pub use wasmrace_explore::strategies;
+pub use wasmrace_explore::{Config, Report, Stat, StepInfo, Strategy, ThreadView};

@@ -442,3 +442,7 @@ fn phase_is_a_scheduling_point_that_names_its_step() {
         p.status()
     );
 }
+
+/// Delaying explorers (SES, SS, custom explorers) through the host API.
+#[path = "host/delaying.rs"]
+mod delaying;

@@ -11,6 +11,7 @@ use indicatif::{ProgressBar, ProgressDrawTarget, ProgressState, ProgressStyle};
 use std::io::IsTerminal;
 use std::path::{Path, PathBuf};
 use std::time::{Duration, Instant};
+use wasmrace_explore::strategies::{ExplorerKind, SesOptions, SsOptions};
 use wasmrace_explore::{Config, Report};
 use wasmrace_host::{CheckOptions, CheckOutcome, Guest, HostError, StrategyChoice};
 
@@ -32,6 +33,9 @@ Examples:
   wasmrace check app.wasm --test lost_update
   wasmrace check app.wasm --preemption-bound 3 --max-executions 1000000
   wasmrace check app.wasm --strategy random --seed 7 --max-executions 5000
+  wasmrace check app.wasm --strategy ses --explorer rtc --delay-bound 3
+  wasmrace check app.wasm --strategy ss --explorer prr --time-budget 60
+  wasmrace check app.wasm --strategy dfs --unbounded --state-cache
   wasmrace check app.wasm --json | jq '.tests[].bug.failure'";
 
 #[derive(clap::ValueEnum, Clone, Copy, Debug, PartialEq, Eq)]
@@ -59,6 +63,34 @@ pub enum StrategyArg {
     /// PULSE procrastination: postpone a decision past a conflicting one
     /// (Erlang Workshop 2011)
     Procrastination,
+    /// Stratified exhaustive search with a delaying explorer: all executions
+    /// with 0 delays, then 1, 2, ... (see --explorer, --delay-bound), pruned
+    /// by a cache of visited states (--cache-mb) (FSE 2015)
+    Ses,
+    /// Stratified sampling with a delaying explorer: c1 * c2^d executions
+    /// with d delays at random places, d = 0, 1, ... (see --explorer, --c1,
+    /// --c2) (FSE 2015)
+    Ss,
+}
+
+#[derive(clap::ValueEnum, Clone, Copy, Debug, PartialEq, Eq)]
+pub enum ExplorerArg {
+    /// Round robin: threads in creation order, each runs until it blocks
+    Rr,
+    /// Run to completion: the receiver of the latest message runs first
+    Rtc,
+    /// Probabilistic round robin: new threads at random places (--seed)
+    Prr,
+}
+
+impl ExplorerArg {
+    fn kind(self) -> ExplorerKind {
+        match self {
+            ExplorerArg::Rr => ExplorerKind::RoundRobin,
+            ExplorerArg::Rtc => ExplorerKind::RunToCompletion,
+            ExplorerArg::Prr => ExplorerKind::ProbabilisticRoundRobin,
+        }
+    }
 }
 
 #[derive(clap::ValueEnum, Clone, Copy, Debug, PartialEq, Eq)]
@@ -96,6 +128,33 @@ pub struct CheckCommand {
     /// Explore every interleaving, without a preemption bound (dfs only)
     #[arg(long)]
     unbounded: bool,
+    /// Do not explore a state twice: cache the hashes of explored states
+    /// (dfs only; capped by --cache-mb)
+    #[arg(long)]
+    state_cache: bool,
+    /// Delaying explorer of `--strategy ses` and `ss`
+    #[arg(long, value_enum, default_value_t = ExplorerArg::Rtc)]
+    explorer: ExplorerArg,
+    /// Explore executions with at most N delays (ses only) [default: no
+    /// bound, until every reachable state is explored]
+    #[arg(long, value_name = "N")]
+    delay_bound: Option<u32>,
+    /// Memory for the cache of explored states, in MiB (ses, and dfs with
+    /// --state-cache); when full, new states replace old ones; 0 turns the
+    /// cache off
+    #[arg(long, value_name = "MIB", default_value_t = SesOptions::default().cache_mb)]
+    cache_mb: u64,
+    /// Executions with no delay sampled by `--strategy ss` (c1 of
+    /// numsamples(d) = c1 * c2^d)
+    #[arg(long, value_name = "N", default_value_t = SsOptions::default().c1)]
+    c1: u64,
+    /// Growth of the samples per extra delay of `--strategy ss` (c2)
+    #[arg(long, value_name = "N", default_value_t = SsOptions::default().c2)]
+    c2: u64,
+    /// States saved for later (ses's frontier) kept as snapshots at most;
+    /// beyond that they are replayed from their prefix
+    #[arg(long, value_name = "N", default_value_t = Config::default().max_saved_snapshots)]
+    max_saved_snapshots: usize,
     /// Stop after N executions per test
     #[arg(long, value_name = "N", default_value_t = Config::default().max_executions)]
     max_executions: u64,
@@ -228,13 +287,50 @@ impl CheckCommand {
         if self.depth == 0 {
             bail!("`--depth` must be at least 1");
         }
+        let ses = self.strategy == StrategyArg::Ses;
+        let ss = self.strategy == StrategyArg::Ss;
+        let dfs = self.strategy == StrategyArg::Dfs;
+        if self.state_cache && !dfs {
+            bail!("`--state-cache` only applies to `--strategy dfs` (`ses` always caches states)");
+        }
+        if self.delay_bound.is_some() && !ses {
+            bail!("`--delay-bound` only applies to `--strategy ses`");
+        }
+        let defaults_explorer = ExplorerArg::Rtc;
+        if self.explorer != defaults_explorer && !(ses || ss) {
+            bail!("`--explorer` only applies to `--strategy ses` and `ss`");
+        }
+        if self.cache_mb != SesOptions::default().cache_mb && !(ses || self.state_cache) {
+            bail!("`--cache-mb` only applies to `--strategy ses` and to `--state-cache`");
+        }
+        let ss_defaults = SsOptions::default();
+        if (self.c1 != ss_defaults.c1 || self.c2 != ss_defaults.c2) && !ss {
+            bail!("`--c1` and `--c2` only apply to `--strategy ss`");
+        }
+        if self.c1 == 0 || self.c2 == 0 {
+            bail!("`--c1` and `--c2` must be at least 1");
+        }
         let strategy = match self.strategy {
             StrategyArg::Portfolio => StrategyChoice::Portfolio {
                 preemption_bound: bound,
                 opening_executions: 1000,
             },
+            StrategyArg::Dfs if self.state_cache => StrategyChoice::DfsStateCache {
+                preemption_bound: bound,
+                cache_mb: self.cache_mb,
+            },
             StrategyArg::Dfs => StrategyChoice::Dfs {
                 preemption_bound: bound,
+            },
+            StrategyArg::Ses => StrategyChoice::Ses {
+                explorer: self.explorer.kind(),
+                delay_bound: self.delay_bound,
+                cache_mb: self.cache_mb,
+            },
+            StrategyArg::Ss => StrategyChoice::Ss {
+                explorer: self.explorer.kind(),
+                c1: self.c1,
+                c2: self.c2,
             },
             StrategyArg::Random => StrategyChoice::Random,
             StrategyArg::Pct => StrategyChoice::Pct { depth: self.depth },
@@ -260,6 +356,7 @@ impl CheckCommand {
                 max_executions: self.max_executions,
                 max_steps: self.max_steps,
                 time_budget: self.time_budget.map(Duration::from_secs),
+                max_saved_snapshots: self.max_saved_snapshots,
                 ..defaults.explore
             },
         })
@@ -317,6 +414,7 @@ impl CheckCommand {
                 out.push_str(&format!("{head}: {}\n", report::no_bug_summary(r)));
             }
         }
+        out.push_str(&report::strategy_stats_block(r));
         out.push_str(&report::races_block(&outcome.races));
         out.push_str(&report::timing_line(r.executions, r.elapsed));
         out
@@ -348,6 +446,7 @@ impl CheckCommand {
             "executions": r.executions,
             "exhausted": r.exhausted,
             "bound_hits": report::bound_hits_json(r),
+            "strategy_stats": report::strategy_stats_json(r),
             "elapsed_ms": report::elapsed_ms(r.elapsed),
             "bug": bug,
             "races": outcome.races.iter().map(|r| serde_json::json!({

@@ -64,6 +64,13 @@ pub trait DelayingExplorer {
     /// explorers ignore it.
     fn reseed(&mut self, _seed: u64) {}
 
+    /// Whether `reseed` changes anything: the explorer makes random choices.
+    /// SES reports its seed only for those (a seed that changes nothing is
+    /// not worth running twice).
+    fn is_random(&self) -> bool {
+        false
+    }
+
     /// A thread was created (or is live at the very start: `main`).
     fn start(&mut self, thread: Tid);
 
@@ -233,6 +240,52 @@ pub fn is_sound_at<E: DelayingExplorer + Clone>(
     distinct.len() == cycle.len() && distinct == enabled
 }
 
+/// Which built-in explorer to use: a plain value (`Copy`, `Eq`) for
+/// options and command lines; [`build`](Self::build) makes the explorer.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, PartialOrd, Ord, Hash)]
+pub enum ExplorerKind {
+    /// `rr`: [`RoundRobin`].
+    RoundRobin,
+    /// `rtc`: [`RunToCompletion`].
+    RunToCompletion,
+    /// `prr`: [`ProbabilisticRoundRobin`].
+    ProbabilisticRoundRobin,
+}
+
+impl ExplorerKind {
+    pub const ALL: [ExplorerKind; 3] = [
+        ExplorerKind::RoundRobin,
+        ExplorerKind::RunToCompletion,
+        ExplorerKind::ProbabilisticRoundRobin,
+    ];
+
+    /// `rr`, `rtc` or `prr`.
+    pub fn name(self) -> &'static str {
+        match self {
+            ExplorerKind::RoundRobin => "rr",
+            ExplorerKind::RunToCompletion => "rtc",
+            ExplorerKind::ProbabilisticRoundRobin => "prr",
+        }
+    }
+
+    pub fn from_name(name: &str) -> Option<Self> {
+        Self::ALL.into_iter().find(|k| k.name() == name)
+    }
+
+    /// The explorer; `seed` seeds PRR's random insertions.
+    pub fn build(self, seed: u64) -> BuiltinExplorer {
+        match self {
+            ExplorerKind::RoundRobin => BuiltinExplorer::RoundRobin(RoundRobin::new()),
+            ExplorerKind::RunToCompletion => {
+                BuiltinExplorer::RunToCompletion(RunToCompletion::new())
+            }
+            ExplorerKind::ProbabilisticRoundRobin => {
+                BuiltinExplorer::ProbabilisticRoundRobin(ProbabilisticRoundRobin::new(seed))
+            }
+        }
+    }
+}
+
 /// The built-in explorers, selectable by name (`rr`, `rtc`, `prr`).
 #[derive(Clone, Debug)]
 pub enum BuiltinExplorer {
@@ -247,12 +300,7 @@ impl BuiltinExplorer {
 
     /// The explorer called `name`; `seed` seeds PRR's random insertions.
     pub fn from_name(name: &str, seed: u64) -> Option<Self> {
-        Some(match name {
-            "rr" => BuiltinExplorer::RoundRobin(RoundRobin::new()),
-            "rtc" => BuiltinExplorer::RunToCompletion(RunToCompletion::new()),
-            "prr" => BuiltinExplorer::ProbabilisticRoundRobin(ProbabilisticRoundRobin::new(seed)),
-            _ => return None,
-        })
+        ExplorerKind::from_name(name).map(|k| k.build(seed))
     }
 
     fn inner(&self) -> &dyn DelayingExplorer {
@@ -278,6 +326,9 @@ impl DelayingExplorer for BuiltinExplorer {
     }
     fn reseed(&mut self, seed: u64) {
         self.inner_mut().reseed(seed)
+    }
+    fn is_random(&self) -> bool {
+        self.inner().is_random()
     }
     fn start(&mut self, thread: Tid) {
         self.inner_mut().start(thread)
@@ -452,5 +503,7 @@ mod tests {
             assert_eq!(e.name(), *name);
         }
         assert!(BuiltinExplorer::from_name("fifo", 0).is_none());
+        let names: Vec<&str> = ExplorerKind::ALL.iter().map(|k| k.name()).collect();
+        assert_eq!(names, BuiltinExplorer::NAMES);
     }
 }

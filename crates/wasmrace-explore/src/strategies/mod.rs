@@ -50,7 +50,7 @@ pub mod ss;
 
 pub use delaying::{
     choices, delay_cycle, first_enabled, is_sound_at, send_target, BuiltinExplorer, DelayCursor,
-    DelayingExplorer,
+    DelayingExplorer, ExplorerKind,
 };
 pub use prr::ProbabilisticRoundRobin;
 pub use rr::RoundRobin;

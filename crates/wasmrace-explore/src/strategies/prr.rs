@@ -48,6 +48,10 @@ impl DelayingExplorer for ProbabilisticRoundRobin {
         self.rng = ChaCha8Rng::seed_from_u64(seed);
     }
 
+    fn is_random(&self) -> bool {
+        true
+    }
+
     /// A uniformly random position among the `len + 1` places of the queue.
     fn start(&mut self, thread: Tid) {
         let pos = self.rng.random_range(0..=self.rr.len());

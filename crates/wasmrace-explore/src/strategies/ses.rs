@@ -215,8 +215,14 @@ impl<E: DelayingExplorer + Clone> Strategy for Ses<E> {
         "ses"
     }
 
+    /// The seed, when the explorer draws from it (PRR); 0 otherwise, since
+    /// SES itself makes no random choice.
     fn seed(&self) -> u64 {
-        self.seed
+        if self.initial.is_random() {
+            self.seed
+        } else {
+            0
+        }
     }
 
     fn begin(&mut self, _executions: u64) -> Option<Start> {
