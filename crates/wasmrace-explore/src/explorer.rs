@@ -1,6 +1,8 @@
 //! The exploration loop: runs a strategy against a program, one execution
 //! after another, within explicit bounds; resumes executions from held
-//! snapshots or by replaying a prefix; stops at the first bug (by default).
+//! snapshots or by replaying a prefix; starts them from states saved at the
+//! strategy's request; hashes states for strategies that cache them; stops
+//! at the first bug (by default).
 
 use crate::prefix_tree::{NodeId, PrefixTree, NIL};
 use crate::program::{Program, Status};

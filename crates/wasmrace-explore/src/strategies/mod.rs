@@ -1,8 +1,11 @@
 //! The built-in strategies, one per file, each citing its paper, plus the
 //! wrappers and tools around them.
 //!
-//! Systematic: [`Dfs`] (Concuerror, ICST 2013). Sampling: [`RandomWalk`],
-//! [`Pct`] (ASPLOS 2010), [`BasicPos`], [`Pos`], [`PosStar`] (CAV 2018).
+//! Systematic: [`Dfs`] (Concuerror, ICST 2013), [`Ses`] (delaying
+//! explorers, FSE 2015, with [`RoundRobin`], [`RunToCompletion`],
+//! [`ProbabilisticRoundRobin`] or your own [`DelayingExplorer`]). Sampling:
+//! [`RandomWalk`], [`Pct`] (ASPLOS 2010), [`BasicPos`], [`Pos`], [`PosStar`]
+//! (CAV 2018), [`Ss`] (FSE 2015).
 //! Directed: [`RaceFuzzer`] (PLDI 2008, with its [`HybridDetector`]),
 //! [`Procrastination`] (PULSE, Erlang 2011). Combinations and wrappers:
 //! [`Portfolio`], [`Replay`], [`Recorder`], [`PartialOrders`], [`Metrics`].
