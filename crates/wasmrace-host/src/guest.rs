@@ -266,7 +266,12 @@ fn suspend(
             header[..4].copy_from_slice(&(buf + 8).to_le_bytes());
             header[4..].copy_from_slice(&end.to_le_bytes());
             write_bytes(caller, buf, &header)?;
-            ex.asyncify.start_unwind(&mut *caller, buf)?;
+            if ex.enter.is_some() {
+                // The trampoline pointed Asyncify's data at this buffer.
+                ex.asyncify.start_unwind_preset(&mut *caller, buf)?;
+            } else {
+                ex.asyncify.start_unwind(&mut *caller, buf)?;
+            }
             caller.data_mut().mode = Mode::Unwinding;
             Ok(0)
         }

@@ -57,13 +57,16 @@ pub const ASYNCIFY_STATE_EXPORT: &str = "__wasmrace_asyncify_state";
 pub const STACK_LOW_EXPORT: &str = "__wasmrace_stack_low";
 pub const STACK_REGION_EXPORT: &str = "__wasmrace_stack_region";
 pub const ASYNCIFY_DATA_EXPORT: &str = "__wasmrace_asyncify_data";
+/// Prefix of the trampolines `add_trampolines` adds: `__wasmrace_enter_`
+/// followed by the name of the entry export it calls.
+pub const ENTER_PREFIX: &str = "__wasmrace_enter_";
 
 /// Bump when instrumentation changes, to invalidate cached modules. Adding
 /// a suspending hook needs no bump: a module importing it was refused by the
 /// import audit (which runs before the cache is consulted), so no cached
 /// entry was instrumented without it, and Asyncify ignores listed imports a
 /// module does not have.
-const INSTRUMENTATION_VERSION: u32 = 4;
+const INSTRUMENTATION_VERSION: u32 = 5;
 
 /// What the audit learned about a module.
 #[derive(Clone, Debug, Default)]
@@ -385,10 +388,82 @@ pub fn export_asyncify_globals(name: &str, bytes: &[u8]) -> Result<Vec<u8>, Host
         if data != *state {
             module.exports.add(ASYNCIFY_STATE_EXPORT, *state);
             module.exports.add(ASYNCIFY_DATA_EXPORT, data);
+            add_trampolines(&mut module, *state, data);
             return Ok(module.emit_wasm());
         }
     }
     Ok(bytes.to_vec())
+}
+
+/// Adds, for every entry function (each test and the thread start), a
+/// trampoline `__wasmrace_enter_<entry>(arg, sp, low, state, data) -> i64`
+/// that sets the stack pointer, its low-water mark and Asyncify's state and
+/// data pointer, calls the entry (with `arg` for the thread start), stops
+/// an unwind (state back to normal), and returns `sp << 32 | low`.
+///
+/// Why: a step used to make seven checked `Global` gets and sets from the
+/// host around the call into wasm, each about a hundred instructions of
+/// wasmtime's API; in wasm they are one instruction each, and the values
+/// ride on the call the step makes anyway. Added after Asyncify, so the
+/// trampolines themselves are not instrumented: they are never on a
+/// suspended stack.
+fn add_trampolines(module: &mut walrus::Module, state: walrus::GlobalId, data: walrus::GlobalId) {
+    use walrus::ir::{BinaryOp, UnaryOp};
+    use walrus::{ExportItem, FunctionBuilder, ValType};
+    let global = |module: &walrus::Module, name: &str| {
+        module.exports.iter().find_map(|e| match e.item {
+            ExportItem::Global(g) if e.name == name => Some(g),
+            _ => None,
+        })
+    };
+    let Some(sp) = global(module, STACK_POINTER_EXPORT) else {
+        return;
+    };
+    let low = global(module, STACK_LOW_EXPORT);
+    let entries: Vec<(String, walrus::FunctionId)> = module
+        .exports
+        .iter()
+        .filter_map(|e| match e.item {
+            ExportItem::Function(f)
+                if e.name.starts_with(TEST_PREFIX) || e.name == THREAD_START =>
+            {
+                Some((e.name.clone(), f))
+            }
+            _ => None,
+        })
+        .collect();
+    for (name, f) in entries {
+        let takes_arg = module.types.params(module.funcs.get(f).ty()) == [ValType::I32];
+        let mut b = FunctionBuilder::new(&mut module.types, &[ValType::I32; 5], &[ValType::I64]);
+        let args: Vec<walrus::LocalId> = (0..5).map(|_| module.locals.add(ValType::I32)).collect();
+        let [arg, sp_in, low_in, state_in, data_in] = [args[0], args[1], args[2], args[3], args[4]];
+        let mut body = b.func_body();
+        body.local_get(sp_in).global_set(sp);
+        if let Some(low) = low {
+            body.local_get(low_in).global_set(low);
+        }
+        body.local_get(state_in)
+            .global_set(state)
+            .local_get(data_in)
+            .global_set(data);
+        if takes_arg {
+            body.local_get(arg);
+        }
+        body.call(f);
+        // Stop an unwind; a returned entry left the state normal already.
+        body.i32_const(0).global_set(state);
+        body.global_get(sp)
+            .unop(UnaryOp::I64ExtendUI32)
+            .i64_const(32)
+            .binop(BinaryOp::I64Shl);
+        match low {
+            Some(low) => body.global_get(low).unop(UnaryOp::I64ExtendUI32),
+            None => body.i64_const(0),
+        };
+        body.binop(BinaryOp::I64Or);
+        let id = b.finish(args, &mut module.funcs);
+        module.exports.add(&format!("{ENTER_PREFIX}{name}"), id);
+    }
 }
 
 pub fn find_wasm_opt(configured: Option<&Path>) -> Result<PathBuf, HostError> {

@@ -74,6 +74,14 @@ impl Asyncify {
             Asyncify::Globals { .. } => self.set(store, ASYNCIFY_NORMAL, None),
         }
     }
+    /// Starts an unwind when the data pointer already points at the
+    /// thread's buffer (the trampoline set it): one global write.
+    pub fn start_unwind_preset(&self, store: impl AsContextMut, buf: u32) -> wasmtime::Result<()> {
+        match self {
+            Asyncify::Globals { .. } => self.set(store, ASYNCIFY_UNWINDING, None),
+            Asyncify::Funcs { .. } => self.start_unwind(store, buf),
+        }
+    }
     pub fn start_rewind(&self, store: impl AsContextMut, buf: u32) -> wasmtime::Result<()> {
         match self {
             Asyncify::Funcs { start_rewind, .. } => start_rewind.call(store, buf as i32),
@@ -102,6 +110,18 @@ pub(crate) struct Exports {
     pub stack_region: Option<u32>,
     pub globals: Vec<Global>,
     pub site: Option<[TypedFunc<i32, i32>; 4]>,
+    /// The trampolines of the test and of the thread start (see
+    /// `load::add_trampolines`), when the module has them: a step is then
+    /// one call into wasm and no host-side global access.
+    pub enter: Option<Enter>,
+}
+
+/// `(arg, sp, low, asyncify state, asyncify data) -> sp << 32 | low`.
+pub(crate) type EnterFunc = TypedFunc<(i32, i32, i32, i32, i32), i64>;
+
+pub(crate) struct Enter {
+    pub test: EnterFunc,
+    pub thread_start: Option<EnterFunc>,
 }
 
 pub(crate) struct Limits {
@@ -350,6 +370,9 @@ impl WasmProgram {
     /// Runs thread `i` from its pending hook (or its entry) to its next hook
     /// call, or to its end. `resume` is the value its pending hook returns.
     fn run_segment(&mut self, i: usize, resume: Option<Ret>) -> Result<(), HostError> {
+        if self.ex.enter.is_some() {
+            return self.run_segment_fast(i, resume);
+        }
         let fuel = self.guest.config.fuel_per_step;
         self.store.set_fuel(fuel).map_err(runtime)?;
         let (entry, started, sp, slot) = {
@@ -402,14 +425,91 @@ impl WasmProgram {
                 w.slot_lows[s] = w.slot_lows[s].min(l);
             }
         }
+        if r.is_ok() && self.store.data().mode == Mode::Unwinding {
+            self.ex
+                .asyncify
+                .stop_unwind(&mut self.store)
+                .map_err(runtime)?;
+        }
+        let sp = self.ex.sp.get(&mut self.store).i32().unwrap_or(0) as u32;
+        self.finish_segment(i, entry, slot, sp, r)
+    }
+
+    /// `run_segment` through the module's trampolines: the stack pointer,
+    /// its low-water mark and Asyncify's globals travel as arguments and the
+    /// result instead of through wasmtime's `Global` API.
+    fn run_segment_fast(&mut self, i: usize, resume: Option<Ret>) -> Result<(), HostError> {
+        let fuel = self.guest.config.fuel_per_step;
+        self.store.set_fuel(fuel).map_err(runtime)?;
+        let st = self.store.data_mut();
+        let t = &mut st.world.threads[i];
+        let (entry, started, sp, low, slot) = (t.entry, t.started, t.sp, t.low, t.slot);
+        t.started = true;
+        let buf = st.world.slot_bases[slot as usize];
+        st.cur = i;
+        let state = if started {
+            st.resume = resume.unwrap_or_default();
+            st.mode = Mode::Rewinding;
+            ASYNCIFY_REWINDING
+        } else {
+            st.mode = Mode::Running;
+            ASYNCIFY_NORMAL
+        };
+        let enter = self.ex.enter.as_ref().expect("checked by run_segment");
+        let args = (0, sp as i32, low as i32, state, buf as i32);
+        let r = match entry {
+            Entry::Test => enter.test.call(&mut self.store, args),
+            Entry::ThreadStart(arg) => match &enter.thread_start {
+                Some(f) => f.call(
+                    &mut self.store,
+                    (arg as i32, args.1, args.2, args.3, args.4),
+                ),
+                None => {
+                    return Err(HostError::NoThreadStart {
+                        name: self.guest.name.clone(),
+                    });
+                }
+            },
+        };
+        let left = self.store.get_fuel().unwrap_or(0);
+        self.info.cost += fuel.saturating_sub(left);
+        let (sp, low) = match &r {
+            Ok(v) => ((*v as u64 >> 32) as u32, *v as u32),
+            // A trap skipped the trampoline's return: read the globals (the
+            // low-water mark must cover whatever the thread wrote).
+            Err(_) => (
+                self.ex.sp.get(&mut self.store).i32().unwrap_or(0) as u32,
+                match &self.ex.stack_low {
+                    Some(g) => g.get(&mut self.store).i32().unwrap_or(0) as u32,
+                    None => 0,
+                },
+            ),
+        };
+        if self.ex.stack_low.is_some() {
+            let w = &mut self.store.data_mut().world;
+            let t = &mut w.threads[i];
+            t.low = t.low.min(low);
+            if !matches!(entry, Entry::Test) {
+                let s = slot as usize;
+                w.slot_lows[s] = w.slot_lows[s].min(low);
+            }
+        }
+        self.finish_segment(i, entry, slot, sp, r.map(|_| ()))
+    }
+
+    /// What `run_segment` does once the thread is back in the host: record
+    /// where it stopped, or its end, or its failure.
+    fn finish_segment(
+        &mut self,
+        i: usize,
+        entry: Entry,
+        slot: u32,
+        sp: u32,
+        r: wasmtime::Result<()>,
+    ) -> Result<(), HostError> {
         match r {
             Ok(()) => match self.store.data().mode {
                 Mode::Unwinding => {
-                    self.ex
-                        .asyncify
-                        .stop_unwind(&mut self.store)
-                        .map_err(runtime)?;
-                    let sp = self.ex.sp.get(&mut self.store).i32().unwrap_or(0) as u32;
                     let st = self.store.data_mut();
                     st.mode = Mode::Idle;
                     st.world.threads[i].sp = sp;
@@ -834,6 +934,21 @@ fn instantiate(
             stop_rewind: func!("asyncify_stop_rewind"),
         },
     };
+    let enter_of = |store: &mut Store<HostState>, export: &str| {
+        inst.get_typed_func::<(i32, i32, i32, i32, i32), i64>(
+            &mut *store,
+            &format!("{}{export}", load::ENTER_PREFIX),
+        )
+        .ok()
+    };
+    // Trampolines only work with Asyncify's globals exported (they set them).
+    let enter = match (&asyncify, enter_of(&mut store, &test_export)) {
+        (Asyncify::Globals { .. }, Some(test)) => Some(Enter {
+            test,
+            thread_start: enter_of(&mut store, load::THREAD_START),
+        }),
+        _ => None,
+    };
     let ex = Arc::new(Exports {
         memory,
         asyncify,
@@ -850,6 +965,7 @@ fn instantiate(
             .map(|v| v as u32),
         globals,
         site,
+        enter,
     });
     store.data_mut().ex = Some(ex.clone());
     Ok((store, ex))
