@@ -242,7 +242,10 @@ fn suspend(
     match caller.data().mode {
         Mode::Rewinding => {
             let ex = caller.data().ex();
-            ex.asyncify.stop_rewind(&mut *caller)?;
+            // With trampolines, the hook's wasm wrapper stops the rewind.
+            if ex.enter.is_none() {
+                ex.asyncify.stop_rewind(&mut *caller)?;
+            }
             let st = caller.data_mut();
             st.mode = Mode::Running;
             let r = std::mem::take(&mut st.resume);
@@ -266,10 +269,9 @@ fn suspend(
             header[..4].copy_from_slice(&(buf + 8).to_le_bytes());
             header[4..].copy_from_slice(&end.to_le_bytes());
             write_bytes(caller, buf, &header)?;
-            if ex.enter.is_some() {
-                // The trampoline pointed Asyncify's data at this buffer.
-                ex.asyncify.start_unwind_preset(&mut *caller, buf)?;
-            } else {
+            // With trampolines, the hook's wasm wrapper starts the unwind
+            // (the trampoline pointed Asyncify's data at this buffer).
+            if ex.enter.is_none() {
                 ex.asyncify.start_unwind(&mut *caller, buf)?;
             }
             caller.data_mut().mode = Mode::Unwinding;

@@ -66,7 +66,7 @@ pub const ENTER_PREFIX: &str = "__wasmrace_enter_";
 /// import audit (which runs before the cache is consulted), so no cached
 /// entry was instrumented without it, and Asyncify ignores listed imports a
 /// module does not have.
-const INSTRUMENTATION_VERSION: u32 = 5;
+const INSTRUMENTATION_VERSION: u32 = 6;
 
 /// What the audit learned about a module.
 #[derive(Clone, Debug, Default)]
@@ -395,6 +395,127 @@ pub fn export_asyncify_globals(name: &str, bytes: &[u8]) -> Result<Vec<u8>, Host
     Ok(bytes.to_vec())
 }
 
+/// Routes every call of a suspending hook through a wasm wrapper that does
+/// Asyncify's bookkeeping, so the host's hook touches no global: when the
+/// state is rewinding the call is the resumption (stop the rewind, then let
+/// the host hand back the result); otherwise the host records the operation
+/// and the wrapper starts the unwind (the trampoline already pointed
+/// Asyncify's data at the thread's buffer). Every suspending hook call
+/// suspends, so the state alone decides. Two checked global writes per step
+/// (~150 instructions each in wasmtime's API) become two wasm instructions.
+///
+/// Returns false, changing nothing, when a hook is referenced other than
+/// by a direct call (a table entry, `ref.func`): such a call would bypass
+/// the wrapper, so the module keeps the host-side bookkeeping.
+fn wrap_suspending_hooks(module: &mut walrus::Module, state: walrus::GlobalId) -> bool {
+    use walrus::ir::{BinaryOp, Instr, Visitor, VisitorMut};
+    use walrus::{ElementItems, FunctionBuilder, ImportKind, ValType};
+    let hooks: Vec<walrus::FunctionId> = module
+        .imports
+        .iter()
+        .filter_map(|i| match i.kind {
+            ImportKind::Function(f)
+                if i.module == HOOK_MODULE && SUSPENDING_HOOKS.contains(&i.name.as_str()) =>
+            {
+                Some(f)
+            }
+            _ => None,
+        })
+        .collect();
+    let referenced = |f: &walrus::FunctionId| {
+        module.elements.iter().any(|e| match &e.items {
+            ElementItems::Functions(fs) => fs.contains(f),
+            ElementItems::Expressions(_, es) => es
+                .iter()
+                .any(|x| matches!(x, walrus::ConstExpr::RefFunc(g) if g == f)),
+        })
+    };
+    if hooks.iter().any(referenced) {
+        return false;
+    }
+    struct FindRef<'a> {
+        hooks: &'a [walrus::FunctionId],
+        found: bool,
+    }
+    impl<'instr> Visitor<'instr> for FindRef<'_> {
+        fn visit_instr(&mut self, instr: &'instr Instr, _: &'instr walrus::InstrLocId) {
+            if let Instr::RefFunc(r) = instr {
+                self.found |= self.hooks.contains(&r.func);
+            }
+        }
+    }
+    let mut find = FindRef {
+        hooks: &hooks,
+        found: false,
+    };
+    for (_, f) in module.funcs.iter_local() {
+        walrus::ir::dfs_in_order(&mut find, f, f.entry_block());
+    }
+    if find.found {
+        return false;
+    }
+
+    let mut wrappers = std::collections::BTreeMap::new();
+    for hook in hooks {
+        let ty = module.funcs.get(hook).ty();
+        let (params, results) = module.types.params_results(ty);
+        let (params, results) = (params.to_vec(), results.to_vec());
+        let mut b = FunctionBuilder::new(&mut module.types, &params, &results);
+        let args: Vec<walrus::LocalId> = params.iter().map(|t| module.locals.add(*t)).collect();
+        let unwind = module.locals.add(ValType::I32);
+        let mut body = b.func_body();
+        // unwind = state != REWINDING; a rewind stops here.
+        body.global_get(state)
+            .i32_const(2)
+            .binop(BinaryOp::I32Ne)
+            .local_tee(unwind)
+            .if_else(
+                None,
+                |_| {},
+                |stop| {
+                    stop.i32_const(0).global_set(state);
+                },
+            );
+        for a in &args {
+            body.local_get(*a);
+        }
+        body.call(hook);
+        body.local_get(unwind).if_else(
+            None,
+            |start| {
+                start.i32_const(1).global_set(state);
+            },
+            |_| {},
+        );
+        let id = b.finish(args, &mut module.funcs);
+        wrappers.insert(hook, id);
+    }
+    struct Redirect<'a> {
+        wrappers: &'a std::collections::BTreeMap<walrus::FunctionId, walrus::FunctionId>,
+    }
+    impl VisitorMut for Redirect<'_> {
+        fn visit_instr_mut(&mut self, instr: &mut Instr, _: &mut walrus::InstrLocId) {
+            if let Instr::Call(c) = instr {
+                if let Some(w) = self.wrappers.get(&c.func) {
+                    c.func = *w;
+                }
+            }
+        }
+    }
+    let wrapper_ids: Vec<walrus::FunctionId> = wrappers.values().copied().collect();
+    let mut v = Redirect {
+        wrappers: &wrappers,
+    };
+    for (id, f) in module.funcs.iter_local_mut() {
+        if wrapper_ids.contains(&id) {
+            continue;
+        }
+        let entry = f.entry_block();
+        walrus::ir::dfs_pre_order_mut(&mut v, f, entry);
+    }
+    true
+}
+
 /// Adds, for every entry function (each test and the thread start), a
 /// trampoline `__wasmrace_enter_<entry>(arg, sp, low, state, data) -> i64`
 /// that sets the stack pointer, its low-water mark and Asyncify's state and
@@ -406,7 +527,8 @@ pub fn export_asyncify_globals(name: &str, bytes: &[u8]) -> Result<Vec<u8>, Host
 /// wasmtime's API; in wasm they are one instruction each, and the values
 /// ride on the call the step makes anyway. Added after Asyncify, so the
 /// trampolines themselves are not instrumented: they are never on a
-/// suspended stack.
+/// suspended stack. Added only together with the hook wrappers
+/// (`wrap_suspending_hooks`): the host relies on both or neither.
 fn add_trampolines(module: &mut walrus::Module, state: walrus::GlobalId, data: walrus::GlobalId) {
     use walrus::ir::{BinaryOp, UnaryOp};
     use walrus::{ExportItem, FunctionBuilder, ValType};
@@ -420,6 +542,9 @@ fn add_trampolines(module: &mut walrus::Module, state: walrus::GlobalId, data: w
         return;
     };
     let low = global(module, STACK_LOW_EXPORT);
+    if !wrap_suspending_hooks(module, state) {
+        return;
+    }
     let entries: Vec<(String, walrus::FunctionId)> = module
         .exports
         .iter()

@@ -74,14 +74,6 @@ impl Asyncify {
             Asyncify::Globals { .. } => self.set(store, ASYNCIFY_NORMAL, None),
         }
     }
-    /// Starts an unwind when the data pointer already points at the
-    /// thread's buffer (the trampoline set it): one global write.
-    pub fn start_unwind_preset(&self, store: impl AsContextMut, buf: u32) -> wasmtime::Result<()> {
-        match self {
-            Asyncify::Globals { .. } => self.set(store, ASYNCIFY_UNWINDING, None),
-            Asyncify::Funcs { .. } => self.start_unwind(store, buf),
-        }
-    }
     pub fn start_rewind(&self, store: impl AsContextMut, buf: u32) -> wasmtime::Result<()> {
         match self {
             Asyncify::Funcs { start_rewind, .. } => start_rewind.call(store, buf as i32),
@@ -112,7 +104,8 @@ pub(crate) struct Exports {
     pub site: Option<[TypedFunc<i32, i32>; 4]>,
     /// The trampolines of the test and of the thread start (see
     /// `load::add_trampolines`), when the module has them: a step is then
-    /// one call into wasm and no host-side global access.
+    /// one call into wasm and no host-side global access (the module's hook
+    /// wrappers do Asyncify's bookkeeping, so hooks must not).
     pub enter: Option<Enter>,
 }
 
@@ -593,6 +586,64 @@ impl WasmProgram {
         }
     }
 
+    /// Brings the views up to date after a step of thread `i`. When the
+    /// step neither created nor retired a thread, only `i`'s pending
+    /// operation changed (a thread's next operation is set by the thread
+    /// itself): the others keep their operation, site and accesses, and
+    /// only their enabledness and alternatives are recomputed (a release, a
+    /// send or a notify changes those). `Unregister`'s accesses read the
+    /// registry, so such a pending operation is recomputed too.
+    fn refresh_after(&mut self, i: usize) {
+        let w = &self.store.data().world;
+        let unchanged_threads = self.info.spawned.is_empty()
+            && !w.threads[i].exited
+            && !matches!(self.status, Status::Failed(_));
+        if !unchanged_threads {
+            return self.refresh();
+        }
+        let mut n = 0;
+        for (k, t) in w.threads.iter().enumerate() {
+            if t.exited {
+                continue;
+            }
+            let v = &mut self.views[n];
+            if k == i || matches!(t.pending, Op::Unregister { .. }) {
+                v.pending.op = t.pending.kind();
+                v.pending.site = u64::from(t.site);
+                w.accesses(k, &mut v.pending.accesses);
+            }
+            v.pending.enabled = w.enabled(k);
+            v.pending.alts = w.alts(k);
+            n += 1;
+        }
+        self.status = if self.views.iter().any(|v| v.pending.enabled) {
+            Status::Running
+        } else {
+            Status::Failed(w.deadlock())
+        };
+    }
+
+    /// Checks that the views and status kept up by `refresh_after` are what
+    /// a full recomputation gives. For tests.
+    #[doc(hidden)]
+    pub fn verify_views(&mut self) -> Result<(), String> {
+        let (views, status) = (self.views.clone(), self.status.clone());
+        if matches!(status, Status::Failed(_)) {
+            return Ok(());
+        }
+        self.status = Status::Running;
+        self.refresh();
+        if self.views != views || self.status != status {
+            let msg = format!(
+                "incremental views {views:?} / {status:?} differ from recomputed {:?} / {:?}",
+                self.views, self.status
+            );
+            (self.views, self.status) = (views, status);
+            return Err(msg);
+        }
+        Ok(())
+    }
+
     /// Recomputes the thread views and the status after a step.
     fn refresh(&mut self) {
         let w = &self.store.data().world;
@@ -850,7 +901,7 @@ impl WasmProgram {
                 logs,
             });
         }
-        self.refresh();
+        self.refresh_after(i);
         Ok(())
     }
 
