@@ -57,6 +57,8 @@ pub const ASYNCIFY_STATE_EXPORT: &str = "__wasmrace_asyncify_state";
 pub const STACK_LOW_EXPORT: &str = "__wasmrace_stack_low";
 pub const STACK_REGION_EXPORT: &str = "__wasmrace_stack_region";
 pub const ASYNCIFY_DATA_EXPORT: &str = "__wasmrace_asyncify_data";
+/// The guest's view of its memory size in wasm pages (`virtualize_memory_size`).
+pub const MEMORY_PAGES_EXPORT: &str = "__wasmrace_memory_pages";
 /// Prefix of the trampolines `add_trampolines` adds: `__wasmrace_enter_`
 /// followed by the name of the entry export it calls.
 pub const ENTER_PREFIX: &str = "__wasmrace_enter_";
@@ -66,7 +68,7 @@ pub const ENTER_PREFIX: &str = "__wasmrace_enter_";
 /// import audit (which runs before the cache is consulted), so no cached
 /// entry was instrumented without it, and Asyncify ignores listed imports a
 /// module does not have.
-const INSTRUMENTATION_VERSION: u32 = 6;
+const INSTRUMENTATION_VERSION: u32 = 8;
 
 /// What the audit learned about a module.
 #[derive(Clone, Debug, Default)]
@@ -243,6 +245,12 @@ pub fn export_globals(name: &str, bytes: &[u8]) -> Result<Vec<u8>, HostError> {
         });
     };
     module.exports.add(STACK_POINTER_EXPORT, sp);
+    let mut mutable = mutable;
+    if let Some(pages) = virtualize_memory_size(&mut module) {
+        // A global like the others: snapshots save it, restores rewind it.
+        module.exports.add(MEMORY_PAGES_EXPORT, pages);
+        mutable.push((pages, None, walrus::ValType::I32));
+    }
     for (i, (id, _, _)) in mutable.iter().enumerate() {
         module
             .exports
@@ -250,6 +258,124 @@ pub fn export_globals(name: &str, bytes: &[u8]) -> Result<Vec<u8>, HostError> {
     }
     track_stack_low(&mut module, sp);
     Ok(module.emit_wasm())
+}
+
+/// Gives the guest a memory size of its own: a global holding the size in
+/// pages that `memory.size` reads and `memory.grow` raises (growing the
+/// real memory only past its current size). Wasm memories cannot shrink, so
+/// without this an execution that grows memory (a guest's allocator asking
+/// for its first heap pages after the start state, the common case) left
+/// `reset` no way back to the start state but a fresh instance, tens of
+/// microseconds and dozens of page faults per execution. With it, rewinding
+/// the global (a snapshot holds it like every mutable global) rewinds the
+/// size the guest sees, and the pages above it are kept zero by restores,
+/// so the next growth finds them as fresh memory would be.
+///
+/// The one difference a guest could see: an out-of-bounds access between
+/// its size and the real size does not trap. Skipped (no global) for
+/// modules with several or 64-bit memories.
+fn virtualize_memory_size(module: &mut walrus::Module) -> Option<walrus::GlobalId> {
+    use walrus::ir::{
+        BinaryOp, Call, GlobalGet, Instr, MemoryGrow, MemorySize, Return, Select, Value, VisitorMut,
+    };
+    use walrus::{ConstExpr, FunctionBuilder, ValType};
+    let mut memories = module.memories.iter();
+    let memory = memories.next()?;
+    if memories.next().is_some() || memory.memory64 {
+        return None;
+    }
+    let (mem, initial) = (memory.id(), memory.initial as i32);
+    let pages = module.globals.add_local(
+        ValType::I32,
+        true,
+        false,
+        ConstExpr::Value(Value::I32(initial)),
+    );
+
+    // grow(n) -> old size or -1, like memory.grow.
+    let mut b = FunctionBuilder::new(&mut module.types, &[ValType::I32], &[ValType::I32]);
+    let n = module.locals.add(ValType::I32);
+    let old = module.locals.add(ValType::I32);
+    let new = module.locals.add(ValType::I32);
+    let delta = module.locals.add(ValType::I32);
+    let mut body = b.func_body();
+    body.global_get(pages).local_set(old);
+    // n > 65536 pages (4 GiB) fails; then old + n cannot overflow.
+    body.local_get(n)
+        .i32_const(65536)
+        .binop(BinaryOp::I32GtU)
+        .if_else(
+            None,
+            |fail| {
+                fail.i32_const(-1).instr(Instr::Return(Return {}));
+            },
+            |_| {},
+        );
+    body.local_get(old)
+        .local_get(n)
+        .binop(BinaryOp::I32Add)
+        .local_tee(new)
+        .i32_const(65536)
+        .binop(BinaryOp::I32GtU)
+        .if_else(
+            None,
+            |fail| {
+                fail.i32_const(-1).instr(Instr::Return(Return {}));
+            },
+            |_| {},
+        );
+    // Grow the real memory by max(new - real, 0), without a branch: the
+    // same instructions run whether or not an earlier execution already
+    // grew it, so a step's cost (fuel) does not depend on that history.
+    body.local_get(new)
+        .instr(Instr::MemorySize(MemorySize { memory: mem }))
+        .binop(BinaryOp::I32Sub)
+        .local_tee(delta)
+        .i32_const(0)
+        .local_get(delta)
+        .i32_const(0)
+        .binop(BinaryOp::I32GtS)
+        .instr(Instr::Select(Select { ty: None }))
+        .instr(Instr::MemoryGrow(MemoryGrow { memory: mem }))
+        .i32_const(-1)
+        .binop(BinaryOp::I32Eq)
+        .if_else(
+            None,
+            |fail| {
+                fail.i32_const(-1).instr(Instr::Return(Return {}));
+            },
+            |_| {},
+        );
+    body.local_get(new).global_set(pages).local_get(old);
+    let grow = b.finish(vec![n], &mut module.funcs);
+
+    struct Rewrite {
+        mem: walrus::MemoryId,
+        pages: walrus::GlobalId,
+        grow: walrus::FunctionId,
+    }
+    impl VisitorMut for Rewrite {
+        fn visit_instr_mut(&mut self, instr: &mut Instr, _: &mut walrus::InstrLocId) {
+            match instr {
+                Instr::MemorySize(m) if m.memory == self.mem => {
+                    *instr = Instr::GlobalGet(GlobalGet { global: self.pages });
+                }
+                Instr::MemoryGrow(m) if m.memory == self.mem => {
+                    *instr = Instr::Call(Call { func: self.grow });
+                }
+                _ => {}
+            }
+        }
+    }
+    let mut v = Rewrite { mem, pages, grow };
+    for (id, f) in module.funcs.iter_local_mut() {
+        if id == grow {
+            continue;
+        }
+        let entry = f.entry_block();
+        walrus::ir::dfs_pre_order_mut(&mut v, f, entry);
+    }
+    Some(pages)
 }
 
 /// Adds a low-water mark of the stack pointer: a global that every write

@@ -101,6 +101,9 @@ pub(crate) struct Exports {
     pub stack_low: Option<Global>,
     pub stack_region: Option<u32>,
     pub globals: Vec<Global>,
+    /// The guest's memory size in wasm pages (`load::virtualize_memory_size`),
+    /// when instrumented: memory beyond it is zero and not the guest's.
+    pub pages: Option<Global>,
     pub site: Option<[TypedFunc<i32, i32>; 4]>,
     /// The trampolines of the test and of the thread start (see
     /// `load::add_trampolines`), when the module has them: a step is then
@@ -184,6 +187,8 @@ pub struct WasmProgram {
     /// restores it (microseconds) instead of instantiating afresh (tens of
     /// microseconds) while memory has not grown past it.
     initial: Option<Snapshot>,
+    /// Instances made so far (1 + fresh instances for resets and restores).
+    instances: u64,
 }
 
 impl std::fmt::Debug for WasmProgram {
@@ -212,6 +217,7 @@ impl WasmProgram {
             sites: BTreeMap::new(),
             prev_pages: Vec::new(),
             initial: None,
+            instances: 1,
         };
         p.start()?;
         p.initial = p.snapshot()?;
@@ -309,6 +315,31 @@ impl WasmProgram {
     /// in use, at least two): each `memory.grow` is a system call, and most tests spawn
     /// several threads. Deterministic: the batch depends only on the
     /// execution so far. Returns the slot index, or a memory-limit failure.
+    /// Bytes of memory the guest has: its own memory size when instrumented
+    /// (the real memory may be larger, zero above it), else the real size.
+    fn mem_len(&mut self) -> usize {
+        match &self.ex.pages {
+            Some(g) => g.get(&mut self.store).i32().unwrap_or(0) as u32 as usize * 65536,
+            None => self.ex.memory.data_size(&self.store),
+        }
+    }
+
+    /// Grows the guest's memory by `pages` wasm pages; returns the old size
+    /// in pages, like `memory.grow`. With a virtual size, real memory grows
+    /// only past its current size.
+    fn grow(&mut self, pages: u64) -> wasmtime::Result<u64> {
+        let Some(g) = self.ex.pages else {
+            return self.ex.memory.grow(&mut self.store, pages);
+        };
+        let old = (self.mem_len() / 65536) as u64;
+        let real = (self.ex.memory.data_size(&self.store) / 65536) as u64;
+        if old + pages > real {
+            self.ex.memory.grow(&mut self.store, old + pages - real)?;
+        }
+        g.set(&mut self.store, Val::I32((old + pages) as i32))?;
+        Ok(old)
+    }
+
     fn alloc_slot(&mut self) -> Result<Result<u32, Failure>, HostError> {
         if let Some(s) = self.store.data_mut().world.free_slots.pop() {
             return Ok(Ok(s));
@@ -320,7 +351,7 @@ impl WasmProgram {
         // restore the start state instead of instantiating again.
         let mut batch = if in_use == 0 { 4 } else { in_use.clamp(2, 16) };
         let old = loop {
-            match self.ex.memory.grow(&mut self.store, batch * bytes / 65536) {
+            match self.grow(batch * bytes / 65536) {
                 Ok(old) => break old,
                 // Near the limit: fall back to one slot before giving up.
                 Err(_) if batch > 1 => {
@@ -623,6 +654,13 @@ impl WasmProgram {
         };
     }
 
+    /// How many wasm instances this program has made: resets and restores
+    /// normally reuse the instance. For tests and benchmarks.
+    #[doc(hidden)]
+    pub fn instances(&self) -> u64 {
+        self.instances
+    }
+
     /// Checks that the views and status kept up by `refresh_after` are what
     /// a full recomputation gives. For tests.
     #[doc(hidden)]
@@ -912,6 +950,7 @@ impl WasmProgram {
         let (store, ex) = instantiate(&self.guest, &self.test, tracing)?;
         self.store = store;
         self.ex = ex;
+        self.instances += 1;
         Ok(())
     }
 }
@@ -1015,6 +1054,7 @@ fn instantiate(
             .and_then(|g| g.get(&mut store).i32())
             .map(|v| v as u32),
         globals,
+        pages: inst.get_global(&mut store, load::MEMORY_PAGES_EXPORT),
         site,
         enter,
     });
@@ -1032,8 +1072,11 @@ impl Program for WasmProgram {
         // start over on a fresh instance and remember that start instead.
         // A traced run starts afresh: the start's own logs belong in the trace.
         let size = self.ex.memory.data_size(&self.store);
+        let rewinds_size = self.ex.pages.is_some();
         if let Some(initial) = self.initial.take().filter(|_| !self.tracing()) {
-            if initial.memory_bytes == size && matches!(initial.status, Status::Running) {
+            if (rewinds_size || initial.memory_bytes == size)
+                && matches!(initial.status, Status::Running)
+            {
                 let r = self.restore(&initial);
                 self.initial = Some(initial);
                 return r;
@@ -1063,9 +1106,9 @@ impl Program for WasmProgram {
             // A snapshot without the tables would not restore exactly.
             return Ok(None);
         }
-        let memory_bytes = self.ex.memory.data_size(&self.store);
+        let memory_bytes = self.mem_len();
         let zero = self.known_zero(&self.store.data().world, memory_bytes / snapshot::PAGE);
-        let data = self.ex.memory.data(&self.store);
+        let data = &self.ex.memory.data(&self.store)[..memory_bytes];
         let pages = snapshot::capture_pages(data, &self.prev_pages, &zero);
         self.prev_pages = pages.clone();
         let mut globals = Vec::with_capacity(self.ex.globals.len());
@@ -1086,7 +1129,7 @@ impl Program for WasmProgram {
 
     fn restore(&mut self, s: &Snapshot) -> Result<(), HostError> {
         let size = self.ex.memory.data_size(&self.store);
-        if size > s.memory_bytes {
+        if size > s.memory_bytes && self.ex.pages.is_none() {
             self.reinstantiate()?;
         }
         let size = self.ex.memory.data_size(&self.store);
@@ -1097,8 +1140,12 @@ impl Program for WasmProgram {
                 .grow(&mut self.store, pages)
                 .map_err(runtime)?;
         }
+        // Everything the guest has now or had then; above both, memory is
+        // zero already. Pages beyond the snapshot's size become zero (the
+        // guest's later growth must find them as fresh memory is).
+        let len = self.mem_len().max(s.memory_bytes);
         // Pages zero both now and in the snapshot need no look at all.
-        let pages = s.memory_bytes / snapshot::PAGE;
+        let pages = len / snapshot::PAGE;
         let zero_now = self.known_zero(&self.store.data().world, pages);
         let zero_then = self.known_zero(&s.world, pages);
         let both: Vec<bool> = zero_now
@@ -1106,7 +1153,8 @@ impl Program for WasmProgram {
             .zip(&zero_then)
             .map(|(a, b)| *a && *b)
             .collect();
-        snapshot::restore_pages(self.ex.memory.data_mut(&mut self.store), &s.pages, &both);
+        let data = &mut self.ex.memory.data_mut(&mut self.store)[..len];
+        snapshot::restore_pages(data, &s.pages, &both);
         for (g, bits) in self.ex.globals.clone().iter().zip(&s.globals) {
             let v = snapshot::val_from_bits(&g.ty(&self.store), *bits);
             g.set(&mut self.store, v).map_err(runtime)?;
@@ -1125,9 +1173,11 @@ impl Program for WasmProgram {
 
     fn state_hash(&mut self) -> Option<[u8; 32]> {
         let mut h = blake3::Hasher::new();
-        let pages = self.ex.memory.data_size(&self.store) / snapshot::PAGE;
-        let zero = self.known_zero(&self.store.data().world, pages);
-        snapshot::hash_memory(self.ex.memory.data(&self.store), &zero, &mut h);
+        // The guest's memory only: the same state hashes the same whatever
+        // the real memory grew to in other executions.
+        let len = self.mem_len();
+        let zero = self.known_zero(&self.store.data().world, len / snapshot::PAGE);
+        snapshot::hash_memory(&self.ex.memory.data(&self.store)[..len], &zero, &mut h);
         for g in self.ex.globals.clone() {
             h.update(&snapshot::val_bits(&g.get(&mut self.store)).to_le_bytes());
         }

@@ -446,3 +446,54 @@ fn phase_is_a_scheduling_point_that_names_its_step() {
 /// Delaying explorers (SES, SS, custom explorers) through the host API.
 #[path = "host/delaying.rs"]
 mod delaying;
+
+/// A guest that grows its memory after the start state (as a Rust guest's
+/// allocator does at its first allocation). `reset` rewinds the size the
+/// guest sees instead of making a fresh instance: every execution sees the
+/// same size, finds the grown page zero, and ends in the same state.
+const GROWER: &str = r#"
+(module
+  (import "wasmrace" "cell_new" (func $cell_new (param i64 i32) (result i64)))
+  (import "wasmrace" "cell_get" (func $cell_get (param i64 i32) (result i64)))
+  (global $sp (mut i32) (i32.const 65536))
+  (memory (export "memory") 2)
+  (func (export "wasmrace_test_grow")
+    (local $c i64) (local $old i32) (local $at i32)
+    (local.set $c (call $cell_new (i64.const 0) (i32.const 0)))
+    (local.set $old (memory.grow (i32.const 1)))
+    (if (i32.eq (local.get $old) (i32.const -1)) (then unreachable))
+    (if (i32.ne (memory.size) (i32.add (local.get $old) (i32.const 1)))
+      (then unreachable))
+    (local.set $at (i32.mul (local.get $old) (i32.const 65536)))
+    (if (i64.ne (i64.load (local.get $at)) (i64.const 0)) (then unreachable))
+    (i64.store (local.get $at) (i64.const 42))
+    (drop (call $cell_get (local.get $c) (i32.const 0)))
+    (if (i32.ne (memory.size) (i32.add (local.get $old) (i32.const 1)))
+      (then unreachable))))
+"#;
+
+#[test]
+fn memory_grown_during_an_execution_is_rewound_by_reset() {
+    let g = load_wat("grower", GROWER).unwrap();
+    let mut p = g.program("grow").unwrap();
+    let mut finals = Vec::new();
+    let mut instances = Vec::new();
+    for _ in 0..5 {
+        p.reset().unwrap();
+        while matches!(p.status(), Status::Running) {
+            let t = p.threads().iter().find(|t| t.pending.enabled).unwrap().tid;
+            p.step(Decision::new(t, 0)).unwrap();
+        }
+        assert!(matches!(p.status(), Status::Finished), "{:?}", p.status());
+        finals.push(p.state_hash().unwrap());
+        instances.push(p.instances());
+    }
+    assert!(
+        finals.windows(2).all(|w| w[0] == w[1]),
+        "final states differ"
+    );
+    assert!(
+        instances.windows(2).all(|w| w[0] == w[1]),
+        "resets made fresh instances: {instances:?}"
+    );
+}
