@@ -202,11 +202,13 @@ fn sections(r: &BenchResults, best_mark: &dyn Fn(&str) -> String, best_note: &st
     let first_clean = r.rows.iter().position(|row| !row.has_bug);
 
     let mut intro = format!(
-        "wasmrace bench: {} tests ({} with a bug), {} strategies, {} executions per run, \
+        "wasmrace bench: {} test{} ({} with a bug), {} strateg{}, {} executions per run, \
          {} seed{} (base seed {}), at most {} steps per execution",
         r.rows.len(),
+        if r.rows.len() == 1 { "" } else { "s" },
         r.tests_with_bug,
         strategies.len(),
+        if strategies.len() == 1 { "y" } else { "ies" },
         s.executions,
         s.seeds,
         if s.seeds == 1 { "" } else { "s" },

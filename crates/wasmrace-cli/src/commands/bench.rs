@@ -16,12 +16,6 @@ use wasmrace_explore::Config;
 use wasmrace_host::bench::{self, BenchModule, BenchOptions, BenchProgress, TestInfo};
 use wasmrace_host::{HostError, STRATEGY_NAMES};
 
-/// Executions per run by default: with [`DEFAULT_SEEDS`] the bundled suite
-/// finishes in well under ten minutes on two cores (measured in the README).
-pub const DEFAULT_EXECUTIONS: u64 = 1000;
-/// Seeds per test and strategy by default.
-pub const DEFAULT_SEEDS: u32 = 3;
-
 const AFTER_HELP: &str = "\
 For every test, strategy and seed, a run of --executions executions that does
 not stop at bugs. Per test and strategy (seeds pooled): the hit ratio (failing
@@ -79,10 +73,10 @@ pub struct BenchCommand {
     #[arg(long, value_name = "LIST", default_value_t = STRATEGY_NAMES.join(","))]
     strategies: String,
     /// Executions per test, strategy and seed
-    #[arg(long, value_name = "N", default_value_t = DEFAULT_EXECUTIONS)]
+    #[arg(long, value_name = "N", default_value_t = BenchOptions::default().executions)]
     executions: u64,
     /// Seeds per test and strategy
-    #[arg(long, value_name = "K", default_value_t = DEFAULT_SEEDS)]
+    #[arg(long, value_name = "K", default_value_t = BenchOptions::default().seeds)]
     seeds: u32,
     /// Base seed every run's seed is derived from
     #[arg(long, value_name = "N", default_value_t = 0)]
