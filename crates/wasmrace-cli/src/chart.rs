@@ -7,10 +7,11 @@
 use std::fmt::Write;
 use wasmrace_host::bench::BenchResults;
 
-/// Distinguishable colours (Tableau 10, then two more), by strategy column.
+/// Distinguishable colours (Tableau 10, then near-black and light blue), by
+/// strategy column.
 const PALETTE: &[&str] = &[
     "#4e79a7", "#f28e2b", "#e15759", "#76b7b2", "#59a14f", "#edc948", "#b07aa1", "#ff9da7",
-    "#9c755f", "#bab0ac", "#1b9e77", "#7570b3",
+    "#9c755f", "#bab0ac", "#222222", "#a0cbe8",
 ];
 
 const WIDTH: f64 = 980.0;
