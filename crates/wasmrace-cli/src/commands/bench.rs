@@ -29,8 +29,8 @@ tests with a bug (a miss counts as 1/(executions x seeds), as in the POS
 paper) and how many of those bugs it found at all.
 
 Strategies run with `wasmrace check`'s defaults (dfs and portfolio with
-preemption bound 2, pct with depth 3). A strategy without a seed (dfs) runs
-once per test.
+preemption bound 2, pct with depth 3, ses and ss with the run-to-completion
+explorer). A strategy without a seed (dfs, ses) runs once per test.
 
 Determinism: each run's seed is derived from --seed, the program, the test,
 the strategy and the seed index, so the output is the same for any --jobs,
