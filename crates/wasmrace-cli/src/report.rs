@@ -253,7 +253,9 @@ pub fn strategy_stats_block(report: &Report) -> String {
             report.saved_replayed
         );
         if report.saved_as_prefix > 0 {
-            out.push_str("; raise --max-saved-snapshots to keep more snapshots");
+            out.push_str(
+                "; raise --max-saved-snapshots or --saved-snapshots-mb to keep more snapshots",
+            );
         }
         out.push('\n');
     }

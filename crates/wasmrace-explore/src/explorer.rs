@@ -38,8 +38,12 @@ pub struct Config {
     /// Saved states (`Strategy::save_request`, e.g. SES's frontier) held
     /// as snapshots at most (`--max-saved-snapshots`); beyond that a saved
     /// state keeps only its prefix and is replayed when started from, which
-    /// is slower, never wrong. Default 1024.
+    /// is slower, never wrong. Default 65,536.
     pub max_saved_snapshots: usize,
+    /// Bytes of saved snapshots held at most (`--saved-snapshots-mb`, as
+    /// `Program::snapshot_bytes` counts them); past it, as past the count,
+    /// saved states keep only their prefix. Default 512 MiB.
+    pub max_saved_bytes: usize,
 }
 
 impl Default for Config {
@@ -51,7 +55,8 @@ impl Default for Config {
             snapshot_every_cost: Some(200_000),
             max_snapshots: 64,
             stop_on_first_bug: true,
-            max_saved_snapshots: 1024,
+            max_saved_snapshots: 65_536,
+            max_saved_bytes: 512 << 20,
         }
     }
 }
@@ -87,7 +92,8 @@ pub struct Report {
     pub strategy_bound: Option<BoundHit>,
     /// States saved at the strategy's request (`Strategy::save_request`):
     /// with a snapshot, and with only their prefix (over
-    /// `max_saved_snapshots`, or a program that cannot snapshot).
+    /// `max_saved_snapshots` or `max_saved_bytes`, or a program that cannot
+    /// snapshot).
     pub saved_with_snapshot: u64,
     pub saved_as_prefix: u64,
     /// Executions started from a saved state (`Start::Saved`), by restoring
@@ -137,6 +143,8 @@ pub enum ExploreError<E: std::error::Error + 'static> {
 struct Saved<S> {
     node: NodeId,
     snapshot: Option<S>,
+    /// `Program::snapshot_bytes` of the snapshot (0 without one).
+    bytes: usize,
 }
 
 /// Interns the current path's first `depth` decisions into `tree`,
@@ -210,6 +218,7 @@ impl<P: Program> Explorer<P> {
         let mut path_nodes: Vec<NodeId> = Vec::new();
         let mut saved: BTreeMap<u64, Saved<P::Snapshot>> = BTreeMap::new();
         let mut saved_snapshots = 0usize;
+        let mut saved_bytes = 0usize;
         let cfg = self.config.clone();
 
         loop {
@@ -299,6 +308,7 @@ impl<P: Program> Explorer<P> {
                     match state.snapshot {
                         Some(snap) => {
                             saved_snapshots -= 1;
+                            saved_bytes -= state.bytes;
                             self.program.restore(&snap).map_err(ExploreError::Program)?;
                             report.restores += 1;
                             report.saved_restored += 1;
@@ -410,20 +420,38 @@ impl<P: Program> Explorer<P> {
                     intern_path(&mut tree, &mut path_nodes, &decisions, &ops, depth);
                     let node = path_nodes.last().copied().unwrap_or(NIL);
                     tree.hold(node);
-                    let snapshot = if saved_snapshots < cfg.max_saved_snapshots {
+                    // The byte budget is checked before the snapshot is taken
+                    // (its size is known only after), so it can be passed by
+                    // one snapshot; checking after would take and drop a
+                    // snapshot at every save once the budget is full.
+                    let room = saved_snapshots < cfg.max_saved_snapshots
+                        && saved_bytes < cfg.max_saved_bytes;
+                    let snapshot = if room {
                         self.program.snapshot().map_err(ExploreError::Program)?
                     } else {
                         None
                     };
+                    let bytes = snapshot
+                        .as_ref()
+                        .map_or(0, |s| self.program.snapshot_bytes(s));
                     if snapshot.is_some() {
                         saved_snapshots += 1;
+                        saved_bytes += bytes;
                         report.saved_with_snapshot += 1;
                     } else {
                         report.saved_as_prefix += 1;
                     }
-                    if let Some(old) = saved.insert(id, Saved { node, snapshot }) {
+                    if let Some(old) = saved.insert(
+                        id,
+                        Saved {
+                            node,
+                            snapshot,
+                            bytes,
+                        },
+                    ) {
                         tree.release(old.node);
                         saved_snapshots -= usize::from(old.snapshot.is_some());
+                        saved_bytes -= old.bytes;
                     }
                 }
                 let info = self.program.step(d).map_err(ExploreError::Program)?;

@@ -91,6 +91,11 @@ pub trait Program {
         Ok(None)
     }
     fn restore(&mut self, snapshot: &Self::Snapshot) -> Result<(), Self::Error>;
+    /// Bytes a snapshot holds (an upper bound: pages it shares with other
+    /// snapshots count in full), for memory budgets. 0 when unknown.
+    fn snapshot_bytes(&self, _snapshot: &Self::Snapshot) -> usize {
+        0
+    }
     /// A hash of the whole program state, when the program can compute one.
     fn state_hash(&mut self) -> Option<[u8; 32]> {
         None
@@ -119,6 +124,9 @@ impl<P: Program + ?Sized> Program for &mut P {
     }
     fn restore(&mut self, s: &Self::Snapshot) -> Result<(), Self::Error> {
         (**self).restore(s)
+    }
+    fn snapshot_bytes(&self, s: &Self::Snapshot) -> usize {
+        (**self).snapshot_bytes(s)
     }
     fn state_hash(&mut self) -> Option<[u8; 32]> {
         (**self).state_hash()

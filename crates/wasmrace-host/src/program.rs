@@ -1171,6 +1171,10 @@ impl Program for WasmProgram {
         Ok(())
     }
 
+    fn snapshot_bytes(&self, s: &Snapshot) -> usize {
+        s.stored_bytes() + s.globals.len() * 16 + std::mem::size_of::<Snapshot>()
+    }
+
     fn state_hash(&mut self) -> Option<[u8; 32]> {
         let mut h = blake3::Hasher::new();
         // The guest's memory only: the same state hashes the same whatever

@@ -155,6 +155,10 @@ pub struct CheckCommand {
     /// beyond that they are replayed from their prefix
     #[arg(long, value_name = "N", default_value_t = Config::default().max_saved_snapshots)]
     max_saved_snapshots: usize,
+    /// Memory for saved snapshots (ses's frontier), in MiB; beyond it saved
+    /// states are replayed from their prefix
+    #[arg(long, value_name = "MB", default_value_t = Config::default().max_saved_bytes >> 20)]
+    saved_snapshots_mb: usize,
     /// Stop after N executions per test
     #[arg(long, value_name = "N", default_value_t = Config::default().max_executions)]
     max_executions: u64,
@@ -357,6 +361,7 @@ impl CheckCommand {
                 max_steps: self.max_steps,
                 time_budget: self.time_budget.map(Duration::from_secs),
                 max_saved_snapshots: self.max_saved_snapshots,
+                max_saved_bytes: self.saved_snapshots_mb.saturating_mul(1 << 20),
                 ..defaults.explore
             },
         })

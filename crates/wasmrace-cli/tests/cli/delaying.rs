@@ -110,11 +110,25 @@ fn ses_bug_replays_and_frontier_storage_does_not_change_the_run() {
     assert_eq!(strip(&run.stdout), strip(&prefixes.stdout));
     assert!(
         prefixes.stdout.contains("(0 as snapshots, ")
-            && prefixes
-                .stdout
-                .contains("raise --max-saved-snapshots to keep more snapshots"),
+            && prefixes.stdout.contains(
+                "raise --max-saved-snapshots or --saved-snapshots-mb to keep more snapshots"
+            ),
         "{}",
         prefixes.stdout
+    );
+    // The memory budget for saved snapshots is a knob of its own.
+    let no_memory = wasmrace(&dir, &[&args[..], &["--saved-snapshots-mb", "0"]].concat());
+    expect(&no_memory, 1);
+    assert_eq!(strip(&no_memory.stdout), strip(&prefixes.stdout));
+    assert!(
+        no_memory.stdout.contains("(0 as snapshots, "),
+        "{}",
+        no_memory.stdout
+    );
+    assert!(
+        run.stdout.contains("saved states: ") && !run.stdout.contains("(0 as snapshots, "),
+        "the default budgets keep snapshots: {}",
+        run.stdout
     );
 }
 
