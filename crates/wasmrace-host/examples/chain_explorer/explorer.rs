@@ -27,8 +27,8 @@
 //! client `main.5`, master `main.6`.
 
 use std::collections::VecDeque;
-use wasmrace_explore::strategies::{first_enabled, send_target, DelayingExplorer};
-use wasmrace_explore::{StepInfo, ThreadView};
+use wasmrace_host::strategies::{first_enabled, send_target, DelayingExplorer};
+use wasmrace_host::{StepInfo, ThreadView};
 use wasmrace_trace::{ThreadPath, Tid};
 
 /// The phase name the chain's master announces.

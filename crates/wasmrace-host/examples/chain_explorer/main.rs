@@ -4,13 +4,17 @@
 //! `wasmrace::phase("init-done")`; [`ChainExplorer`] (in `explorer.rs`)
 //! reorders the threads at that moment and puts the fault injector first
 //! whenever a server acknowledges an update. SES and SS run it exactly like
-//! the built-in explorers; the example measures what each explorer needs to
-//! reach the injected bug (the head and its successor failing together after
-//! initialization) and prints the comparison:
+//! the built-in explorers, through `wasmrace_host::check_with_strategy`.
 //!
-//! - SES: distinct program states explored before the failing execution,
-//!   executions, and the delay bound the bug needed;
-//! - SS: executions until the first failing one (seed 0).
+//! The example measures what each explorer needs to reach the injected bug
+//! (the head and its successor failing together after initialization) and
+//! prints the comparison:
+//! - SES: program states explored until the failing execution, executions,
+//!   and the delay bound the bug needed;
+//! - SS: executions until the first failing one (seed 0);
+//!
+//! then the custom explorer's failing interleaving, and its replay from the
+//! schedule file.
 //!
 //! Run: `cargo run -p wasmrace-host --example chain_explorer` (about half a
 //! minute; deterministic, so the numbers are the same on every machine).
@@ -18,11 +22,11 @@
 mod explorer;
 
 use explorer::ChainExplorer;
-use wasmrace_explore::strategies::{
+use wasmrace_host::strategies::{
     BuiltinExplorer, DelayingExplorer, Ses, SesOptions, Ss, SsOptions,
 };
-use wasmrace_explore::{Config, Explorer, Report, Strategy};
-use wasmrace_host::{Guest, HostConfig};
+use wasmrace_host::{check_with_strategy, CheckOptions, CheckOutcome, Config, Guest, HostConfig};
+use wasmrace_host::{Report, Strategy};
 
 const PROGRAM: &str = "chain_replication";
 const TEST: &str = "chain_replication_bug";
@@ -30,13 +34,25 @@ const TEST: &str = "chain_replication_bug";
 const BUDGET: u64 = 50_000;
 const SEED: u64 = 0;
 
-/// What one run needed to find the bug.
-struct Found {
-    executions: u64,
-    bug: bool,
-    /// SES only: states explored and the delay bound it had reached.
-    states: Option<u64>,
-    delay_bound: Option<u64>,
+fn check(guest: &Guest, strategy: &mut dyn Strategy) -> CheckOutcome {
+    let opts = CheckOptions {
+        seed: SEED,
+        explore: Config {
+            max_executions: BUDGET,
+            ..Config::default()
+        },
+        ..CheckOptions::default()
+    };
+    let out =
+        check_with_strategy(guest, TEST, &opts, strategy, &mut |_| {}).expect("exploration runs");
+    if let Some(b) = &out.bug {
+        assert!(
+            b.failure.message.contains("acknowledged update 1 lost"),
+            "an unexpected failure: {}",
+            b.failure
+        );
+    }
+    out
 }
 
 fn stat(r: &Report, name: &str) -> Option<u64> {
@@ -46,55 +62,14 @@ fn stat(r: &Report, name: &str) -> Option<u64> {
         .map(|s| s.value)
 }
 
-fn run(guest: &Guest, strategy: &mut dyn Strategy) -> Found {
-    let program = guest.program(TEST).expect("the fixture's buggy test");
-    let config = Config {
-        max_executions: BUDGET,
-        ..Config::default()
-    };
-    let r = Explorer::new(program, config)
-        .run(strategy)
-        .expect("exploration runs");
-    if let Some(b) = r.first_bug() {
-        assert!(
-            b.failure.message.contains("acknowledged update 1 lost"),
-            "an unexpected failure: {}",
-            b.failure
-        );
-    }
-    Found {
-        executions: r.executions,
-        bug: r.first_bug().is_some(),
-        states: stat(&r, "states explored"),
-        delay_bound: stat(&r, "delay bound reached"),
-    }
-}
-
-/// The explorers compared, by name.
-fn explorers() -> Vec<(&'static str, Box<dyn Fn() -> Box<dyn DynExplorer>>)> {
-    let mut v: Vec<(&'static str, Box<dyn Fn() -> Box<dyn DynExplorer>>)> = Vec::new();
-    for name in BuiltinExplorer::NAMES {
-        v.push((
-            name,
-            Box::new(move || Box::new(BuiltinExplorer::from_name(name, SEED).unwrap())),
-        ));
-    }
-    v.push((
-        "chain-no-phase",
-        Box::new(|| Box::new(ChainExplorer::ignoring_phase())),
-    ));
-    v.push(("chain", Box::new(|| Box::new(ChainExplorer::new()))));
-    v
-}
-
-/// SES and SS over any of the explorers above: a small object-safe face of
-/// `DelayingExplorer + Clone` so that one loop can build both strategies.
-trait DynExplorer {
+/// SES and SS over any explorer: an object-safe face of `DelayingExplorer
+/// + Clone`, so that one loop can build both strategies for each.
+trait Explorers {
     fn ses(&self) -> Box<dyn Strategy>;
     fn ss(&self) -> Box<dyn Strategy>;
 }
 
-impl<E: DelayingExplorer + Clone + 'static> DynExplorer for E {
+impl<E: DelayingExplorer + Clone + 'static> Explorers for E {
     fn ses(&self) -> Box<dyn Strategy> {
         Box::new(Ses::new(self.clone(), SEED, SesOptions::default()))
     }
@@ -110,27 +85,48 @@ fn main() {
     };
     let guest = Guest::load(&wasmrace_fixtures::path(PROGRAM), config)
         .expect("load the chain_replication fixture");
+
+    let mut explorers: Vec<(&str, Box<dyn Explorers>)> = BuiltinExplorer::NAMES
+        .iter()
+        .map(|&n| {
+            let e: Box<dyn Explorers> = Box::new(BuiltinExplorer::from_name(n, SEED).unwrap());
+            (n, e)
+        })
+        .collect();
+    explorers.push((
+        "chain, deaf to init-done",
+        Box::new(ChainExplorer::ignoring_phase()),
+    ));
+    explorers.push(("chain", Box::new(ChainExplorer::new())));
+
     println!("{PROGRAM}/{TEST}: what each delaying explorer needs to find the bug");
-    println!("(budget {BUDGET} executions per run, seed {SEED})\n");
+    println!("(at most {BUDGET} executions per run, seed {SEED})\n");
     println!("| explorer | SES states | SES executions | SES delays | SS executions |");
     println!("|---|---:|---:|---:|---:|");
-    for (name, make) in explorers() {
-        let e = make();
-        let ses = run(&guest, &mut *e.ses());
-        let ss = run(&guest, &mut *e.ss());
-        let or_none = |f: &Found, v: String| {
-            if f.bug {
-                v
-            } else {
-                format!("none in {}", f.executions)
-            }
+    for (name, e) in &explorers {
+        let ses = check(&guest, &mut *e.ses());
+        let ss = check(&guest, &mut *e.ss());
+        let cell = |out: &CheckOutcome, v: Option<u64>| match &out.bug {
+            Some(_) => v.map_or("-".into(), |v| v.to_string()),
+            None => format!("none in {}", out.report.executions),
         };
         println!(
             "| {name} | {} | {} | {} | {} |",
-            or_none(&ses, ses.states.unwrap_or(0).to_string()),
-            or_none(&ses, ses.executions.to_string()),
-            or_none(&ses, ses.delay_bound.unwrap_or(0).to_string()),
-            or_none(&ss, ss.executions.to_string()),
+            cell(&ses, stat(&ses.report, "states explored")),
+            cell(&ses, Some(ses.report.executions)),
+            cell(&ses, stat(&ses.report, "delay bound reached")),
+            cell(&ss, Some(ss.report.executions)),
         );
     }
+
+    // The custom explorer's bug, as `wasmrace check` would show it, and its
+    // replay from the schedule file.
+    let out = check(&guest, &mut *ChainExplorer::new().ses());
+    let bug = out.bug.expect("the custom explorer finds the bug");
+    println!("\n{}\n", bug.failure);
+    print!("{}", wasmrace_trace::render_trace(&bug.trace));
+    let replayed = wasmrace_host::replay(&guest, &bug.schedule, Config::default().max_steps)
+        .expect("the schedule replays");
+    assert!(replayed.reproduces(&bug.schedule));
+    println!("\nreplayed from its schedule file: the same failure");
 }
