@@ -172,6 +172,7 @@ impl fmt::Debug for ThreadId {
 /// A nondeterministic value in `0..n`, explored like a scheduling decision:
 /// the host tries every value (systematic strategies) or samples one. It is a
 /// scheduling point. Panics if `n` is 0 or exceeds `i32::MAX`.
+#[inline]
 #[track_caller]
 pub fn choose(n: u32) -> u32 {
     assert!(
@@ -190,6 +191,7 @@ pub fn choose(n: u32) -> u32 {
 /// priorities at that moment (the FSE'15 delaying-explorer paper's custom
 /// chain-replication explorer lets the fault injector and the master go
 /// first only after initialization). Traces show it as `phase "init-done"`.
+#[inline]
 #[track_caller]
 pub fn phase(name: &str) {
     // SAFETY: the host reads `name.len()` bytes at `name`.

@@ -17,8 +17,7 @@ use core::sync::atomic::{AtomicBool, Ordering};
 pub extern "C" fn __wasmrace_thread_start(arg: i32) {
     // SAFETY: `arg` comes from `Box::into_raw` in `thread::spawn` and the host
     // starts each spawned thread once, so ownership is taken back once.
-    let f = unsafe { Box::from_raw(arg as usize as *mut Box<dyn FnOnce() + Send>) };
-    f();
+    unsafe { crate::thread::start(arg as usize as *mut u8) }
 }
 
 /// Called by the host once per execution before the test. Installs the panic

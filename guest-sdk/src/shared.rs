@@ -17,6 +17,7 @@ pub struct Cell(u64);
 
 impl Cell {
     /// A new cell holding `init`.
+    #[inline]
     #[track_caller]
     pub fn new(init: u64) -> Cell {
         // SAFETY: plain value hook.
@@ -24,6 +25,7 @@ impl Cell {
     }
 
     /// Reads the value.
+    #[inline]
     #[track_caller]
     pub fn get(&self) -> u64 {
         // SAFETY: plain value hook.
@@ -31,6 +33,7 @@ impl Cell {
     }
 
     /// Writes the value.
+    #[inline]
     #[track_caller]
     pub fn set(&self, v: u64) {
         // SAFETY: plain value hook.
@@ -45,6 +48,7 @@ pub struct Atomic(u64);
 
 impl Atomic {
     /// A new atomic holding `init`.
+    #[inline]
     #[track_caller]
     pub fn new(init: u64) -> Atomic {
         // SAFETY: plain value hook.
@@ -52,6 +56,7 @@ impl Atomic {
     }
 
     /// Reads the value.
+    #[inline]
     #[track_caller]
     pub fn load(&self) -> u64 {
         // SAFETY: plain value hook.
@@ -59,6 +64,7 @@ impl Atomic {
     }
 
     /// Writes the value.
+    #[inline]
     #[track_caller]
     pub fn store(&self, v: u64) {
         // SAFETY: plain value hook.
@@ -66,6 +72,7 @@ impl Atomic {
     }
 
     /// Writes `v` and returns the previous value.
+    #[inline]
     #[track_caller]
     pub fn swap(&self, v: u64) -> u64 {
         // SAFETY: plain value hook.
@@ -73,6 +80,7 @@ impl Atomic {
     }
 
     /// Adds `v` (wrapping) and returns the previous value.
+    #[inline]
     #[track_caller]
     pub fn fetch_add(&self, v: u64) -> u64 {
         // SAFETY: plain value hook.
@@ -81,6 +89,7 @@ impl Atomic {
 
     /// Stores `new` if the value is `current`. Returns `Ok(previous)` on
     /// success and `Err(actual)` otherwise, like `std`'s `compare_exchange`.
+    #[inline]
     #[track_caller]
     pub fn compare_exchange(&self, current: u64, new: u64) -> Result<u64, u64> {
         // SAFETY: plain value hook.
@@ -105,6 +114,7 @@ pub struct Mutex(u64);
 #[allow(clippy::new_without_default)]
 impl Mutex {
     /// A new, unlocked mutex.
+    #[inline]
     #[track_caller]
     pub fn new() -> Mutex {
         // SAFETY: plain value hook.
@@ -114,6 +124,7 @@ impl Mutex {
     /// Acquires the lock, blocking while anyone (the caller included: it is
     /// not reentrant, so relocking deadlocks) holds it. Unlocks when the guard
     /// is dropped.
+    #[inline]
     #[track_caller]
     pub fn lock(&self) -> MutexGuard {
         let site = sys::site();
@@ -152,6 +163,7 @@ impl MutexGuard {
 
     /// Unlocks now, recording the caller's line as the unlock site (dropping
     /// the guard records the lock's).
+    #[inline]
     #[track_caller]
     pub fn unlock(self) {
         let mutex = self.mutex;
@@ -162,6 +174,7 @@ impl MutexGuard {
 }
 
 impl Drop for MutexGuard {
+    #[inline]
     fn drop(&mut self) {
         // SAFETY: plain value hook.
         unsafe { sys::mutex_unlock(self.mutex.0 as i64, self.site) }
@@ -179,6 +192,7 @@ pub struct Condvar(u64);
 #[allow(clippy::new_without_default)]
 impl Condvar {
     /// A new condition variable with no waiters.
+    #[inline]
     #[track_caller]
     pub fn new() -> Condvar {
         // SAFETY: plain value hook.
@@ -187,6 +201,7 @@ impl Condvar {
 
     /// Releases the guard's mutex, waits for a notification, re-acquires the
     /// mutex and returns a guard for it. A scheduling point.
+    #[inline]
     #[track_caller]
     pub fn wait(&self, guard: MutexGuard) -> MutexGuard {
         let site = sys::site();
@@ -200,6 +215,7 @@ impl Condvar {
     }
 
     /// Wakes one waiter, if any. Which one is a choice the host explores.
+    #[inline]
     #[track_caller]
     pub fn notify_one(&self) {
         // SAFETY: plain value hook.
@@ -207,6 +223,7 @@ impl Condvar {
     }
 
     /// Wakes every waiter.
+    #[inline]
     #[track_caller]
     pub fn notify_all(&self) {
         // SAFETY: plain value hook.
@@ -224,6 +241,7 @@ pub struct Table(u64);
 #[allow(clippy::new_without_default)]
 impl Table {
     /// A new, empty table.
+    #[inline]
     #[track_caller]
     pub fn new() -> Table {
         // SAFETY: plain value hook.
@@ -231,6 +249,7 @@ impl Table {
     }
 
     /// Sets `k` to `v`, returning the previous value if there was one.
+    #[inline]
     #[track_caller]
     pub fn insert(&self, k: u64, v: u64) -> Option<u64> {
         let mut out = 0u64;
@@ -248,6 +267,7 @@ impl Table {
     }
 
     /// The value of `k`, if present.
+    #[inline]
     #[track_caller]
     pub fn get(&self, k: u64) -> Option<u64> {
         let mut out = 0u64;
@@ -264,6 +284,7 @@ impl Table {
     }
 
     /// Removes `k`, returning its value if it was present.
+    #[inline]
     #[track_caller]
     pub fn remove(&self, k: u64) -> Option<u64> {
         let mut out = 0u64;
