@@ -240,12 +240,11 @@ fn suspend(
     make: impl FnOnce(&mut Caller<'_, HostState>) -> wasmtime::Result<Op>,
 ) -> wasmtime::Result<i64> {
     match caller.data().mode {
+        // Only without trampolines: their hook wrappers end the rewind and
+        // return the result themselves, never calling the host.
         Mode::Rewinding => {
             let ex = caller.data().ex();
-            // With trampolines, the hook's wasm wrapper stops the rewind.
-            if ex.enter.is_none() {
-                ex.asyncify.stop_rewind(&mut *caller)?;
-            }
+            ex.asyncify.stop_rewind(&mut *caller)?;
             let st = caller.data_mut();
             st.mode = Mode::Running;
             let r = std::mem::take(&mut st.resume);
@@ -256,12 +255,18 @@ fn suspend(
         }
         Mode::Running => {
             let op = make(caller)?;
-            let ex = caller.data().ex();
             let st = caller.data_mut();
             let cur = st.cur;
             let t = &mut st.world.threads[cur];
             t.pending = op;
             t.site = site as u32;
+            st.mode = Mode::Unwinding;
+            // With trampolines, the trampoline wrote Asyncify's header and
+            // pointed its data at this buffer, and the hook's wasm wrapper
+            // starts the unwind.
+            if st.ex.as_ref().is_some_and(|ex| ex.enter.is_some()) {
+                return Ok(0);
+            }
             let buf = st.world.slot_bases[t.slot as usize];
             let end = buf + st.asyncify_bytes;
             // Asyncify's data header: [current, end], data right after it.
@@ -269,12 +274,7 @@ fn suspend(
             header[..4].copy_from_slice(&(buf + 8).to_le_bytes());
             header[4..].copy_from_slice(&end.to_le_bytes());
             write_bytes(caller, buf, &header)?;
-            // With trampolines, the hook's wasm wrapper starts the unwind
-            // (the trampoline pointed Asyncify's data at this buffer).
-            if ex.enter.is_none() {
-                ex.asyncify.start_unwind(&mut *caller, buf)?;
-            }
-            caller.data_mut().mode = Mode::Unwinding;
+            caller.data().ex().asyncify.start_unwind(&mut *caller, buf)?;
             Ok(0)
         }
         Mode::Idle | Mode::Unwinding => Err(fault(

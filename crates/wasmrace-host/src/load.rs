@@ -68,7 +68,7 @@ pub const ENTER_PREFIX: &str = "__wasmrace_enter_";
 /// import audit (which runs before the cache is consulted), so no cached
 /// entry was instrumented without it, and Asyncify ignores listed imports a
 /// module does not have.
-const INSTRUMENTATION_VERSION: u32 = 8;
+const INSTRUMENTATION_VERSION: u32 = 9;
 
 /// What the audit learned about a module.
 #[derive(Clone, Debug, Default)]
@@ -522,19 +522,26 @@ pub fn export_asyncify_globals(name: &str, bytes: &[u8]) -> Result<Vec<u8>, Host
 }
 
 /// Routes every call of a suspending hook through a wasm wrapper that does
-/// Asyncify's bookkeeping, so the host's hook touches no global: when the
-/// state is rewinding the call is the resumption (stop the rewind, then let
-/// the host hand back the result); otherwise the host records the operation
-/// and the wrapper starts the unwind (the trampoline already pointed
-/// Asyncify's data at the thread's buffer). Every suspending hook call
-/// suspends, so the state alone decides. Two checked global writes per step
-/// (~150 instructions each in wasmtime's API) become two wasm instructions.
+/// Asyncify's bookkeeping, so the host's hook runs once per step and
+/// touches no global. When the state is rewinding, the call is the
+/// resumption: the wrapper stops the rewind and returns the operation's
+/// result, which the trampoline left in `resume`, without calling the host
+/// (the host already wrote any `out` value into memory before the step).
+/// Otherwise the host records the operation and the wrapper starts the
+/// unwind (the trampoline already pointed Asyncify's data at the thread's
+/// buffer). Every suspending hook call suspends, so the state alone decides.
+/// This saves two checked global writes per step (~150 instructions each in
+/// wasmtime's API) and one of the two calls into the host (~200).
 ///
 /// Returns false, changing nothing, when a hook is referenced other than
 /// by a direct call (a table entry, `ref.func`): such a call would bypass
 /// the wrapper, so the module keeps the host-side bookkeeping.
-fn wrap_suspending_hooks(module: &mut walrus::Module, state: walrus::GlobalId) -> bool {
-    use walrus::ir::{BinaryOp, Instr, Visitor, VisitorMut};
+fn wrap_suspending_hooks(
+    module: &mut walrus::Module,
+    state: walrus::GlobalId,
+    resume: walrus::GlobalId,
+) -> bool {
+    use walrus::ir::{BinaryOp, Instr, UnaryOp, Visitor, VisitorMut};
     use walrus::{ElementItems, FunctionBuilder, ImportKind, ValType};
     let hooks: Vec<walrus::FunctionId> = module
         .imports
@@ -588,31 +595,35 @@ fn wrap_suspending_hooks(module: &mut walrus::Module, state: walrus::GlobalId) -
         let (params, results) = (params.to_vec(), results.to_vec());
         let mut b = FunctionBuilder::new(&mut module.types, &params, &results);
         let args: Vec<walrus::LocalId> = params.iter().map(|t| module.locals.add(*t)).collect();
-        let unwind = module.locals.add(ValType::I32);
         let mut body = b.func_body();
-        // unwind = state != REWINDING; a rewind stops here.
+        // A rewind ends here: state back to normal, and the result.
         body.global_get(state)
             .i32_const(2)
-            .binop(BinaryOp::I32Ne)
-            .local_tee(unwind)
+            .binop(BinaryOp::I32Eq)
             .if_else(
                 None,
-                |_| {},
                 |stop| {
                     stop.i32_const(0).global_set(state);
+                    match results.as_slice() {
+                        [] => {}
+                        [ValType::I64] => {
+                            stop.global_get(resume);
+                        }
+                        _ => {
+                            stop.global_get(resume).unop(UnaryOp::I32WrapI64);
+                        }
+                    }
+                    stop.return_();
                 },
+                |_| {},
             );
+        // A fresh call: the host records the operation, then unwind. The
+        // hook's own result is not used by an unwinding caller.
         for a in &args {
             body.local_get(*a);
         }
         body.call(hook);
-        body.local_get(unwind).if_else(
-            None,
-            |start| {
-                start.i32_const(1).global_set(state);
-            },
-            |_| {},
-        );
+        body.i32_const(1).global_set(state);
         let id = b.finish(args, &mut module.funcs);
         wrappers.insert(hook, id);
     }
@@ -643,18 +654,26 @@ fn wrap_suspending_hooks(module: &mut walrus::Module, state: walrus::GlobalId) -
 }
 
 /// Adds, for every entry function (each test and the thread start), a
-/// trampoline `__wasmrace_enter_<entry>(arg, sp, low, state, data) -> i64`
-/// that sets the stack pointer, its low-water mark and Asyncify's state and
-/// data pointer, calls the entry (with `arg` for the thread start), stops
-/// an unwind (state back to normal), and returns `sp << 32 | low`.
+/// trampoline `__wasmrace_enter_<entry>(arg, sp, low, state, data, end,
+/// resume) -> i64` that sets the stack pointer, its low-water mark,
+/// Asyncify's state and data pointer and the resumed hook's result
+/// (`resume`, an `i64` the hook wrappers hand back), writes Asyncify's
+/// buffer header `[data + 8, end]` unless the thread is being rewound,
+/// calls the entry (with `arg` for the thread start), stops an unwind (state
+/// back to normal), and returns `sp << 32 | low`.
 ///
 /// Why: a step used to make seven checked `Global` gets and sets from the
 /// host around the call into wasm, each about a hundred instructions of
-/// wasmtime's API; in wasm they are one instruction each, and the values
-/// ride on the call the step makes anyway. Added after Asyncify, so the
-/// trampolines themselves are not instrumented: they are never on a
-/// suspended stack. Added only together with the hook wrappers
-/// (`wrap_suspending_hooks`): the host relies on both or neither.
+/// wasmtime's API, plus a second call into the host for the result and a
+/// header write through the host's memory view; in wasm they are one
+/// instruction each, and the values ride on the call the step makes
+/// anyway. The header: a finished rewind leaves it as a fresh unwind needs
+/// it (Asyncify pops what it pushed), so only a thread's first segment and
+/// a reused slot need it written, and writing it whenever the thread is
+/// not being rewound covers both. Added after Asyncify, so the trampolines
+/// themselves are not instrumented: they are never on a suspended stack.
+/// Added only together with the hook wrappers (`wrap_suspending_hooks`):
+/// the host relies on both or neither.
 fn add_trampolines(module: &mut walrus::Module, state: walrus::GlobalId, data: walrus::GlobalId) {
     use walrus::ir::{BinaryOp, UnaryOp};
     use walrus::{ExportItem, FunctionBuilder, ValType};
@@ -668,7 +687,19 @@ fn add_trampolines(module: &mut walrus::Module, state: walrus::GlobalId, data: w
         return;
     };
     let low = global(module, STACK_LOW_EXPORT);
-    if !wrap_suspending_hooks(module, state) {
+    // Asyncify's buffer is in memory 0; a module without memory has no
+    // Asyncify to drive.
+    let Some(mem) = module.memories.iter().next().map(|m| m.id()) else {
+        return;
+    };
+    let resume = module.globals.add_local(
+        ValType::I64,
+        true,
+        false,
+        walrus::ConstExpr::Value(walrus::ir::Value::I64(0)),
+    );
+    if !wrap_suspending_hooks(module, state, resume) {
+        module.globals.delete(resume);
         return;
     }
     let entries: Vec<(String, walrus::FunctionId)> = module
@@ -685,9 +716,20 @@ fn add_trampolines(module: &mut walrus::Module, state: walrus::GlobalId, data: w
         .collect();
     for (name, f) in entries {
         let takes_arg = module.types.params(module.funcs.get(f).ty()) == [ValType::I32];
-        let mut b = FunctionBuilder::new(&mut module.types, &[ValType::I32; 5], &[ValType::I64]);
-        let args: Vec<walrus::LocalId> = (0..5).map(|_| module.locals.add(ValType::I32)).collect();
-        let [arg, sp_in, low_in, state_in, data_in] = [args[0], args[1], args[2], args[3], args[4]];
+        let params = [
+            ValType::I32,
+            ValType::I32,
+            ValType::I32,
+            ValType::I32,
+            ValType::I32,
+            ValType::I32,
+            ValType::I64,
+        ];
+        let mut b = FunctionBuilder::new(&mut module.types, &params, &[ValType::I64]);
+        let args: Vec<walrus::LocalId> = params.iter().map(|t| module.locals.add(*t)).collect();
+        let [arg, sp_in, low_in, state_in, data_in, end_in, resume_in] = [
+            args[0], args[1], args[2], args[3], args[4], args[5], args[6],
+        ];
         let mut body = b.func_body();
         body.local_get(sp_in).global_set(sp);
         if let Some(low) = low {
@@ -696,7 +738,28 @@ fn add_trampolines(module: &mut walrus::Module, state: walrus::GlobalId, data: w
         body.local_get(state_in)
             .global_set(state)
             .local_get(data_in)
-            .global_set(data);
+            .global_set(data)
+            .local_get(resume_in)
+            .global_set(resume);
+        let store32 = walrus::ir::StoreKind::I32 { atomic: false };
+        let arg32 = |offset| walrus::ir::MemArg { align: 4, offset };
+        body.local_get(state_in)
+            .i32_const(2)
+            .binop(BinaryOp::I32Ne)
+            .if_else(
+                None,
+                |h| {
+                    h.local_get(data_in)
+                        .local_get(data_in)
+                        .i32_const(8)
+                        .binop(BinaryOp::I32Add)
+                        .store(mem, store32, arg32(0))
+                        .local_get(data_in)
+                        .local_get(end_in)
+                        .store(mem, store32, arg32(4));
+                },
+                |_| {},
+            );
         if takes_arg {
             body.local_get(arg);
         }

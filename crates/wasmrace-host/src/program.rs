@@ -112,8 +112,9 @@ pub(crate) struct Exports {
     pub enter: Option<Enter>,
 }
 
-/// `(arg, sp, low, asyncify state, asyncify data) -> sp << 32 | low`.
-pub(crate) type EnterFunc = TypedFunc<(i32, i32, i32, i32, i32), i64>;
+/// `(arg, sp, low, asyncify state, asyncify data, buffer end, resumed
+/// hook's result) -> sp << 32 | low` (see `load::add_trampolines`).
+pub(crate) type EnterFunc = TypedFunc<(i32, i32, i32, i32, i32, i32, i64), i64>;
 
 pub(crate) struct Enter {
     pub test: EnterFunc,
@@ -470,23 +471,45 @@ impl WasmProgram {
         let (entry, started, sp, low, slot) = (t.entry, t.started, t.sp, t.low, t.slot);
         t.started = true;
         let buf = st.world.slot_bases[slot as usize];
+        let end = buf + st.asyncify_bytes;
         st.cur = i;
-        let state = if started {
-            st.resume = resume.unwrap_or_default();
-            st.mode = Mode::Rewinding;
-            ASYNCIFY_REWINDING
+        // The hook wrapper ends the rewind and returns `val` without
+        // calling the host, so the host sees the thread running from the
+        // start; an `out` value is written now, which is the same to the
+        // guest: nothing runs between here and the hook's return.
+        st.mode = Mode::Running;
+        let (state, val) = if started {
+            let r = resume.unwrap_or_default();
+            if let Some((addr, v)) = r.out {
+                let data = self.ex.memory.data_mut(&mut self.store);
+                let a = addr as usize;
+                match data.get_mut(a..a.saturating_add(8)) {
+                    Some(s) => s.copy_from_slice(&v.to_le_bytes()),
+                    None => {
+                        let st = self.store.data_mut();
+                        st.mode = Mode::Idle;
+                        let name = st.world.threads[i].path.to_string();
+                        self.status = Status::Failed(Failure::new(
+                            FailureKind::Misuse,
+                            Some(name),
+                            format!("hook output points outside guest memory (`{a:#x}`, 8 bytes)"),
+                        ));
+                        return Ok(());
+                    }
+                }
+            }
+            (ASYNCIFY_REWINDING, r.val)
         } else {
-            st.mode = Mode::Running;
-            ASYNCIFY_NORMAL
+            (ASYNCIFY_NORMAL, 0)
         };
         let enter = self.ex.enter.as_ref().expect("checked by run_segment");
-        let args = (0, sp as i32, low as i32, state, buf as i32);
+        let args = (0, sp as i32, low as i32, state, buf as i32, end as i32, val);
         let r = match entry {
             Entry::Test => enter.test.call(&mut self.store, args),
             Entry::ThreadStart(arg) => match &enter.thread_start {
                 Some(f) => f.call(
                     &mut self.store,
-                    (arg as i32, args.1, args.2, args.3, args.4),
+                    (arg as i32, args.1, args.2, args.3, args.4, args.5, args.6),
                 ),
                 None => {
                     return Err(HostError::NoThreadStart {
@@ -617,14 +640,16 @@ impl WasmProgram {
         }
     }
 
-    /// Brings the views up to date after a step of thread `i`. When the
-    /// step neither created nor retired a thread, only `i`'s pending
-    /// operation changed (a thread's next operation is set by the thread
-    /// itself): the others keep their operation, site and accesses, and
-    /// only their enabledness and alternatives are recomputed (a release, a
-    /// send or a notify changes those). `Unregister`'s accesses read the
-    /// registry, so such a pending operation is recomputed too.
-    fn refresh_after(&mut self, i: usize) {
+    /// Brings the views up to date after a step of thread `i` that ran an
+    /// operation of kind `kind`. When the step neither created nor retired a
+    /// thread, only `i`'s pending operation changed (a thread's next
+    /// operation is set by the thread itself): the others keep their
+    /// operation, site and accesses. Their enabledness and alternatives are
+    /// recomputed only after an operation that can change them (a release,
+    /// a send, a notify: see `changes_others`), and their accesses only
+    /// after a registry change (`Unregister` and `Exit` name registry
+    /// entries).
+    fn refresh_after(&mut self, i: usize, kind: OpKind) {
         let w = &self.store.data().world;
         let unchanged_threads = self.info.spawned.is_empty()
             && !w.threads[i].exited
@@ -632,22 +657,35 @@ impl WasmProgram {
         if !unchanged_threads {
             return self.refresh();
         }
+        let others = changes_others(kind);
+        let registry = matches!(kind, OpKind::Register | OpKind::Unregister);
         let mut n = 0;
+        let mut any_enabled = false;
         for (k, t) in w.threads.iter().enumerate() {
             if t.exited {
                 continue;
             }
             let v = &mut self.views[n];
-            if k == i || matches!(t.pending, Op::Unregister { .. }) {
+            n += 1;
+            if k == i {
                 v.pending.op = t.pending.kind();
                 v.pending.site = u64::from(t.site);
+                w.accesses(k, &mut v.pending.accesses);
+            } else if !others {
+                any_enabled |= v.pending.enabled;
+                continue;
+            } else if registry {
+                // The registry is in the accesses of `Unregister` (who holds
+                // the name) and of `Exit` (the exiting thread's own name,
+                // which another thread may have registered): recompute all,
+                // registry changes are rare.
                 w.accesses(k, &mut v.pending.accesses);
             }
             v.pending.enabled = w.enabled(k);
             v.pending.alts = w.alts(k);
-            n += 1;
+            any_enabled |= v.pending.enabled;
         }
-        self.status = if self.views.iter().any(|v| v.pending.enabled) {
+        self.status = if any_enabled {
             Status::Running
         } else {
             Status::Failed(w.deadlock())
@@ -939,7 +977,13 @@ impl WasmProgram {
                 logs,
             });
         }
-        self.refresh_after(i);
+        self.refresh_after(i, kind);
+        // The test suite checks every incremental update against a full
+        // recomputation.
+        #[cfg(feature = "verify-views")]
+        if let Err(e) = self.verify_views() {
+            panic!("after step {step_no} ({}): {e}", kind.name());
+        }
         Ok(())
     }
 
@@ -1025,7 +1069,7 @@ fn instantiate(
         },
     };
     let enter_of = |store: &mut Store<HostState>, export: &str| {
-        inst.get_typed_func::<(i32, i32, i32, i32, i32), i64>(
+        inst.get_typed_func::<(i32, i32, i32, i32, i32, i32, i64), i64>(
             &mut *store,
             &format!("{}{export}", load::ENTER_PREFIX),
         )
@@ -1060,6 +1104,43 @@ fn instantiate(
     });
     store.data_mut().ex = Some(ex.clone());
     Ok((store, ex))
+}
+
+/// Whether running an operation of this kind can change another thread's
+/// view: its enabledness (a lock taken or released, a message sent, a
+/// notification), its alternatives (a condition variable's waiters) or its
+/// accesses (`Unregister` reads who holds the name). Everything else
+/// touches only the running thread's own view; `verify_views` checks this
+/// against a full recomputation in the fixture tests. Exhaustive on
+/// purpose: a new operation must be classified here.
+fn changes_others(kind: OpKind) -> bool {
+    use OpKind::*;
+    match kind {
+        Spawn | Exit | Send | MutexLock | MutexUnlock | CondvarWait | CondvarWake
+        | CondvarNotifyOne | CondvarNotifyAll | Register | Unregister | Block => true,
+        Join
+        | Yield
+        | Recv
+        | RecvFrom
+        | CellNew
+        | CellGet
+        | CellSet
+        | AtomicNew
+        | AtomicLoad
+        | AtomicStore
+        | AtomicSwap
+        | AtomicFetchAdd
+        | AtomicCompareExchange
+        | MutexNew
+        | CondvarNew
+        | TableNew
+        | TableInsert
+        | TableGet
+        | TableRemove
+        | Whereis
+        | Choose
+        | Phase => false,
+    }
 }
 
 impl Program for WasmProgram {
