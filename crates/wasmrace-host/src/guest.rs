@@ -229,19 +229,189 @@ fn write_bytes(caller: &mut Caller<'_, HostState>, ptr: u32, bytes: &[u8]) -> wa
     }
 }
 
-/// The heart of quiescent stepping. A fresh call records the operation as
+/// Index of a suspending hook in `load::SUSPENDING_HOOKS`, at compile time
+/// (a name missing from the list fails the build).
+const fn hook_index(name: &str) -> usize {
+    let hooks = load::SUSPENDING_HOOKS;
+    let mut i = 0;
+    while i < hooks.len() {
+        let (a, b) = (hooks[i].as_bytes(), name.as_bytes());
+        if a.len() == b.len() {
+            let mut k = 0;
+            while k < a.len() && a[k] == b[k] {
+                k += 1;
+            }
+            if k == a.len() {
+                return i;
+            }
+        }
+        i += 1;
+    }
+    panic!("not a suspending hook")
+}
+
+/// Builds the operation of a suspending hook call from its raw parameters:
+/// `hook` indexes `load::SUSPENDING_HOOKS`, `a` holds the parameters before
+/// the site in order (`i32`s zero-extended, as the wasm hook wrappers
+/// record them), and byte arguments are read from `mem`. The one place
+/// that knows each hook's parameters (docs/ABI.md); both ways a hook is
+/// reached (the wrappers' record, the linked host functions) come here.
+/// An error is a guest fault, e.g. a pointer outside memory.
+pub(crate) fn decode_op(hook: usize, a: [i64; load::OP_ARGS], mem: &[u8]) -> Result<Op, String> {
+    let bytes = |ptr: i64, len: i64| -> Result<Vec<u8>, String> {
+        let (p, l) = (ptr as u32 as usize, len as u32 as usize);
+        mem.get(p..p.saturating_add(l))
+            .map(<[u8]>::to_vec)
+            .ok_or_else(|| {
+                format!("hook argument points outside guest memory (`{p:#x}`, {l} bytes)")
+            })
+    };
+    let [a0, a1, a2, a3] = a;
+    let (u0, u1, u2) = (a0 as u64, a1 as u64, a2 as u64);
+    const SPAWN: usize = hook_index("spawn");
+    const JOIN: usize = hook_index("join");
+    const YIELD_NOW: usize = hook_index("yield_now");
+    const SEND: usize = hook_index("send");
+    const RECV: usize = hook_index("recv");
+    const RECV_FROM: usize = hook_index("recv_from");
+    const CELL_NEW: usize = hook_index("cell_new");
+    const CELL_GET: usize = hook_index("cell_get");
+    const CELL_SET: usize = hook_index("cell_set");
+    const ATOMIC_NEW: usize = hook_index("atomic_new");
+    const ATOMIC_LOAD: usize = hook_index("atomic_load");
+    const ATOMIC_STORE: usize = hook_index("atomic_store");
+    const ATOMIC_SWAP: usize = hook_index("atomic_swap");
+    const ATOMIC_FETCH_ADD: usize = hook_index("atomic_fetch_add");
+    const ATOMIC_CAS: usize = hook_index("atomic_compare_exchange");
+    const MUTEX_NEW: usize = hook_index("mutex_new");
+    const MUTEX_LOCK: usize = hook_index("mutex_lock");
+    const MUTEX_UNLOCK: usize = hook_index("mutex_unlock");
+    const CONDVAR_NEW: usize = hook_index("condvar_new");
+    const CONDVAR_WAIT: usize = hook_index("condvar_wait");
+    const NOTIFY_ONE: usize = hook_index("condvar_notify_one");
+    const NOTIFY_ALL: usize = hook_index("condvar_notify_all");
+    const TABLE_NEW: usize = hook_index("table_new");
+    const TABLE_INSERT: usize = hook_index("table_insert");
+    const TABLE_GET: usize = hook_index("table_get");
+    const TABLE_REMOVE: usize = hook_index("table_remove");
+    const REGISTER: usize = hook_index("register");
+    const WHEREIS: usize = hook_index("whereis");
+    const UNREGISTER: usize = hook_index("unregister");
+    const CHOOSE: usize = hook_index("choose");
+    const PHASE: usize = hook_index("phase");
+    Ok(match hook {
+        SPAWN => Op::Spawn { arg: a0 as u32 },
+        JOIN => Op::Join { target: u0 },
+        YIELD_NOW => Op::Yield,
+        SEND => Op::Send {
+            to: u0,
+            data: bytes(a1, a2)?,
+        },
+        RECV => Op::Recv,
+        RECV_FROM => Op::RecvFrom { from: u0 },
+        CELL_NEW => Op::CellNew { init: u0 },
+        CELL_GET => Op::CellGet { h: u0 },
+        CELL_SET => Op::CellSet { h: u0, v: u1 },
+        ATOMIC_NEW => Op::AtomicNew { init: u0 },
+        ATOMIC_LOAD => Op::AtomicLoad { h: u0 },
+        ATOMIC_STORE => Op::AtomicStore { h: u0, v: u1 },
+        ATOMIC_SWAP => Op::AtomicSwap { h: u0, v: u1 },
+        ATOMIC_FETCH_ADD => Op::AtomicFetchAdd { h: u0, v: u1 },
+        ATOMIC_CAS => Op::AtomicCas {
+            h: u0,
+            current: u1,
+            new: u2,
+        },
+        MUTEX_NEW => Op::MutexNew,
+        MUTEX_LOCK => Op::MutexLock { h: u0 },
+        MUTEX_UNLOCK => Op::MutexUnlock { h: u0 },
+        CONDVAR_NEW => Op::CondvarNew,
+        CONDVAR_WAIT => Op::CondvarWait { cv: u0, m: u1 },
+        NOTIFY_ONE => Op::NotifyOne { cv: u0 },
+        NOTIFY_ALL => Op::NotifyAll { cv: u0 },
+        TABLE_NEW => Op::TableNew,
+        TABLE_INSERT => Op::TableInsert {
+            h: u0,
+            k: u1,
+            v: u2,
+            out: a3 as u32,
+        },
+        TABLE_GET => Op::TableGet {
+            h: u0,
+            k: u1,
+            out: a2 as u32,
+        },
+        TABLE_REMOVE => Op::TableRemove {
+            h: u0,
+            k: u1,
+            out: a2 as u32,
+        },
+        REGISTER => Op::Register {
+            name: bytes(a0, a1)?,
+            tid: u2,
+        },
+        WHEREIS => Op::Whereis {
+            name: bytes(a0, a1)?,
+            out: a2 as u32,
+        },
+        UNREGISTER => Op::Unregister {
+            name: bytes(a0, a1)?,
+        },
+        CHOOSE => Op::Choose { n: a0 as u32 },
+        PHASE => Op::Phase {
+            name: bytes(a0, a1)?,
+        },
+        _ => return Err(format!("unknown suspending hook `{hook}`")),
+    })
+}
+
+/// A hook parameter as `decode_op` takes it.
+trait RawArg {
+    fn raw(self) -> i64;
+}
+impl RawArg for i32 {
+    fn raw(self) -> i64 {
+        self as u32 as i64
+    }
+}
+impl RawArg for i64 {
+    fn raw(self) -> i64 {
+        self
+    }
+}
+
+/// A hook's wasm result from the resumed operation's value.
+trait FromResume {
+    fn from_resume(v: i64) -> Self;
+}
+impl FromResume for i64 {
+    fn from_resume(v: i64) -> Self {
+        v
+    }
+}
+impl FromResume for i32 {
+    fn from_resume(v: i64) -> Self {
+        v as i32
+    }
+}
+impl FromResume for () {
+    fn from_resume(_: i64) -> Self {}
+}
+
+/// The heart of quiescent stepping for modules without trampolines (whose
+/// hook wrappers do all this in wasm and never call the host: see
+/// `load::wrap_suspending_hooks`). A fresh call records the operation as
 /// the thread's pending one and unwinds the thread (Asyncify) back to the
 /// host; the call seen again while rewinding is the thread being resumed
 /// after the scheduler ran the operation: stop the rewind and hand back the
 /// result.
 fn suspend(
     caller: &mut Caller<'_, HostState>,
+    hook: usize,
+    args: [i64; load::OP_ARGS],
     site: i32,
-    make: impl FnOnce(&mut Caller<'_, HostState>) -> wasmtime::Result<Op>,
 ) -> wasmtime::Result<i64> {
     match caller.data().mode {
-        // Only without trampolines: their hook wrappers end the rewind and
-        // return the result themselves, never calling the host.
         Mode::Rewinding => {
             let ex = caller.data().ex();
             ex.asyncify.stop_rewind(&mut *caller)?;
@@ -254,19 +424,19 @@ fn suspend(
             Ok(r.val)
         }
         Mode::Running => {
-            let op = make(caller)?;
+            let ex = caller.data().ex();
+            if ex.enter.is_some() {
+                return Err(fault(
+                    "a suspending hook was called around its wasm wrapper (instrumentation mismatch)".into(),
+                ));
+            }
+            let op = decode_op(hook, args, ex.memory.data(&*caller)).map_err(fault)?;
             let st = caller.data_mut();
             let cur = st.cur;
             let t = &mut st.world.threads[cur];
             t.pending = op;
             t.site = site as u32;
             st.mode = Mode::Unwinding;
-            // With trampolines, the trampoline wrote Asyncify's header and
-            // pointed its data at this buffer, and the hook's wasm wrapper
-            // starts the unwind.
-            if st.ex.as_ref().is_some_and(|ex| ex.enter.is_some()) {
-                return Ok(0);
-            }
             let buf = st.world.slot_bases[t.slot as usize];
             let end = buf + st.asyncify_bytes;
             // Asyncify's data header: [current, end], data right after it.
@@ -274,7 +444,7 @@ fn suspend(
             header[..4].copy_from_slice(&(buf + 8).to_le_bytes());
             header[4..].copy_from_slice(&end.to_le_bytes());
             write_bytes(caller, buf, &header)?;
-            caller.data().ex().asyncify.start_unwind(&mut *caller, buf)?;
+            ex.asyncify.start_unwind(&mut *caller, buf)?;
             Ok(0)
         }
         Mode::Idle | Mode::Unwinding => Err(fault(
@@ -286,154 +456,49 @@ fn suspend(
 fn make_linker(engine: &Engine) -> Result<Linker<HostState>, HostError> {
     let mut l: Linker<HostState> = Linker::new(engine);
     let m = HOOK_MODULE;
+    // Suspending hooks, with their wasm signatures (docs/ABI.md); every
+    // one takes the call site last. What each means is `decode_op`'s.
     macro_rules! hook {
-        ($name:literal, |$c:ident $(, $a:ident : $t:ty)*| -> i64 $body:block) => {
-            l.func_wrap(m, $name, |mut $c: Caller<'_, HostState> $(, $a: $t)*, site: i32| -> wasmtime::Result<i64> {
-                suspend(&mut $c, site, |$c| { let _ = &$c; Ok($body) })
-            }).map_err(runtime)?;
-        };
-        ($name:literal, |$c:ident $(, $a:ident : $t:ty)*| -> i32 $body:block) => {
-            l.func_wrap(m, $name, |mut $c: Caller<'_, HostState> $(, $a: $t)*, site: i32| -> wasmtime::Result<i32> {
-                suspend(&mut $c, site, |$c| { let _ = &$c; Ok($body) }).map(|v| v as i32)
-            }).map_err(runtime)?;
-        };
-        ($name:literal, |$c:ident $(, $a:ident : $t:ty)*| $body:block) => {
-            l.func_wrap(m, $name, |mut $c: Caller<'_, HostState> $(, $a: $t)*, site: i32| -> wasmtime::Result<()> {
-                suspend(&mut $c, site, |$c| { let _ = &$c; Ok($body) }).map(|_| ())
+        ($name:literal ($($a:ident : $t:ty),*) -> $r:ty) => {
+            l.func_wrap(m, $name, |mut c: Caller<'_, HostState> $(, $a: $t)*, site: i32| -> wasmtime::Result<$r> {
+                let given: &[i64] = &[$(RawArg::raw($a)),*];
+                let mut args = [0i64; load::OP_ARGS];
+                args[..given.len()].copy_from_slice(given);
+                suspend(&mut c, const { hook_index($name) }, args, site).map(<$r>::from_resume)
             }).map_err(runtime)?;
         };
     }
-    hook!("spawn", |c, arg: i32| -> i64 {
-        Op::Spawn { arg: arg as u32 }
-    });
-    hook!("join", |c, tid: i64| { Op::Join { target: tid as u64 } });
-    hook!("yield_now", |c| { Op::Yield });
-    hook!("send", |c, to: i64, ptr: i32, len: i32| {
-        Op::Send {
-            to: to as u64,
-            data: read_bytes(c, ptr, len)?,
-        }
-    });
-    hook!("recv", |c| -> i32 { Op::Recv });
-    hook!("recv_from", |c, from: i64| -> i32 {
-        Op::RecvFrom { from: from as u64 }
-    });
-    hook!("cell_new", |c, init: i64| -> i64 {
-        Op::CellNew { init: init as u64 }
-    });
-    hook!("cell_get", |c, h: i64| -> i64 {
-        Op::CellGet { h: h as u64 }
-    });
-    hook!("cell_set", |c, h: i64, v: i64| {
-        Op::CellSet {
-            h: h as u64,
-            v: v as u64,
-        }
-    });
-    hook!("atomic_new", |c, init: i64| -> i64 {
-        Op::AtomicNew { init: init as u64 }
-    });
-    hook!("atomic_load", |c, h: i64| -> i64 {
-        Op::AtomicLoad { h: h as u64 }
-    });
-    hook!("atomic_store", |c, h: i64, v: i64| {
-        Op::AtomicStore {
-            h: h as u64,
-            v: v as u64,
-        }
-    });
-    hook!("atomic_swap", |c, h: i64, v: i64| -> i64 {
-        Op::AtomicSwap {
-            h: h as u64,
-            v: v as u64,
-        }
-    });
-    hook!("atomic_fetch_add", |c, h: i64, v: i64| -> i64 {
-        Op::AtomicFetchAdd {
-            h: h as u64,
-            v: v as u64,
-        }
-    });
-    hook!("atomic_compare_exchange", |c,
-                                      h: i64,
-                                      cur: i64,
-                                      new: i64|
-     -> i64 {
-        Op::AtomicCas {
-            h: h as u64,
-            current: cur as u64,
-            new: new as u64,
-        }
-    });
-    hook!("mutex_new", |c| -> i64 { Op::MutexNew });
-    hook!("mutex_lock", |c, h: i64| { Op::MutexLock { h: h as u64 } });
-    hook!("mutex_unlock", |c, h: i64| {
-        Op::MutexUnlock { h: h as u64 }
-    });
-    hook!("condvar_new", |c| -> i64 { Op::CondvarNew });
-    hook!("condvar_wait", |c, cv: i64, mx: i64| {
-        Op::CondvarWait {
-            cv: cv as u64,
-            m: mx as u64,
-        }
-    });
-    hook!("condvar_notify_one", |c, cv: i64| {
-        Op::NotifyOne { cv: cv as u64 }
-    });
-    hook!("condvar_notify_all", |c, cv: i64| {
-        Op::NotifyAll { cv: cv as u64 }
-    });
-    hook!("table_new", |c| -> i64 { Op::TableNew });
-    hook!("table_insert", |c,
-                           h: i64,
-                           k: i64,
-                           v: i64,
-                           out: i32|
-     -> i32 {
-        Op::TableInsert {
-            h: h as u64,
-            k: k as u64,
-            v: v as u64,
-            out: out as u32,
-        }
-    });
-    hook!("table_get", |c, h: i64, k: i64, out: i32| -> i32 {
-        Op::TableGet {
-            h: h as u64,
-            k: k as u64,
-            out: out as u32,
-        }
-    });
-    hook!("table_remove", |c, h: i64, k: i64, out: i32| -> i32 {
-        Op::TableRemove {
-            h: h as u64,
-            k: k as u64,
-            out: out as u32,
-        }
-    });
-    hook!("register", |c, name: i32, len: i32, tid: i64| -> i32 {
-        Op::Register {
-            name: read_bytes(c, name, len)?,
-            tid: tid as u64,
-        }
-    });
-    hook!("whereis", |c, name: i32, len: i32, out: i32| -> i32 {
-        Op::Whereis {
-            name: read_bytes(c, name, len)?,
-            out: out as u32,
-        }
-    });
-    hook!("unregister", |c, name: i32, len: i32| -> i32 {
-        Op::Unregister {
-            name: read_bytes(c, name, len)?,
-        }
-    });
-    hook!("choose", |c, n: i32| -> i32 { Op::Choose { n: n as u32 } });
-    hook!("phase", |c, name: i32, len: i32| {
-        Op::Phase {
-            name: read_bytes(c, name, len)?,
-        }
-    });
+    hook!("spawn"(arg: i32) -> i64);
+    hook!("join"(tid: i64) -> ());
+    hook!("yield_now"() -> ());
+    hook!("send"(to: i64, ptr: i32, len: i32) -> ());
+    hook!("recv"() -> i32);
+    hook!("recv_from"(from: i64) -> i32);
+    hook!("cell_new"(init: i64) -> i64);
+    hook!("cell_get"(h: i64) -> i64);
+    hook!("cell_set"(h: i64, v: i64) -> ());
+    hook!("atomic_new"(init: i64) -> i64);
+    hook!("atomic_load"(h: i64) -> i64);
+    hook!("atomic_store"(h: i64, v: i64) -> ());
+    hook!("atomic_swap"(h: i64, v: i64) -> i64);
+    hook!("atomic_fetch_add"(h: i64, v: i64) -> i64);
+    hook!("atomic_compare_exchange"(h: i64, cur: i64, new: i64) -> i64);
+    hook!("mutex_new"() -> i64);
+    hook!("mutex_lock"(h: i64) -> ());
+    hook!("mutex_unlock"(h: i64) -> ());
+    hook!("condvar_new"() -> i64);
+    hook!("condvar_wait"(cv: i64, mx: i64) -> ());
+    hook!("condvar_notify_one"(cv: i64) -> ());
+    hook!("condvar_notify_all"(cv: i64) -> ());
+    hook!("table_new"() -> i64);
+    hook!("table_insert"(h: i64, k: i64, v: i64, out: i32) -> i32);
+    hook!("table_get"(h: i64, k: i64, out: i32) -> i32);
+    hook!("table_remove"(h: i64, k: i64, out: i32) -> i32);
+    hook!("register"(name: i32, len: i32, tid: i64) -> i32);
+    hook!("whereis"(name: i32, len: i32, out: i32) -> i32);
+    hook!("unregister"(name: i32, len: i32) -> i32);
+    hook!("choose"(n: i32) -> i32);
+    hook!("phase"(name: i32, len: i32) -> ());
 
     // Plain hooks: run inside the current step.
     l.func_wrap(m, "current", |c: Caller<'_, HostState>| -> i64 {

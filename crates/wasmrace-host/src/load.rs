@@ -68,7 +68,7 @@ pub const ENTER_PREFIX: &str = "__wasmrace_enter_";
 /// import audit (which runs before the cache is consulted), so no cached
 /// entry was instrumented without it, and Asyncify ignores listed imports a
 /// module does not have.
-const INSTRUMENTATION_VERSION: u32 = 9;
+const INSTRUMENTATION_VERSION: u32 = 11;
 
 /// What the audit learned about a module.
 #[derive(Clone, Debug, Default)]
@@ -521,40 +521,72 @@ pub fn export_asyncify_globals(name: &str, bytes: &[u8]) -> Result<Vec<u8>, Host
     Ok(bytes.to_vec())
 }
 
+/// Where a hook wrapper leaves the operation a thread suspends on, for
+/// the trampoline to return: the hook's index in `SUSPENDING_HOOKS` (-1
+/// while none), its call site, and its other parameters (`i32`s
+/// zero-extended).
+struct OpRecord {
+    hook: walrus::GlobalId,
+    site: walrus::GlobalId,
+    args: [walrus::GlobalId; OP_ARGS],
+}
+
+/// Parameters a suspending hook has besides its site, at most.
+pub const OP_ARGS: usize = 4;
+
 /// Routes every call of a suspending hook through a wasm wrapper that does
-/// Asyncify's bookkeeping, so the host's hook runs once per step and
-/// touches no global. When the state is rewinding, the call is the
+/// the whole suspension in wasm, so a step makes no call into the host
+/// besides the trampoline's. When the state is rewinding, the call is the
 /// resumption: the wrapper stops the rewind and returns the operation's
-/// result, which the trampoline left in `resume`, without calling the host
-/// (the host already wrote any `out` value into memory before the step).
-/// Otherwise the host records the operation and the wrapper starts the
-/// unwind (the trampoline already pointed Asyncify's data at the thread's
-/// buffer). Every suspending hook call suspends, so the state alone decides.
-/// This saves two checked global writes per step (~150 instructions each in
-/// wasmtime's API) and one of the two calls into the host (~200).
+/// result, which the trampoline left in `resume` (the host already wrote
+/// any `out` value into memory before the step). Otherwise the wrapper
+/// records the hook and its arguments (`OpRecord`) and starts the unwind
+/// (the trampoline already pointed Asyncify's data at the thread's
+/// buffer); the trampoline returns the record and the host decodes the
+/// operation (`guest::decode_op`), reading any byte arguments from memory,
+/// which an unwind does not touch. Every suspending hook call suspends, so
+/// the state alone decides. The imports themselves are then never called.
+///
+/// Why: each call from wasm into the host costs about 150 instructions of
+/// wasmtime's trampolines, and each of the host's global accessors about
+/// 100; in wasm these are a few instructions.
 ///
 /// Returns false, changing nothing, when a hook is referenced other than
-/// by a direct call (a table entry, `ref.func`): such a call would bypass
-/// the wrapper, so the module keeps the host-side bookkeeping.
+/// by a direct call (a table entry, `ref.func`), as such a call would
+/// bypass the wrapper, or when a hook's signature is not one the record
+/// holds (linking refuses such an import anyway). The module then keeps the
+/// host-side bookkeeping.
 fn wrap_suspending_hooks(
     module: &mut walrus::Module,
     state: walrus::GlobalId,
     resume: walrus::GlobalId,
+    record: &OpRecord,
 ) -> bool {
     use walrus::ir::{BinaryOp, Instr, UnaryOp, Visitor, VisitorMut};
     use walrus::{ElementItems, FunctionBuilder, ImportKind, ValType};
-    let hooks: Vec<walrus::FunctionId> = module
+    let hooks: Vec<(walrus::FunctionId, usize)> = module
         .imports
         .iter()
         .filter_map(|i| match i.kind {
-            ImportKind::Function(f)
-                if i.module == HOOK_MODULE && SUSPENDING_HOOKS.contains(&i.name.as_str()) =>
-            {
-                Some(f)
-            }
+            ImportKind::Function(f) if i.module == HOOK_MODULE => SUSPENDING_HOOKS
+                .iter()
+                .position(|h| *h == i.name)
+                .map(|index| (f, index)),
             _ => None,
         })
         .collect();
+    let recordable = |f: &walrus::FunctionId| {
+        let (params, results) = module.types.params_results(module.funcs.get(*f).ty());
+        params.len() <= OP_ARGS + 1
+            && params.last() == Some(&ValType::I32)
+            && params
+                .iter()
+                .all(|t| matches!(t, ValType::I32 | ValType::I64))
+            && matches!(results, [] | [ValType::I32] | [ValType::I64])
+    };
+    if !hooks.iter().all(|(f, _)| recordable(f)) {
+        return false;
+    }
     let referenced = |f: &walrus::FunctionId| {
         module.elements.iter().any(|e| match &e.items {
             ElementItems::Functions(fs) => fs.contains(f),
@@ -563,7 +595,7 @@ fn wrap_suspending_hooks(
                 .any(|x| matches!(x, walrus::ConstExpr::RefFunc(g) if g == f)),
         })
     };
-    if hooks.iter().any(referenced) {
+    if hooks.iter().any(|(f, _)| referenced(f)) {
         return false;
     }
     struct FindRef<'a> {
@@ -577,8 +609,9 @@ fn wrap_suspending_hooks(
             }
         }
     }
+    let hook_ids: Vec<walrus::FunctionId> = hooks.iter().map(|(f, _)| *f).collect();
     let mut find = FindRef {
-        hooks: &hooks,
+        hooks: &hook_ids,
         found: false,
     };
     for (_, f) in module.funcs.iter_local() {
@@ -589,7 +622,7 @@ fn wrap_suspending_hooks(
     }
 
     let mut wrappers = std::collections::BTreeMap::new();
-    for hook in hooks {
+    for (hook, index) in hooks {
         let ty = module.funcs.get(hook).ty();
         let (params, results) = module.types.params_results(ty);
         let (params, results) = (params.to_vec(), results.to_vec());
@@ -617,13 +650,28 @@ fn wrap_suspending_hooks(
                 },
                 |_| {},
             );
-        // A fresh call: the host records the operation, then unwind. The
-        // hook's own result is not used by an unwinding caller.
-        for a in &args {
+        // A fresh call: record the operation, then unwind. The result is
+        // not used by an unwinding caller.
+        let (site, rest) = args.split_last().expect("checked: the site is last");
+        for ((a, t), g) in rest.iter().zip(&params).zip(&record.args) {
             body.local_get(*a);
+            if *t == ValType::I32 {
+                body.unop(UnaryOp::I64ExtendUI32);
+            }
+            body.global_set(*g);
         }
-        body.call(hook);
+        body.local_get(*site).global_set(record.site);
+        body.i32_const(index as i32).global_set(record.hook);
         body.i32_const(1).global_set(state);
+        match results.as_slice() {
+            [] => {}
+            [ValType::I64] => {
+                body.i64_const(0);
+            }
+            _ => {
+                body.i32_const(0);
+            }
+        }
         let id = b.finish(args, &mut module.funcs);
         wrappers.insert(hook, id);
     }
@@ -655,25 +703,27 @@ fn wrap_suspending_hooks(
 
 /// Adds, for every entry function (each test and the thread start), a
 /// trampoline `__wasmrace_enter_<entry>(arg, sp, low, state, data, end,
-/// resume) -> i64` that sets the stack pointer, its low-water mark,
-/// Asyncify's state and data pointer and the resumed hook's result
-/// (`resume`, an `i64` the hook wrappers hand back), writes Asyncify's
-/// buffer header `[data + 8, end]` unless the thread is being rewound,
-/// calls the entry (with `arg` for the thread start), stops an unwind (state
-/// back to normal), and returns `sp << 32 | low`.
+/// resume) -> (sp << 32 | low, hook, site, a0, a1, a2, a3)` that sets the
+/// stack pointer, its low-water mark, Asyncify's state and data pointer
+/// and the resumed hook's result (`resume`, handed back by the hook
+/// wrapper), writes Asyncify's buffer header `[data + 8, end]` unless the
+/// thread is being rewound, calls the entry (with `arg` for the thread
+/// start), stops an unwind (state back to normal), and returns the stack
+/// pointer and its mark with the operation the thread suspended on (see
+/// `OpRecord`; hook -1 when the entry returned).
 ///
 /// Why: a step used to make seven checked `Global` gets and sets from the
 /// host around the call into wasm, each about a hundred instructions of
-/// wasmtime's API, plus a second call into the host for the result and a
-/// header write through the host's memory view; in wasm they are one
-/// instruction each, and the values ride on the call the step makes
-/// anyway. The header: a finished rewind leaves it as a fresh unwind needs
-/// it (Asyncify pops what it pushed), so only a thread's first segment and
-/// a reused slot need it written, and writing it whenever the thread is
-/// not being rewound covers both. Added after Asyncify, so the trampolines
-/// themselves are not instrumented: they are never on a suspended stack.
-/// Added only together with the hook wrappers (`wrap_suspending_hooks`):
-/// the host relies on both or neither.
+/// wasmtime's API, plus two calls into the host from the hooks and a header
+/// write through the host's memory view; in wasm they are one instruction
+/// each, and the values ride on the call the step makes anyway. The header:
+/// a finished rewind leaves it as a fresh unwind needs it (Asyncify pops
+/// what it pushed), so only a thread's first segment and a reused slot need
+/// it written, and writing it whenever the thread is not being rewound
+/// covers both. Added after Asyncify, so the trampolines themselves are not
+/// instrumented: they are never on a suspended stack. Added only together
+/// with the hook wrappers (`wrap_suspending_hooks`): the host relies on
+/// both or neither.
 fn add_trampolines(module: &mut walrus::Module, state: walrus::GlobalId, data: walrus::GlobalId) {
     use walrus::ir::{BinaryOp, UnaryOp};
     use walrus::{ExportItem, FunctionBuilder, ValType};
@@ -692,14 +742,28 @@ fn add_trampolines(module: &mut walrus::Module, state: walrus::GlobalId, data: w
     let Some(mem) = module.memories.iter().next().map(|m| m.id()) else {
         return;
     };
-    let resume = module.globals.add_local(
-        ValType::I64,
-        true,
-        false,
-        walrus::ConstExpr::Value(walrus::ir::Value::I64(0)),
-    );
-    if !wrap_suspending_hooks(module, state, resume) {
-        module.globals.delete(resume);
+    let mut global = |ty: ValType| {
+        let zero = match ty {
+            ValType::I64 => walrus::ir::Value::I64(0),
+            _ => walrus::ir::Value::I32(0),
+        };
+        module
+            .globals
+            .add_local(ty, true, false, walrus::ConstExpr::Value(zero))
+    };
+    let resume = global(ValType::I64);
+    let record = OpRecord {
+        hook: global(ValType::I32),
+        site: global(ValType::I32),
+        args: [0; OP_ARGS].map(|_| global(ValType::I64)),
+    };
+    if !wrap_suspending_hooks(module, state, resume, &record) {
+        for g in [resume, record.hook, record.site]
+            .into_iter()
+            .chain(record.args)
+        {
+            module.globals.delete(g);
+        }
         return;
     }
     let entries: Vec<(String, walrus::FunctionId)> = module
@@ -725,7 +789,16 @@ fn add_trampolines(module: &mut walrus::Module, state: walrus::GlobalId, data: w
             ValType::I32,
             ValType::I64,
         ];
-        let mut b = FunctionBuilder::new(&mut module.types, &params, &[ValType::I64]);
+        let results = [
+            ValType::I64,
+            ValType::I32,
+            ValType::I32,
+            ValType::I64,
+            ValType::I64,
+            ValType::I64,
+            ValType::I64,
+        ];
+        let mut b = FunctionBuilder::new(&mut module.types, &params, &results);
         let args: Vec<walrus::LocalId> = params.iter().map(|t| module.locals.add(*t)).collect();
         let [arg, sp_in, low_in, state_in, data_in, end_in, resume_in] = [
             args[0], args[1], args[2], args[3], args[4], args[5], args[6],
@@ -760,10 +833,34 @@ fn add_trampolines(module: &mut walrus::Module, state: walrus::GlobalId, data: w
                 },
                 |_| {},
             );
+        body.i32_const(-1).global_set(record.hook);
         if takes_arg {
             body.local_get(arg);
         }
         body.call(f);
+        // Asyncify writes a suspended stack without checking the buffer's
+        // end: trap if it went past, while the state still says unwinding
+        // (so the host reports the buffer, not a bare trap), before the
+        // overflow corrupts anything else.
+        let load32 = walrus::ir::LoadKind::I32 { atomic: false };
+        body.local_get(data_in)
+            .load(
+                mem,
+                load32,
+                walrus::ir::MemArg {
+                    align: 4,
+                    offset: 0,
+                },
+            )
+            .local_get(end_in)
+            .binop(BinaryOp::I32GtU)
+            .if_else(
+                None,
+                |t| {
+                    t.unreachable();
+                },
+                |_| {},
+            );
         // Stop an unwind; a returned entry left the state normal already.
         body.i32_const(0).global_set(state);
         body.global_get(sp)
@@ -775,6 +872,10 @@ fn add_trampolines(module: &mut walrus::Module, state: walrus::GlobalId, data: w
             None => body.i64_const(0),
         };
         body.binop(BinaryOp::I64Or);
+        body.global_get(record.hook).global_get(record.site);
+        for g in record.args {
+            body.global_get(g);
+        }
         let id = b.finish(args, &mut module.funcs);
         module.exports.add(&format!("{ENTER_PREFIX}{name}"), id);
     }

@@ -113,8 +113,10 @@ pub(crate) struct Exports {
 }
 
 /// `(arg, sp, low, asyncify state, asyncify data, buffer end, resumed
-/// hook's result) -> sp << 32 | low` (see `load::add_trampolines`).
-pub(crate) type EnterFunc = TypedFunc<(i32, i32, i32, i32, i32, i32, i64), i64>;
+/// hook's result) -> (sp << 32 | low, hook, site, a0, a1, a2, a3)` (see
+/// `load::add_trampolines`).
+pub(crate) type EnterFunc = TypedFunc<(i32, i32, i32, i32, i32, i32, i64), EnterRet>;
+pub(crate) type EnterRet = (i64, i32, i32, i64, i64, i64, i64);
 
 pub(crate) struct Enter {
     pub test: EnterFunc,
@@ -455,6 +457,20 @@ impl WasmProgram {
                 .asyncify
                 .stop_unwind(&mut self.store)
                 .map_err(runtime)?;
+            // Asyncify does not check its buffer's end (the trampolines do
+            // this in wasm).
+            let buf = self.store.data().world.slot_bases[slot as usize] as usize;
+            let end = buf + self.store.data().asyncify_bytes as usize;
+            let data = self.ex.memory.data(&self.store);
+            let current = data
+                .get(buf..buf + 4)
+                .map_or(0, |b| u32::from_le_bytes([b[0], b[1], b[2], b[3]]) as usize);
+            if current > end {
+                let name = self.store.data().world.threads[i].path.to_string();
+                self.store.data_mut().mode = Mode::Idle;
+                self.status = Status::Failed(self.asyncify_overflow(Some(name)));
+                return Ok(());
+            }
         }
         let sp = self.ex.sp.get(&mut self.store).i32().unwrap_or(0) as u32;
         self.finish_segment(i, entry, slot, sp, r)
@@ -521,7 +537,7 @@ impl WasmProgram {
         let left = self.store.get_fuel().unwrap_or(0);
         self.info.cost += fuel.saturating_sub(left);
         let (sp, low) = match &r {
-            Ok(v) => ((*v as u64 >> 32) as u32, *v as u32),
+            Ok((v, ..)) => ((*v as u64 >> 32) as u32, *v as u32),
             // A trap skipped the trampoline's return: read the globals (the
             // low-water mark must cover whatever the thread wrote).
             Err(_) => (
@@ -539,6 +555,30 @@ impl WasmProgram {
             if !matches!(entry, Entry::Test) {
                 let s = slot as usize;
                 w.slot_lows[s] = w.slot_lows[s].min(low);
+            }
+        }
+        // The operation the thread suspended on (hook -1: the entry
+        // returned, and the thread's next step is its exit).
+        if let Ok((_, hook, site, a0, a1, a2, a3)) = r {
+            if hook >= 0 {
+                let mem = self.ex.memory.data(&self.store);
+                match crate::guest::decode_op(hook as usize, [a0, a1, a2, a3], mem) {
+                    Ok(op) => {
+                        let st = self.store.data_mut();
+                        let t = &mut st.world.threads[i];
+                        t.pending = op;
+                        t.site = site as u32;
+                        st.mode = Mode::Unwinding;
+                    }
+                    Err(message) => {
+                        let st = self.store.data_mut();
+                        st.mode = Mode::Idle;
+                        let name = st.world.threads[i].path.to_string();
+                        self.status =
+                            Status::Failed(Failure::new(FailureKind::Misuse, Some(name), message));
+                        return Ok(());
+                    }
+                }
             }
         }
         self.finish_segment(i, entry, slot, sp, r.map(|_| ()))
@@ -598,9 +638,41 @@ impl WasmProgram {
         Ok(())
     }
 
+    /// The failure of a thread whose suspended stack overflowed its
+    /// Asyncify buffer. The overflow wrote into stack pages that
+    /// `known_zero` would take for zero, possibly in later slots too: no
+    /// slot's pages count as known zero any more, so the next restore
+    /// looks at them all.
+    fn asyncify_overflow(&mut self, thread: Option<String>) -> Failure {
+        for low in &mut self.store.data_mut().world.slot_lows {
+            *low = 0;
+        }
+        let bytes = self.guest.config.asyncify_buffer_bytes;
+        Failure::new(
+            FailureKind::Trap,
+            thread,
+            format!(
+                "the suspended call stack did not fit the {} Asyncify buffer; raise --asyncify-buffer-kib",
+                if bytes >= 1024 {
+                    format!("`{}` KiB", bytes >> 10)
+                } else {
+                    format!("`{bytes}`-byte")
+                }
+            ),
+        )
+    }
+
     /// Turns a trap of thread `i` into a failure report.
     fn classify(&mut self, i: usize, e: wasmtime::Error) -> Failure {
-        let mode = self.store.data().mode;
+        // With trampolines the wasm hook wrapper starts an unwind without
+        // the host knowing: Asyncify's state says.
+        let unwinding = self.store.data().mode == Mode::Unwinding
+            || match &self.ex.asyncify {
+                Asyncify::Globals { state, .. } => {
+                    state.get(&mut self.store).i32() == Some(ASYNCIFY_UNWINDING)
+                }
+                Asyncify::Funcs { .. } => false,
+            };
         let st = self.store.data_mut();
         let thread = st.world.threads.get(i).map(|t| t.path.to_string());
         if let Some(GuestFault(f)) = e.downcast_ref::<GuestFault>() {
@@ -627,35 +699,47 @@ impl WasmProgram {
                     self.guest.config.fuel_per_step
                 ),
             ),
-            Some(Trap::UnreachableCodeReached) if mode == Mode::Unwinding => Failure::new(
-                FailureKind::Trap,
-                thread,
-                format!(
-                    "the suspended call stack did not fit the `{}` KiB Asyncify buffer; raise --asyncify-buffer-kib",
-                    self.guest.config.asyncify_buffer_bytes >> 10
-                ),
-            ),
+            Some(Trap::UnreachableCodeReached) if unwinding => self.asyncify_overflow(thread),
             Some(t) => Failure::new(FailureKind::Trap, thread, format!("wasm trap: {t}")),
             None => Failure::new(FailureKind::Trap, thread, crate::error::one_line(&format!("{e:#}"))),
         }
     }
 
     /// Brings the views up to date after a step of thread `i` that ran an
-    /// operation of kind `kind`. When the step neither created nor retired a
-    /// thread, only `i`'s pending operation changed (a thread's next
-    /// operation is set by the thread itself): the others keep their
-    /// operation, site and accesses. Their enabledness and alternatives are
-    /// recomputed only after an operation that can change them (a release,
-    /// a send, a notify: see `changes_others`), and their accesses only
-    /// after a registry change (`Unregister` and `Exit` name registry
-    /// entries).
+    /// operation of kind `kind`. Views are in thread order without the
+    /// exited threads. Only `i`'s pending operation changed (a thread's next
+    /// operation is set by the thread itself), except that a spawn adds the
+    /// child, which ran to its first hook and whose view is new, and an
+    /// exit removes `i`'s view. The others keep their operation, site and
+    /// accesses; their enabledness and alternatives are recomputed only
+    /// after an operation that can change them (a release, a send, a
+    /// notify, a spawn or an exit: see `changes_others`), and their accesses
+    /// only after a registry change (`Unregister` and `Exit` name registry
+    /// entries). A failed step recomputes everything.
     fn refresh_after(&mut self, i: usize, kind: OpKind) {
-        let w = &self.store.data().world;
-        let unchanged_threads = self.info.spawned.is_empty()
-            && !w.threads[i].exited
-            && !matches!(self.status, Status::Failed(_));
-        if !unchanged_threads {
+        if matches!(self.status, Status::Failed(_)) {
             return self.refresh();
+        }
+        let w = &self.store.data().world;
+        if w.threads[i].exited {
+            let tid = w.threads[i].tid;
+            if let Some(at) = self.views.iter().position(|v| v.tid == tid) {
+                self.views.remove(at);
+            }
+        }
+        // A spawned thread is the last one in `threads`.
+        let first_new = w.threads.len() - self.info.spawned.len();
+        for t in &w.threads[first_new..] {
+            self.views.push(ThreadView {
+                tid: t.tid,
+                pending: Pending {
+                    op: OpKind::Yield,
+                    enabled: false,
+                    alts: 1,
+                    accesses: Vec::new(),
+                    site: 0,
+                },
+            });
         }
         let others = changes_others(kind);
         let registry = matches!(kind, OpKind::Register | OpKind::Unregister);
@@ -667,7 +751,7 @@ impl WasmProgram {
             }
             let v = &mut self.views[n];
             n += 1;
-            if k == i {
+            if k == i || k >= first_new {
                 v.pending.op = t.pending.kind();
                 v.pending.site = u64::from(t.site);
                 w.accesses(k, &mut v.pending.accesses);
@@ -685,11 +769,25 @@ impl WasmProgram {
             v.pending.alts = w.alts(k);
             any_enabled |= v.pending.enabled;
         }
-        self.status = if any_enabled {
-            Status::Running
+        debug_assert_eq!(n, self.views.len());
+        if any_enabled {
+            // Usually running already: no drop and rebuild of the status.
+            if !matches!(self.status, Status::Running) {
+                self.status = Status::Running;
+            }
+        } else if n == 0 {
+            self.status = Status::Finished;
         } else {
-            Status::Failed(w.deadlock())
-        };
+            self.status = Status::Failed(w.deadlock());
+        }
+    }
+
+    /// Whether steps go through the module's trampolines and hook wrappers
+    /// (`load::add_trampolines`) rather than the host-side Asyncify
+    /// bookkeeping. For tests.
+    #[doc(hidden)]
+    pub fn uses_trampolines(&self) -> bool {
+        self.ex.enter.is_some()
     }
 
     /// How many wasm instances this program has made: resets and restores
@@ -1069,7 +1167,7 @@ fn instantiate(
         },
     };
     let enter_of = |store: &mut Store<HostState>, export: &str| {
-        inst.get_typed_func::<(i32, i32, i32, i32, i32, i32, i64), i64>(
+        inst.get_typed_func::<(i32, i32, i32, i32, i32, i32, i64), EnterRet>(
             &mut *store,
             &format!("{}{export}", load::ENTER_PREFIX),
         )

@@ -221,6 +221,39 @@ fn hand_written_guest_runs_against_the_abi() {
     assert_eq!(r.trace, bug.trace);
 }
 
+/// A hook that is also in a table could be called around its wasm wrapper,
+/// so such a module gets no trampolines and the host does Asyncify's
+/// bookkeeping itself. Both ways must explore the same: same executions,
+/// same failing ones, same interleavings, states restored exactly.
+#[test]
+fn host_side_bookkeeping_explores_like_the_trampolines() {
+    let tabled = HAND_WRITTEN.replace(
+        "(memory (export \"memory\") 2)",
+        "(memory (export \"memory\") 2) (table (export \"hooks\") 1 funcref) (elem (i32.const 0) $cell_get)",
+    );
+    assert_ne!(tabled, HAND_WRITTEN);
+    let mut reports = Vec::new();
+    for (name, wat) in [("fast", HAND_WRITTEN), ("tabled", tabled.as_str())] {
+        let g = load_wat(name, wat).unwrap();
+        let p = g.program("lost_update").unwrap();
+        assert_eq!(p.uses_trampolines(), name == "fast");
+        let config = wasmrace_explore::Config {
+            stop_on_first_bug: false,
+            ..wasmrace_explore::Config::default()
+        };
+        let mut explorer = wasmrace_explore::Explorer::new(p, config);
+        let mut dfs = StrategyChoice::Dfs {
+            preemption_bound: None,
+        }
+        .build(0);
+        let r = explorer.run(&mut *dfs).unwrap();
+        assert!(r.exhausted);
+        reports.push((r.executions, r.failing_executions, r.steps));
+    }
+    assert_eq!(reports[0], reports[1]);
+    assert!(reports[0].1 > 0, "{reports:?}");
+}
+
 #[test]
 fn hand_written_guest_snapshot_restore_is_exact() {
     let g = load_wat("hand-snap", HAND_WRITTEN).unwrap();
@@ -496,4 +529,37 @@ fn memory_grown_during_an_execution_is_rewound_by_reset() {
         instances.windows(2).all(|w| w[0] == w[1]),
         "resets made fresh instances: {instances:?}"
     );
+}
+
+#[test]
+fn a_stack_too_deep_for_the_asyncify_buffer_names_the_flag() {
+    // No room at all: the first unwind (which the wasm hook wrapper starts,
+    // unseen by the host) writes past the buffer's end, into the stack
+    // pages of the thread's slot, which the host otherwise takes for zero.
+    let config = HostConfig {
+        asyncify_buffer_bytes: 0,
+        ..config("tiny-asyncify")
+    };
+    let guest = Guest::load(&wasmrace_fixtures::path("sdk_smoke"), config).unwrap();
+    let mut p = guest.program("bench_two_by_ten").unwrap();
+    for _ in 0..100 {
+        if !matches!(p.status(), Status::Running) {
+            break;
+        }
+        let t = p.threads().iter().find(|t| t.pending.enabled).unwrap().tid;
+        p.step(Decision::new(t, 0)).unwrap();
+    }
+    let Status::Failed(f) = p.status() else {
+        panic!("expected a failure, got {:?}", p.status());
+    };
+    assert_eq!(f.kind, FailureKind::Trap, "{f:?}");
+    assert!(
+        f.message.contains("Asyncify buffer") && f.message.contains("--asyncify-buffer-kib"),
+        "{}",
+        f.message
+    );
+    // A reset must still bring back the start state exactly: no page it
+    // takes for zero holds what the overflow wrote.
+    p.reset().unwrap();
+    p.verify_known_zero().unwrap();
 }
