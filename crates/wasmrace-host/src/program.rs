@@ -1026,13 +1026,17 @@ impl WasmProgram {
         let mut object = None;
         let mut detail = String::new();
         if !matches!(self.status, Status::Failed(_)) {
-            let ex = self.store.data_mut().world.execute(
-                i,
-                d.alt,
-                spawned,
-                tracing,
-                &mut self.info.accesses,
-            );
+            // The view of `i` holds its pending accesses; it is at index `i`
+            // unless an earlier thread exited. The view's list is rebuilt
+            // after the step anyway, so take it rather than recompute it.
+            let w = &mut self.store.data_mut().world;
+            let ex = match self.views.get_mut(i).filter(|v| v.tid == d.tid) {
+                Some(v) => {
+                    std::mem::swap(&mut self.info.accesses, &mut v.pending.accesses);
+                    w.execute_with(i, d.alt, spawned, tracing, &mut self.info.accesses)
+                }
+                None => w.execute(i, d.alt, spawned, tracing, &mut self.info.accesses),
+            };
             object = ex.object;
             detail = ex.detail;
             self.info.message = ex.message;

@@ -614,6 +614,19 @@ impl World {
         accesses: &mut Vec<Access>,
     ) -> Executed {
         self.accesses(i, accesses);
+        self.execute_with(i, alt, spawned, tracing, accesses)
+    }
+
+    /// `execute` for a caller that already holds thread `i`'s pending
+    /// accesses (`accesses(i)`) in `accesses`, as the program's views do.
+    pub fn execute_with(
+        &mut self,
+        i: usize,
+        alt: u32,
+        spawned: Option<Tid>,
+        tracing: bool,
+        accesses: &mut Vec<Access>,
+    ) -> Executed {
         let op = std::mem::replace(&mut self.threads[i].pending, Op::Start);
         let me = self.threads[i].tid;
         let mut object = None;
