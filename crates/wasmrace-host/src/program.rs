@@ -1354,8 +1354,23 @@ impl Program for WasmProgram {
         Ok(())
     }
 
+    /// Everything a saved snapshot keeps alive: its page data (pages shared
+    /// with other snapshots counted in full, to stay on the safe side), its
+    /// page table, globals, `World` clone and views.
     fn snapshot_bytes(&self, s: &Snapshot) -> usize {
-        s.stored_bytes() + s.globals.len() * 16 + std::mem::size_of::<Snapshot>()
+        use std::mem::size_of;
+        let views: usize = s
+            .views
+            .iter()
+            .map(|v| v.pending.accesses.capacity() * size_of::<wasmrace_trace::Access>())
+            .sum::<usize>()
+            + s.views.capacity() * size_of::<ThreadView>();
+        s.stored_bytes()
+            + s.pages.capacity() * size_of::<Option<Arc<snapshot::Page>>>()
+            + s.globals.capacity() * size_of::<u128>()
+            + s.world.heap_bytes()
+            + views
+            + size_of::<Snapshot>()
     }
 
     fn state_hash(&mut self) -> Option<[u8; 32]> {

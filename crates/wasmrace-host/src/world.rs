@@ -375,6 +375,59 @@ impl World {
         i
     }
 
+    /// Heap bytes this world holds, approximately (B-tree nodes are
+    /// estimated at one and a half times their entries). Saved snapshots
+    /// each hold a clone, so their memory budget counts this
+    /// (`Program::snapshot_bytes`).
+    pub fn heap_bytes(&self) -> usize {
+        use std::mem::size_of;
+        let op = |op: &Op| match op {
+            Op::Send { data, .. } => data.capacity(),
+            Op::Register { name, .. }
+            | Op::Whereis { name, .. }
+            | Op::Unregister { name }
+            | Op::Phase { name } => name.capacity(),
+            _ => 0,
+        };
+        let message = |m: &Message| size_of::<Message>() + m.data.capacity();
+        let threads: usize = self
+            .threads
+            .iter()
+            .map(|t| {
+                t.path.0.capacity() * size_of::<u32>()
+                    + op(&t.pending)
+                    + t.mailbox.capacity() * size_of::<Message>()
+                    + t.mailbox.iter().map(|m| m.data.capacity()).sum::<usize>()
+                    + t.taken.as_ref().map_or(0, message)
+                    + t.name.as_ref().map_or(0, Vec::capacity)
+                    + t.panic
+                        .as_ref()
+                        .map_or(0, |(a, b)| a.capacity() + b.capacity())
+            })
+            .sum::<usize>()
+            + self.threads.capacity() * size_of::<Thread>();
+        let btree = |entries: usize, entry: usize| entries * entry * 3 / 2;
+        let objects: usize = btree(self.objects.len(), size_of::<u64>() + size_of::<ObjEntry>())
+            + self
+                .objects
+                .values()
+                .map(|e| match &e.obj {
+                    Object::Condvar { waiters } => waiters.capacity() * size_of::<Tid>(),
+                    Object::Table(t) => btree(t.len(), 2 * size_of::<u64>()),
+                    _ => 0,
+                })
+                .sum::<usize>();
+        let names = btree(self.names.len(), size_of::<Vec<u8>>() + size_of::<Tid>())
+            + self.names.keys().map(Vec::capacity).sum::<usize>();
+        threads
+            + objects
+            + names
+            + btree(self.index.len(), size_of::<Tid>() + size_of::<usize>())
+            + (self.unstarted.capacity() * size_of::<usize>())
+            + (self.slot_bases.capacity() + self.free_slots.capacity() + self.slot_lows.capacity())
+                * size_of::<u32>()
+    }
+
     pub fn thread_index(&self, tid: Tid) -> Option<usize> {
         self.index.get(&tid).copied()
     }

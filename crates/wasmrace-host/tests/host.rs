@@ -563,3 +563,35 @@ fn a_stack_too_deep_for_the_asyncify_buffer_names_the_flag() {
     p.reset().unwrap();
     p.verify_known_zero().unwrap();
 }
+
+/// A saved snapshot's size, which the explorer charges against
+/// `--saved-snapshots-mb`, counts what it holds besides page data: a page
+/// table entry per 4 KiB of memory, and the `World` clone, which grows with
+/// the threads.
+#[test]
+fn snapshot_size_counts_more_than_pages() {
+    let guest = Guest::load(
+        &wasmrace_fixtures::path("world_hello"),
+        config("snap-bytes"),
+    )
+    .unwrap();
+    let mut p = guest.program("world_hello_100").unwrap();
+    let mut extra = Vec::new();
+    for step in 1..=90 {
+        let t = p.threads().iter().find(|t| t.pending.enabled).unwrap().tid;
+        p.step(Decision::new(t, 0)).unwrap();
+        if step % 30 == 0 {
+            let s = p.snapshot().unwrap().unwrap();
+            let beyond_pages = p.snapshot_bytes(&s) - s.stored_bytes();
+            assert!(
+                beyond_pages >= s.memory_bytes() / 4096 * 8,
+                "{beyond_pages}"
+            );
+            extra.push((p.threads().len(), beyond_pages));
+        }
+    }
+    let ((t0, e0), (t1, e1)) = (extra[0], extra[2]);
+    assert!(t1 >= t0 + 50, "{extra:?}");
+    // At least 100 bytes per thread more (a thread's record alone is more).
+    assert!(e1 - e0 >= (t1 - t0) * 100, "{extra:?}");
+}
