@@ -71,6 +71,33 @@ fn bench(c: &mut Criterion) {
         b.iter(|| p.restore(black_box(&mid)).unwrap())
     });
     c.bench_function("state_hash", |b| b.iter(|| black_box(p.state_hash())));
+    // Steps in a running execution, every one a thread switch (round
+    // robin): whole executions are timed without their reset, and the time
+    // is divided by the steps. No clock read per step, so this is the cost
+    // of a switch itself.
+    c.bench_function("step", |b| {
+        b.iter_custom(|iters| {
+            let mut total = std::time::Duration::ZERO;
+            let mut done = 0;
+            while done < iters {
+                p.reset().unwrap();
+                let mut turn = 0usize;
+                let start = std::time::Instant::now();
+                while done < iters && matches!(p.status(), Status::Running) {
+                    let enabled = p.threads().iter().filter(|t| t.pending.enabled);
+                    let n = enabled.clone().count();
+                    let tid = enabled.clone().nth(turn % n).unwrap().tid;
+                    turn += 1;
+                    p.step(Decision::new(tid, 0)).unwrap();
+                    done += 1;
+                }
+                total += start.elapsed();
+            }
+            total
+        })
+    });
+    // One step right after a restore: the step a DFS backtrack makes first,
+    // with the clock read around it (adds some tens of nanoseconds).
     c.bench_function("step_switch", |b| {
         b.iter_custom(|iters| {
             let mut total = std::time::Duration::ZERO;
