@@ -96,7 +96,10 @@ pub(crate) struct PosEngine {
     slots: BTreeMap<Tid, Slot>,
     /// The step just executed, whose races are reassigned at the next
     /// decision (when the pending events after it are visible).
-    ran: Option<(Tid, Vec<Access>)>,
+    /// The thread that ran last (`None` once its races are handled) and
+    /// its accesses, in a buffer kept across steps (no allocation per step).
+    ran: Option<Tid>,
+    ran_accesses: Vec<Access>,
     yields: u32,
 }
 
@@ -108,6 +111,7 @@ impl PosEngine {
             rng: ChaCha8Rng::seed_from_u64(seed),
             slots: BTreeMap::new(),
             ran: None,
+            ran_accesses: Vec::new(),
             yields: 0,
         }
     }
@@ -128,9 +132,9 @@ impl PosEngine {
     pub(crate) fn decide(&mut self, ctx: &Context<'_>) -> Option<Decision> {
         // Algorithm 4, lines 14-18: the events racing with the one just
         // executed lose their priority.
-        if let Some((tid, accesses)) = self.ran.take() {
+        if let Some(tid) = self.ran.take() {
             for t in ctx.threads {
-                if t.tid != tid && self.variant.races(&accesses, &t.pending.accesses) {
+                if t.tid != tid && self.variant.races(&self.ran_accesses, &t.pending.accesses) {
                     self.slots.remove(&t.tid);
                 }
             }
@@ -174,7 +178,8 @@ impl PosEngine {
     pub(crate) fn observe(&mut self, step: &StepInfo) {
         // The executed event is consumed: its thread's next one is new.
         self.slots.remove(&step.tid);
-        self.ran = Some((step.tid, step.accesses.clone()));
+        self.ran = Some(step.tid);
+        self.ran_accesses.clone_from(&step.accesses);
         if step.op == Some(OpKind::Yield) {
             self.yields += 1;
             if self.yields % YIELDS_PER_RESET == 0 {
