@@ -131,4 +131,33 @@ mod tests {
             .to_string();
         assert!(help.contains("at most N preemptions (dfs only) [default: 2]"));
     }
+
+    /// Options that only some strategies read are `Option`s, so that giving
+    /// one to another strategy is refused even at its default value; their
+    /// help states the defaults in prose, pinned here to the library's.
+    #[test]
+    fn documented_strategy_option_defaults_are_the_library_defaults() {
+        let help = Cli::command()
+            .find_subcommand_mut("check")
+            .unwrap()
+            .render_long_help()
+            .to_string()
+            .split_whitespace()
+            .collect::<Vec<_>>()
+            .join(" ");
+        let ses = wasmrace_explore::strategies::SesOptions::default();
+        let ss = wasmrace_explore::strategies::SsOptions::default();
+        for expected in [
+            "Priority change points of `--strategy pct` [default: 3]".to_string(),
+            "Delaying explorer of `--strategy ses` and `ss` [default: rtc]".to_string(),
+            format!("turns the cache off [default: {}]", ses.cache_mb),
+            format!("numsamples(d) = c1 * c2^d) [default: {}]", ss.c1),
+            format!(
+                "per extra delay of `--strategy ss` (c2) [default: {}]",
+                ss.c2
+            ),
+        ] {
+            assert!(help.contains(&expected), "missing {expected:?} in {help}");
+        }
+    }
 }

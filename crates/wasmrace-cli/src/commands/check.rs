@@ -115,9 +115,9 @@ pub struct CheckCommand {
     /// Exploration strategy
     #[arg(long, value_enum, default_value_t = StrategyArg::Portfolio)]
     strategy: StrategyArg,
-    /// Priority change points of `--strategy pct`
-    #[arg(long, value_name = "D", default_value_t = 3)]
-    depth: u32,
+    /// Priority change points of `--strategy pct` [default: 3]
+    #[arg(long, value_name = "D")]
+    depth: Option<u32>,
     /// What a real race found by `--strategy racefuzzer` is
     #[arg(long, value_enum, default_value_t = RacesArg::Warn)]
     races: RacesArg,
@@ -132,25 +132,26 @@ pub struct CheckCommand {
     /// (dfs only; capped by --cache-mb)
     #[arg(long)]
     state_cache: bool,
-    /// Delaying explorer of `--strategy ses` and `ss`
-    #[arg(long, value_enum, default_value_t = ExplorerArg::Rtc)]
-    explorer: ExplorerArg,
+    /// Delaying explorer of `--strategy ses` and `ss` [default: rtc]
+    #[arg(long, value_enum)]
+    explorer: Option<ExplorerArg>,
     /// Explore executions with at most N delays (ses only) [default: no
     /// bound, until every reachable state is explored]
     #[arg(long, value_name = "N")]
     delay_bound: Option<u32>,
     /// Memory for the cache of explored states, in MiB (ses, and dfs with
     /// --state-cache); when full, new states replace old ones; 0 turns the
-    /// cache off
-    #[arg(long, value_name = "MIB", default_value_t = SesOptions::default().cache_mb)]
-    cache_mb: u64,
+    /// cache off [default: 256]
+    #[arg(long, value_name = "MIB")]
+    cache_mb: Option<u64>,
     /// Executions with no delay sampled by `--strategy ss` (c1 of
-    /// numsamples(d) = c1 * c2^d)
-    #[arg(long, value_name = "N", default_value_t = SsOptions::default().c1)]
-    c1: u64,
+    /// numsamples(d) = c1 * c2^d) [default: 10]
+    #[arg(long, value_name = "N")]
+    c1: Option<u64>,
     /// Growth of the samples per extra delay of `--strategy ss` (c2)
-    #[arg(long, value_name = "N", default_value_t = SsOptions::default().c2)]
-    c2: u64,
+    /// [default: 3]
+    #[arg(long, value_name = "N")]
+    c2: Option<u64>,
     /// States saved for later (ses's frontier) kept as snapshots at most;
     /// beyond that they are replayed from their prefix
     #[arg(long, value_name = "N", default_value_t = Config::default().max_saved_snapshots)]
@@ -288,7 +289,13 @@ impl CheckCommand {
         if !bounded && (self.preemption_bound.is_some() || self.unbounded) {
             bail!("`--preemption-bound` and `--unbounded` only apply to `--strategy dfs` and `portfolio`");
         }
-        if self.depth == 0 {
+        // Options given to a strategy that ignores them are refused, even
+        // when their value is the default: the user meant something.
+        if self.depth.is_some() && self.strategy != StrategyArg::Pct {
+            bail!("`--depth` only applies to `--strategy pct`");
+        }
+        let depth = self.depth.unwrap_or(3);
+        if depth == 0 {
             bail!("`--depth` must be at least 1");
         }
         let ses = self.strategy == StrategyArg::Ses;
@@ -300,18 +307,23 @@ impl CheckCommand {
         if self.delay_bound.is_some() && !ses {
             bail!("`--delay-bound` only applies to `--strategy ses`");
         }
-        let defaults_explorer = ExplorerArg::Rtc;
-        if self.explorer != defaults_explorer && !(ses || ss) {
+        if self.explorer.is_some() && !(ses || ss) {
             bail!("`--explorer` only applies to `--strategy ses` and `ss`");
         }
-        if self.cache_mb != SesOptions::default().cache_mb && !(ses || self.state_cache) {
+        let explorer = self.explorer.unwrap_or(ExplorerArg::Rtc);
+        if self.cache_mb.is_some() && !(ses || self.state_cache) {
             bail!("`--cache-mb` only applies to `--strategy ses` and to `--state-cache`");
         }
-        let ss_defaults = SsOptions::default();
-        if (self.c1 != ss_defaults.c1 || self.c2 != ss_defaults.c2) && !ss {
+        let cache_mb = self.cache_mb.unwrap_or(SesOptions::default().cache_mb);
+        if (self.c1.is_some() || self.c2.is_some()) && !ss {
             bail!("`--c1` and `--c2` only apply to `--strategy ss`");
         }
-        if self.c1 == 0 || self.c2 == 0 {
+        let ss_defaults = SsOptions::default();
+        let (c1, c2) = (
+            self.c1.unwrap_or(ss_defaults.c1),
+            self.c2.unwrap_or(ss_defaults.c2),
+        );
+        if c1 == 0 || c2 == 0 {
             bail!("`--c1` and `--c2` must be at least 1");
         }
         let strategy = match self.strategy {
@@ -321,23 +333,23 @@ impl CheckCommand {
             },
             StrategyArg::Dfs if self.state_cache => StrategyChoice::DfsStateCache {
                 preemption_bound: bound,
-                cache_mb: self.cache_mb,
+                cache_mb,
             },
             StrategyArg::Dfs => StrategyChoice::Dfs {
                 preemption_bound: bound,
             },
             StrategyArg::Ses => StrategyChoice::Ses {
-                explorer: self.explorer.kind(),
+                explorer: explorer.kind(),
                 delay_bound: self.delay_bound,
-                cache_mb: self.cache_mb,
+                cache_mb,
             },
             StrategyArg::Ss => StrategyChoice::Ss {
-                explorer: self.explorer.kind(),
-                c1: self.c1,
-                c2: self.c2,
+                explorer: explorer.kind(),
+                c1,
+                c2,
             },
             StrategyArg::Random => StrategyChoice::Random,
-            StrategyArg::Pct => StrategyChoice::Pct { depth: self.depth },
+            StrategyArg::Pct => StrategyChoice::Pct { depth },
             StrategyArg::BasicPos => StrategyChoice::BasicPos,
             StrategyArg::Pos => StrategyChoice::Pos,
             StrategyArg::PosStar => StrategyChoice::PosStar,

@@ -231,4 +231,22 @@ fn delaying_flags_outside_their_strategies_are_one_line_errors() {
         &run(&["--strategy", "ss", "--c2", "0"]),
         "`--c1` and `--c2` must be at least 1",
     );
+    // Given at its default value, an option the strategy ignores is still
+    // a mistake worth saying.
+    expect_error(
+        &run(&["--strategy", "random", "--explorer", "rtc"]),
+        "`--explorer` only applies to `--strategy ses` and `ss`",
+    );
+    expect_error(
+        &run(&["--strategy", "dfs", "--cache-mb", "256"]),
+        "`--cache-mb` only applies to `--strategy ses` and to `--state-cache`",
+    );
+    expect_error(
+        &run(&["--strategy", "ses", "--c1", "10"]),
+        "`--c1` and `--c2` only apply to `--strategy ss`",
+    );
+    expect_error(
+        &run(&["--strategy", "random", "--depth", "3"]),
+        "`--depth` only applies to `--strategy pct`",
+    );
 }
