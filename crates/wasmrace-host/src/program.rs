@@ -730,16 +730,7 @@ impl WasmProgram {
         // A spawned thread is the last one in `threads`.
         let first_new = w.threads.len() - self.info.spawned.len();
         for t in &w.threads[first_new..] {
-            self.views.push(ThreadView {
-                tid: t.tid,
-                pending: Pending {
-                    op: OpKind::Yield,
-                    enabled: false,
-                    alts: 1,
-                    accesses: Vec::new(),
-                    site: 0,
-                },
-            });
+            self.views.push(blank_view(t.tid));
         }
         let others = changes_others(kind);
         let registry = matches!(kind, OpKind::Register | OpKind::Unregister);
@@ -828,16 +819,7 @@ impl WasmProgram {
                 continue;
             }
             if n == views.len() {
-                views.push(ThreadView {
-                    tid: t.tid,
-                    pending: Pending {
-                        op: OpKind::Yield,
-                        enabled: false,
-                        alts: 1,
-                        accesses: Vec::new(),
-                        site: 0,
-                    },
-                });
+                views.push(blank_view(t.tid));
             }
             let v = &mut views[n];
             v.tid = t.tid;
@@ -1206,6 +1188,20 @@ fn instantiate(
     });
     store.data_mut().ex = Some(ex.clone());
     Ok((store, ex))
+}
+
+/// A view for a new thread, filled in by the caller.
+fn blank_view(tid: Tid) -> ThreadView {
+    ThreadView {
+        tid,
+        pending: Pending {
+            op: OpKind::Yield,
+            enabled: false,
+            alts: 1,
+            accesses: Vec::new(),
+            site: 0,
+        },
+    }
 }
 
 /// Whether running an operation of this kind can change another thread's
