@@ -112,7 +112,9 @@ impl HybridDetector {
     /// Processes one step of the current execution.
     pub fn observe(&mut self, step: &StepInfo) {
         let t = step.tid;
-        let mut clock = self.clocks.remove(&t).unwrap_or_default();
+        // Updated in place (disjoint from the other fields borrowed below):
+        // taking it out and putting it back cost two more map operations.
+        let clock = self.clocks.entry(t).or_default();
         // Program order: every step is a new event of its thread.
         *clock.entry(t).or_insert(0) += 1;
         let syncs: Vec<Oid> = step
@@ -127,19 +129,19 @@ impl HybridDetector {
         match step.op {
             Some(OpKind::Recv | OpKind::RecvFrom) => {
                 if let Some(c) = step.message.and_then(|m| self.sent.get(&m)) {
-                    join_into(&mut clock, c);
+                    join_into(clock, c);
                 }
             }
             Some(OpKind::Join) => {
                 for o in &syncs {
                     if let Some(c) = self.exits.get(o) {
-                        join_into(&mut clock, c);
+                        join_into(clock, c);
                     }
                 }
             }
             Some(OpKind::CondvarWake) => {
                 if let Some(c) = self.notified.remove(&t) {
-                    join_into(&mut clock, &c);
+                    join_into(clock, &c);
                 }
             }
             _ => {}
@@ -239,10 +241,12 @@ impl HybridDetector {
             _ => {}
         }
         // Thread start: the child's first event follows the spawn.
-        for &child in &step.spawned {
-            self.clocks.insert(child, clock.clone());
+        if !step.spawned.is_empty() {
+            let clock = clock.clone();
+            for &child in &step.spawned {
+                self.clocks.insert(child, clock.clone());
+            }
         }
-        self.clocks.insert(t, clock);
     }
 }
 
