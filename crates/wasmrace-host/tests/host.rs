@@ -468,7 +468,7 @@ fn phase_is_a_scheduling_point_that_names_its_step() {
     assert!(r.reproduces(&bug.schedule), "{r:?}");
 
     // A name outside memory fails the execution as misuse, not the host.
-    let mut p = g.program("bad_phase").unwrap();
+    let p = g.program("bad_phase").unwrap();
     assert!(
         matches!(p.status(), Status::Failed(f) if f.kind == FailureKind::Misuse),
         "{:?}",

@@ -97,11 +97,6 @@ impl ChainExplorer {
         }
     }
 
-    /// The priority list, highest first.
-    pub fn order(&self) -> impl Iterator<Item = Tid> + '_ {
-        self.order.iter().copied()
-    }
-
     /// Stable re-sort by the rank of the current phase: threads of one role
     /// keep their relative order (creation order, or what delays made it).
     fn resort(&mut self) {
