@@ -201,32 +201,39 @@ fn fault(msg: String) -> wasmtime::Error {
     wasmtime::Error::new(GuestFault(Failure::new(FailureKind::Misuse, None, msg)))
 }
 
-fn read_bytes(caller: &mut Caller<'_, HostState>, ptr: i32, len: i32) -> wasmtime::Result<Vec<u8>> {
-    let ex = caller.data().ex();
-    let data = ex.memory.data(&*caller);
+/// The `len` bytes of guest memory at `ptr`, a hook's argument; the error
+/// is the guest's fault.
+pub(crate) fn guest_bytes(mem: &[u8], ptr: i64, len: i64) -> Result<Vec<u8>, String> {
     let (p, l) = (ptr as u32 as usize, len as u32 as usize);
-    match data.get(p..p.saturating_add(l)) {
-        Some(s) => Ok(s.to_vec()),
-        None => Err(fault(format!(
-            "hook argument points outside guest memory (`{p:#x}`, {l} bytes)"
-        ))),
-    }
+    mem.get(p..p.saturating_add(l))
+        .map(<[u8]>::to_vec)
+        .ok_or_else(|| format!("hook argument points outside guest memory (`{p:#x}`, {l} bytes)"))
 }
 
-fn write_bytes(caller: &mut Caller<'_, HostState>, ptr: u32, bytes: &[u8]) -> wasmtime::Result<()> {
-    let ex = caller.data().ex();
-    let data = ex.memory.data_mut(&mut *caller);
+/// Writes `bytes` into guest memory at `ptr`, a hook's output; the error is
+/// the guest's fault.
+pub(crate) fn put_guest_bytes(mem: &mut [u8], ptr: u32, bytes: &[u8]) -> Result<(), String> {
     let p = ptr as usize;
-    match data.get_mut(p..p.saturating_add(bytes.len())) {
+    match mem.get_mut(p..p.saturating_add(bytes.len())) {
         Some(s) => {
             s.copy_from_slice(bytes);
             Ok(())
         }
-        None => Err(fault(format!(
+        None => Err(format!(
             "hook output points outside guest memory (`{p:#x}`, {} bytes)",
             bytes.len()
-        ))),
+        )),
     }
+}
+
+fn read_bytes(caller: &mut Caller<'_, HostState>, ptr: i32, len: i32) -> wasmtime::Result<Vec<u8>> {
+    let ex = caller.data().ex();
+    guest_bytes(ex.memory.data(&*caller), ptr.into(), len.into()).map_err(fault)
+}
+
+fn write_bytes(caller: &mut Caller<'_, HostState>, ptr: u32, bytes: &[u8]) -> wasmtime::Result<()> {
+    let ex = caller.data().ex();
+    put_guest_bytes(ex.memory.data_mut(&mut *caller), ptr, bytes).map_err(fault)
 }
 
 /// Index of a suspending hook in `load::SUSPENDING_HOOKS`, at compile time
@@ -258,14 +265,7 @@ const fn hook_index(name: &str) -> usize {
 /// reached (the wrappers' record, the linked host functions) come here.
 /// An error is a guest fault, e.g. a pointer outside memory.
 pub(crate) fn decode_op(hook: usize, a: [i64; load::OP_ARGS], mem: &[u8]) -> Result<Op, String> {
-    let bytes = |ptr: i64, len: i64| -> Result<Vec<u8>, String> {
-        let (p, l) = (ptr as u32 as usize, len as u32 as usize);
-        mem.get(p..p.saturating_add(l))
-            .map(<[u8]>::to_vec)
-            .ok_or_else(|| {
-                format!("hook argument points outside guest memory (`{p:#x}`, {l} bytes)")
-            })
-    };
+    let bytes = |ptr: i64, len: i64| guest_bytes(mem, ptr, len);
     let [a0, a1, a2, a3] = a;
     let (u0, u1, u2) = (a0 as u64, a1 as u64, a2 as u64);
     const SPAWN: usize = hook_index("spawn");

@@ -497,21 +497,10 @@ impl WasmProgram {
         let (state, val) = if started {
             let r = resume.unwrap_or_default();
             if let Some((addr, v)) = r.out {
-                let data = self.ex.memory.data_mut(&mut self.store);
-                let a = addr as usize;
-                match data.get_mut(a..a.saturating_add(8)) {
-                    Some(s) => s.copy_from_slice(&v.to_le_bytes()),
-                    None => {
-                        let st = self.store.data_mut();
-                        st.mode = Mode::Idle;
-                        let name = st.world.threads[i].path.to_string();
-                        self.status = Status::Failed(Failure::new(
-                            FailureKind::Misuse,
-                            Some(name),
-                            format!("hook output points outside guest memory (`{a:#x}`, 8 bytes)"),
-                        ));
-                        return Ok(());
-                    }
+                let mem = self.ex.memory.data_mut(&mut self.store);
+                if let Err(message) = crate::guest::put_guest_bytes(mem, addr, &v.to_le_bytes()) {
+                    self.fail_misuse(i, message);
+                    return Ok(());
                 }
             }
             (ASYNCIFY_REWINDING, r.val)
@@ -571,11 +560,7 @@ impl WasmProgram {
                         st.mode = Mode::Unwinding;
                     }
                     Err(message) => {
-                        let st = self.store.data_mut();
-                        st.mode = Mode::Idle;
-                        let name = st.world.threads[i].path.to_string();
-                        self.status =
-                            Status::Failed(Failure::new(FailureKind::Misuse, Some(name), message));
+                        self.fail_misuse(i, message);
                         return Ok(());
                     }
                 }
@@ -636,6 +621,15 @@ impl WasmProgram {
             }
         }
         Ok(())
+    }
+
+    /// Fails the execution: thread `i` misused a hook (a pointer outside
+    /// memory), which the host found outside any hook call.
+    fn fail_misuse(&mut self, i: usize, message: String) {
+        let st = self.store.data_mut();
+        st.mode = Mode::Idle;
+        let name = st.world.threads[i].path.to_string();
+        self.status = Status::Failed(Failure::new(FailureKind::Misuse, Some(name), message));
     }
 
     /// The failure of a thread whose suspended stack overflowed its
