@@ -380,13 +380,7 @@ impl Procrastination {
     /// any two actions, so with those every pair is checked.
     fn later_conflicts(&self, base: &[Action]) -> Vec<Vec<usize>> {
         if !self.declared.is_empty() || !self.predicates.is_empty() {
-            return (0..base.len())
-                .map(|i| {
-                    (i + 1..base.len())
-                        .filter(|&k| self.conflicting(&base[i], &base[k]))
-                        .collect()
-                })
-                .collect();
+            return self.later_conflicts_pairwise(base);
         }
         let mut touches: Vec<(Oid, usize, bool)> = base
             .iter()
@@ -418,6 +412,17 @@ impl Procrastination {
             l.dedup();
         }
         later
+    }
+
+    /// `later_conflicts` by its definition: `conflicting` on every pair.
+    fn later_conflicts_pairwise(&self, base: &[Action]) -> Vec<Vec<usize>> {
+        (0..base.len())
+            .map(|i| {
+                (i + 1..base.len())
+                    .filter(|&k| self.conflicting(&base[i], &base[k]))
+                    .collect()
+            })
+            .collect()
     }
 
     fn job(&self, base: Vec<Action>, level: usize) -> Job {
@@ -647,14 +652,7 @@ mod tests {
                     a
                 })
                 .collect();
-            let pairwise: Vec<Vec<usize>> = (0..base.len())
-                .map(|i| {
-                    (i + 1..base.len())
-                        .filter(|&k| p.conflicting(&base[i], &base[k]))
-                        .collect()
-                })
-                .collect();
-            assert_eq!(p.later_conflicts(&base), pairwise);
+            assert_eq!(p.later_conflicts(&base), p.later_conflicts_pairwise(&base));
         }
     }
 
