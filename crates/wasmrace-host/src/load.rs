@@ -844,14 +844,7 @@ fn add_trampolines(module: &mut walrus::Module, state: walrus::GlobalId, data: w
         // overflow corrupts anything else.
         let load32 = walrus::ir::LoadKind::I32 { atomic: false };
         body.local_get(data_in)
-            .load(
-                mem,
-                load32,
-                walrus::ir::MemArg {
-                    align: 4,
-                    offset: 0,
-                },
-            )
+            .load(mem, load32, arg32(0))
             .local_get(end_in)
             .binop(BinaryOp::I32GtU)
             .if_else(
