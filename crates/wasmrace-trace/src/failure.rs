@@ -3,6 +3,8 @@
 use serde::{Deserialize, Serialize};
 use std::fmt;
 
+/// What kind of failure ended an execution; reports group and compare
+/// failures by it (a replay reproduces a bug only with the same kind).
 #[derive(Clone, Copy, PartialEq, Eq, Debug, Serialize, Deserialize)]
 #[serde(rename_all = "kebab-case")]
 pub enum FailureKind {
@@ -25,6 +27,7 @@ pub enum FailureKind {
 }
 
 impl FailureKind {
+    /// The lowercase name reports print (`api misuse`, `step limit`).
     pub fn name(self) -> &'static str {
         match self {
             FailureKind::Panic => "panic",
@@ -41,16 +44,22 @@ impl FailureKind {
 /// A blocked thread in a deadlock and what it waits for.
 #[derive(Clone, PartialEq, Eq, Debug, Serialize, Deserialize)]
 pub struct Waiting {
+    /// Display form of the blocked thread's path (`main.1`).
     pub thread: String,
+    /// What it waits for, in words (`a message (recv on an empty mailbox)`).
     pub waits_for: String,
 }
 
+/// Why an execution failed: its kind, the failing thread, a message and,
+/// where known, the guest source location and the blocked threads.
 #[derive(Clone, PartialEq, Eq, Debug, Serialize, Deserialize)]
 pub struct Failure {
+    /// What kind of failure it is.
     pub kind: FailureKind,
     /// The thread that failed (display form of its path), if one did.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub thread: Option<String>,
+    /// One line saying what went wrong (a panic's message, a bound's flag).
     pub message: String,
     /// `file:line:col` of a panic, when the guest reported it.
     #[serde(default, skip_serializing_if = "Option::is_none")]
@@ -61,6 +70,7 @@ pub struct Failure {
 }
 
 impl Failure {
+    /// A failure without a location or blocked threads.
     pub fn new(kind: FailureKind, thread: Option<String>, message: impl Into<String>) -> Self {
         Failure {
             kind,

@@ -36,6 +36,7 @@ pub struct ThreadPath(pub Vec<u32>);
 const TID_SEED: u64 = 0x7761_736d_7261_6365; // "wasmrace"
 
 impl ThreadPath {
+    /// The main thread's path (empty; displayed `main`).
     pub fn main() -> Self {
         ThreadPath(Vec::new())
     }
@@ -47,6 +48,8 @@ impl ThreadPath {
         ThreadPath(p)
     }
 
+    /// The thread's stable id: a hash of the path, the same in every
+    /// interleaving.
     pub fn tid(&self) -> Tid {
         let mut h = TID_SEED;
         for &i in &self.0 {
@@ -109,15 +112,20 @@ impl Oid {
     pub fn object(creator: Tid, index: u32) -> Oid {
         Oid::derive(tag::OBJECT, creator.0, u64::from(index))
     }
+    /// The id of one key of a table: table operations conflict per key.
     pub fn table_key(table: Oid, key: u64) -> Oid {
         Oid::derive(tag::TABLE_KEY, table.0, key)
     }
+    /// The id of thread `t`'s mailbox.
     pub fn mailbox(t: Tid) -> Oid {
         Oid::derive(tag::MAILBOX, t.0, 0)
     }
+    /// The id of thread `t` being alive: exit writes it, join and register
+    /// read or sync on it.
     pub fn liveness(t: Tid) -> Oid {
         Oid::derive(tag::LIVENESS, t.0, 0)
     }
+    /// The id of a registry name.
     pub fn name(name: &[u8]) -> Oid {
         let mut h = tag::NAME;
         for chunk in name.chunks(8) {
@@ -127,6 +135,7 @@ impl Oid {
         }
         Oid::derive(tag::NAME, h, name.len() as u64)
     }
+    /// An id in domain `tag` (see the `tag` constants) from two values.
     pub fn derive(tag: u64, a: u64, b: u64) -> Oid {
         Oid(mix64(mix64(tag ^ mix64(a)) ^ b))
     }

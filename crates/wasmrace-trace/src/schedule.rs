@@ -8,9 +8,13 @@ use crate::ops::Decision;
 use serde::{Deserialize, Serialize};
 use std::path::Path;
 
+/// The `format` field every schedule file carries.
 pub const SCHEDULE_FORMAT: &str = "wasmrace-schedule";
+/// The format version this build writes and reads.
 pub const SCHEDULE_VERSION: u32 = 1;
 
+/// One decision of a schedule: the thread that ran and which alternative of
+/// its pending operation it took.
 #[derive(Clone, PartialEq, Eq, Debug, Serialize, Deserialize)]
 pub struct ScheduleStep {
     /// Display form of the thread path (`main.1.2`).
@@ -24,14 +28,21 @@ fn is_zero(v: &u32) -> bool {
     *v == 0
 }
 
+/// A schedule file: every decision of one execution of one test of one
+/// module, with what found it and the failure it led to.
 #[derive(Clone, PartialEq, Debug, Serialize, Deserialize)]
 pub struct Schedule {
+    /// Always [`SCHEDULE_FORMAT`].
     pub format: String,
+    /// [`SCHEDULE_VERSION`] when written by this build.
     pub version: u32,
     /// blake3 of the original (uninstrumented) module bytes, hex.
     pub module_blake3: String,
+    /// The test (export name without the `wasmrace_test_` prefix).
     pub test: String,
+    /// The strategy that found the schedule (`dfs`, `portfolio`).
     pub strategy: String,
+    /// The strategy's seed.
     pub seed: u64,
     /// Options that shaped the exploration, for the record (not replayed).
     #[serde(default)]
@@ -39,22 +50,31 @@ pub struct Schedule {
     /// The failure this schedule led to when it was written, if any.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub failure: Option<Failure>,
+    /// The decisions, in order.
     pub steps: Vec<ScheduleStep>,
 }
 
+/// Why a schedule file could not be used. Every variant names the file
+/// (`path`) as the caller gave it.
 #[derive(Debug, thiserror::Error)]
+#[allow(missing_docs)] // the fields are the message's values
 pub enum ScheduleError {
+    /// The file could not be read.
     #[error("cannot read schedule file `{path}`: {cause}")]
     Io { path: String, cause: std::io::Error },
+    /// Not JSON of a schedule's shape.
     #[error("schedule file `{path}` is not valid JSON for a wasmrace schedule: {cause}")]
     Parse {
         path: String,
         cause: serde_json::Error,
     },
+    /// JSON, but not a wasmrace schedule.
     #[error("`{path}` is not a wasmrace schedule file (format `{found}`)")]
     Format { path: String, found: String },
+    /// A schedule of another format version.
     #[error("schedule file `{path}` has format version `{found}`; this wasmrace reads version `{SCHEDULE_VERSION}`")]
     Version { path: String, found: u32 },
+    /// A step names no thread path.
     #[error("schedule file `{path}`, step {step}: `{thread}` is not a thread name (expected `main`, `main.1`, ...)")]
     BadThread {
         path: String,
@@ -64,6 +84,7 @@ pub enum ScheduleError {
 }
 
 impl Schedule {
+    /// A schedule of the current format and version.
     pub fn new(
         module_blake3: String,
         test: String,
@@ -86,6 +107,7 @@ impl Schedule {
         }
     }
 
+    /// The file's text: pretty JSON with a final newline.
     pub fn to_json(&self) -> String {
         let mut s = serde_json::to_string_pretty(self).expect("schedule serializes");
         s.push('\n');
@@ -130,6 +152,7 @@ impl Schedule {
         Ok(s)
     }
 
+    /// Reads and parses a schedule file.
     pub fn read(path: &Path) -> Result<Schedule, ScheduleError> {
         let p = path.display().to_string();
         let text = std::fs::read_to_string(path).map_err(|source| ScheduleError::Io {

@@ -4,6 +4,7 @@
 use serde::{Deserialize, Serialize};
 use std::fmt::Write;
 
+/// One step of a readable interleaving, as reports print it.
 #[derive(Clone, PartialEq, Eq, Debug, Serialize, Deserialize)]
 pub struct TraceEvent {
     /// 1-based step number in the execution.
