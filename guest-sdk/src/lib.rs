@@ -63,6 +63,7 @@
 //! [`Mutex`]: shared::Mutex
 //! [`Condvar`]: shared::Condvar
 //! [`Table`]: shared::Table
+#![deny(missing_docs)]
 
 // The crate is nothing but calls into the wasmrace host, which only exists
 // for wasm guests: say so instead of failing with unresolved imports at link
