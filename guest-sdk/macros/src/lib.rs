@@ -57,6 +57,7 @@
 //! fn has_arguments() {}
 //! # fn main() {}
 //! ```
+#![deny(missing_docs)]
 
 use proc_macro::{Delimiter, Group, Ident, Literal, Punct, Spacing, Span, TokenStream, TokenTree};
 
