@@ -60,7 +60,9 @@ fn wasmrace_env(dir: &Path, args: &[&str], env: &[(&str, &str)]) -> Run {
             "WASMRACE_CACHE_DIR",
             Path::new(env!("CARGO_TARGET_TMPDIR")).join("wasmrace-cache"),
         )
-        .env_remove("WASMRACE_WASM_OPT");
+        .env_remove("WASMRACE_WASM_OPT")
+        // The default suite directory is the fixtures' build output.
+        .env_remove("WASMRACE_SUITE_DIR");
     for (k, v) in env {
         cmd.env(k, v);
     }
