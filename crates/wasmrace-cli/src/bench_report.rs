@@ -194,13 +194,21 @@ struct Sections {
 }
 
 fn sections(r: &BenchResults, best_mark: &dyn Fn(&str) -> String, best_note: &str) -> Sections {
-    let s = &r.settings;
-    let labels = labels(r);
-    let families = r.rows.iter().any(|row| row.info.family.is_some());
-    let traces = r.rows.iter().any(|row| row.info.traces.is_some());
-    let strategies = &s.strategies;
-    let first_clean = r.rows.iter().position(|row| !row.has_bug);
+    let cols = Columns::new(r);
+    Sections {
+        intro: intro(r),
+        hit: hit_section(r, &cols, best_mark, best_note),
+        first: first_section(r, &cols),
+        orders: orders_section(r, &cols),
+        speed: speed_section(r, &cols),
+        first_ms: first_ms_section(r, &cols),
+    }
+}
 
+/// The sentence before the tables: what was run, with which budget.
+fn intro(r: &BenchResults) -> String {
+    let s = &r.settings;
+    let strategies = &s.strategies;
     let mut intro = format!(
         "wasmrace bench: {} test{} ({} with a bug), {} strateg{}, {} executions per run, \
          {} seed{} (base seed {}), at most {} steps per execution",
@@ -222,32 +230,90 @@ fn sections(r: &BenchResults, best_mark: &dyn Fn(&str) -> String, best_note: &st
         );
     }
     intro.push('.');
+    intro
+}
 
-    let mut head = vec!["test".to_string()];
-    if families {
-        head.push("family".into());
-    }
-    head.push("bug".into());
-    let lead = |i: usize, row: &RowResult| {
-        let mut v = vec![labels[i].clone()];
+/// The leading columns every table shares (test, family when the suite
+/// has them, bug), then one column per strategy.
+struct Columns<'a> {
+    labels: Vec<String>,
+    families: bool,
+    strategies: &'a [String],
+    /// The leading columns' headings.
+    head: Vec<String>,
+    /// A separator before the first test without a bug, if any.
+    breaks: Vec<usize>,
+}
+
+impl<'a> Columns<'a> {
+    fn new(r: &'a BenchResults) -> Columns<'a> {
+        let families = r.rows.iter().any(|row| row.info.family.is_some());
+        let mut head = vec!["test".to_string()];
         if families {
+            head.push("family".into());
+        }
+        head.push("bug".into());
+        Columns {
+            labels: labels(r),
+            families,
+            strategies: &r.settings.strategies,
+            head,
+            breaks: r
+                .rows
+                .iter()
+                .position(|row| !row.has_bug)
+                .into_iter()
+                .collect(),
+        }
+    }
+
+    /// The leading cells of row `i`.
+    fn lead(&self, i: usize, row: &RowResult) -> Vec<String> {
+        let mut v = vec![self.labels[i].clone()];
+        if self.families {
             v.push(row.info.family.clone().unwrap_or_default());
         }
         v.push(bug_column(row).into());
         v
-    };
-    let with = |extra: &[String]| {
-        let mut h = head.clone();
-        h.extend(extra.iter().cloned());
-        h.extend(strategies.iter().cloned());
-        h
-    };
-    let breaks: Vec<usize> = first_clean.into_iter().collect();
+    }
 
-    // Hit ratios, then the per-strategy summary rows.
+    /// A summary row: `label` under the leading columns, then `values`.
+    fn summary(&self, label: String, values: impl Iterator<Item = String>) -> Vec<String> {
+        let mut v = vec![label];
+        v.extend(std::iter::repeat_n(String::new(), self.head.len() - 1));
+        v.extend(values);
+        v
+    }
+
+    /// A table of `rows` whose header has `extra` columns between the
+    /// leading ones and the strategies, with a separator before
+    /// `summary_at` when given.
+    fn table(&self, extra: &[String], rows: Vec<Vec<String>>, summary_at: Option<usize>) -> Table {
+        let mut header = self.head.clone();
+        header.extend(extra.iter().cloned());
+        header.extend(self.strategies.iter().cloned());
+        let mut breaks = self.breaks.clone();
+        breaks.extend(summary_at);
+        Table {
+            header,
+            left: self.head.len(),
+            rows,
+            breaks,
+        }
+    }
+}
+
+/// Hit ratios, the best of each row marked, then the per-strategy summary
+/// rows (geometric mean, bugs found).
+fn hit_section(
+    r: &BenchResults,
+    cols: &Columns,
+    best_mark: &dyn Fn(&str) -> String,
+    best_note: &str,
+) -> (String, Table) {
     let mut rows = Vec::new();
     for (i, row) in r.rows.iter().enumerate() {
-        let mut v = lead(i, row);
+        let mut v = cols.lead(i, row);
         for c in &row.strategies {
             let text = ratio(c.hit_ratio);
             v.push(if row.best.contains(&c.strategy) {
@@ -258,60 +324,69 @@ fn sections(r: &BenchResults, best_mark: &dyn Fn(&str) -> String, best_note: &st
         }
         rows.push(v);
     }
-    let pad = head.len() - 1;
     let summary_at = rows.len();
-    let mut geo = vec![format!("geometric mean (miss = {})", ratio(r.miss_ratio))];
-    geo.extend(std::iter::repeat_n(String::new(), pad));
-    geo.extend(r.totals.iter().map(|t| ratio(t.geomean_hit_ratio)));
-    rows.push(geo);
-    let mut found = vec![format!("bugs found (of {})", r.tests_with_bug)];
-    found.extend(std::iter::repeat_n(String::new(), pad));
-    found.extend(r.totals.iter().map(|t| t.bugs_found.to_string()));
-    rows.push(found);
-    let mut hit_breaks = breaks.clone();
-    hit_breaks.push(summary_at);
-    let hit = (
+    rows.push(cols.summary(
+        format!("geometric mean (miss = {})", ratio(r.miss_ratio)),
+        r.totals.iter().map(|t| ratio(t.geomean_hit_ratio)),
+    ));
+    rows.push(cols.summary(
+        format!("bugs found (of {})", r.tests_with_bug),
+        r.totals.iter().map(|t| t.bugs_found.to_string()),
+    ));
+    (
         format!(
             "Hit ratio: failing executions / executions, seeds pooled; hardest test first; \
              {best_note}; - no bug found. The geometric mean is over the tests with a bug, \
              a miss counting as 1/(executions x seeds)."
         ),
-        Table {
-            header: with(&[]),
-            left: head.len(),
-            rows,
-            breaks: hit_breaks,
-        },
-    );
+        cols.table(&[], rows, Some(summary_at)),
+    )
+}
 
-    let first = (
+/// Executions to the first bug.
+fn first_section(r: &BenchResults, cols: &Columns) -> (String, Table) {
+    let rows = r
+        .rows
+        .iter()
+        .enumerate()
+        .map(|(i, row)| {
+            let mut v = cols.lead(i, row);
+            v.extend(row.strategies.iter().map(first_bug));
+            v
+        })
+        .collect();
+    (
         "Executions to the first bug: the mean over the runs that found it, then the \
          median where it differs, then (k/K) where only k of the K runs found it; a \
          strategy without a seed runs once."
             .to_string(),
-        Table {
-            header: with(&[]),
-            left: head.len(),
-            rows: r
-                .rows
-                .iter()
-                .enumerate()
-                .map(|(i, row)| {
-                    let mut v = lead(i, row);
-                    v.extend(row.strategies.iter().map(first_bug));
-                    v
-                })
-                .collect(),
-            breaks: breaks.clone(),
-        },
-    );
+        cols.table(&[], rows, None),
+    )
+}
 
+/// Distinct partial orders, with the published trace counts when the suite
+/// has them.
+fn orders_section(r: &BenchResults, cols: &Columns) -> (String, Table) {
+    let traces = r.rows.iter().any(|row| row.info.traces.is_some());
     let extra: Vec<String> = if traces {
         vec!["traces".into()]
     } else {
         vec![]
     };
-    let orders_table = (
+    let rows = r
+        .rows
+        .iter()
+        .enumerate()
+        .map(|(i, row)| {
+            let mut v = cols.lead(i, row);
+            if traces {
+                v.push(row.info.traces.map(|t| t.to_string()).unwrap_or_default());
+            }
+            v.extend(row.strategies.iter().map(orders));
+            v
+        })
+        .collect();
+    (
         format!(
             "Distinct partial orders (Mazurkiewicz traces) per run, mean over the runs; \
              `all`: the strategy exhausted its space, `bound`: exhausted within its bound{}.",
@@ -321,32 +396,18 @@ fn sections(r: &BenchResults, best_mark: &dyn Fn(&str) -> String, best_note: &st
                 ""
             }
         ),
-        Table {
-            header: with(&extra),
-            left: head.len(),
-            rows: r
-                .rows
-                .iter()
-                .enumerate()
-                .map(|(i, row)| {
-                    let mut v = lead(i, row);
-                    if traces {
-                        v.push(row.info.traces.map(|t| t.to_string()).unwrap_or_default());
-                    }
-                    v.extend(row.strategies.iter().map(orders));
-                    v
-                })
-                .collect(),
-            breaks: breaks.clone(),
-        },
-    );
+        cols.table(&extra, rows, None),
+    )
+}
 
-    let mut speed_rows: Vec<Vec<String>> = r
+/// Executions per second, then over all tests.
+fn speed_section(r: &BenchResults, cols: &Columns) -> (String, Table) {
+    let mut rows: Vec<Vec<String>> = r
         .rows
         .iter()
         .enumerate()
         .map(|(i, row)| {
-            let mut v = lead(i, row);
+            let mut v = cols.lead(i, row);
             v.extend(
                 row.strategies
                     .iter()
@@ -355,66 +416,53 @@ fn sections(r: &BenchResults, best_mark: &dyn Fn(&str) -> String, best_note: &st
             v
         })
         .collect();
-    let mut all = vec!["all tests".to_string()];
-    all.extend(std::iter::repeat_n(String::new(), pad));
-    all.extend(
-        r.totals
-            .iter()
-            .map(|t| rate(t.timing.executions_per_second)),
+    let summary_at = rows.len();
+    rows.push(
+        cols.summary(
+            "all tests".to_string(),
+            r.totals
+                .iter()
+                .map(|t| rate(t.timing.executions_per_second)),
+        ),
     );
-    let speed_at = speed_rows.len();
-    speed_rows.push(all);
-    let mut speed_breaks = breaks.clone();
-    speed_breaks.push(speed_at);
-    let speed = (
+    (
         "Executions per second (one worker's view: each run's executions over its \
          own wall-clock time)."
             .to_string(),
-        Table {
-            header: with(&[]),
-            left: head.len(),
-            rows: speed_rows,
-            breaks: speed_breaks,
-        },
-    );
+        cols.table(&[], rows, Some(summary_at)),
+    )
+}
 
-    let first_ms = (
+/// Milliseconds to the first bug, for the tests with a bug.
+fn first_ms_section(r: &BenchResults, cols: &Columns) -> (String, Table) {
+    let rows = r
+        .rows
+        .iter()
+        .enumerate()
+        .filter(|(_, row)| row.has_bug)
+        .map(|(i, row)| {
+            let mut v = cols.lead(i, row);
+            v.extend(row.strategies.iter().map(|c| {
+                mean_median(
+                    c.timing.first_bug_ms_mean,
+                    c.timing.first_bug_ms_median,
+                    c,
+                    |ms| format!("{ms:.1}"),
+                )
+            }));
+            v
+        })
+        .collect();
+    let mut table = cols.table(&[], rows, None);
+    // The tests without a bug are left out, and the separator before them
+    // with them.
+    table.breaks = Vec::new();
+    (
         "Milliseconds to the first bug: as for executions, mean, then median where it \
          differs."
             .to_string(),
-        Table {
-            header: with(&[]),
-            left: head.len(),
-            rows: r
-                .rows
-                .iter()
-                .enumerate()
-                .filter(|(_, row)| row.has_bug)
-                .map(|(i, row)| {
-                    let mut v = lead(i, row);
-                    v.extend(row.strategies.iter().map(|c| {
-                        mean_median(
-                            c.timing.first_bug_ms_mean,
-                            c.timing.first_bug_ms_median,
-                            c,
-                            |ms| format!("{ms:.1}"),
-                        )
-                    }));
-                    v
-                })
-                .collect(),
-            breaks: Vec::new(),
-        },
-    );
-
-    Sections {
-        intro,
-        hit,
-        first,
-        orders: orders_table,
-        speed,
-        first_ms,
-    }
+        table,
+    )
 }
 
 /// Aligned text for a terminal.

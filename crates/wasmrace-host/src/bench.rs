@@ -28,6 +28,8 @@ use std::time::Duration;
 use wasmrace_explore::strategies::Metrics;
 use wasmrace_explore::{Config, ExploreError, Explorer};
 
+pub mod suite;
+
 /// A module to benchmark.
 #[derive(Clone, Debug)]
 pub struct BenchModule {
@@ -835,7 +837,7 @@ mod tests {
     use super::*;
 
     fn module(program: &str) -> BenchModule {
-        let bytes = wasmrace_fixtures::suite::bytes(program).expect("a fixture program");
+        let bytes = std::fs::read(wasmrace_fixtures::path(program)).expect("a fixture program");
         BenchModule {
             program: program.into(),
             source: format!("{program}.wasm"),

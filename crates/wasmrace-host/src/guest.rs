@@ -10,7 +10,7 @@ use crate::world::Op;
 use std::path::Path;
 use std::sync::Arc;
 use wasmrace_trace::{Failure, FailureKind};
-use wasmtime::{Caller, Engine, InstancePre, Linker, Module};
+use wasmtime::{Caller, Engine, InstancePre, Linker};
 
 /// A guest fault detected inside a hook (bad pointer, bad UTF-8): it fails
 /// the execution as API misuse rather than crashing the host.
@@ -66,57 +66,7 @@ impl Guest {
         let analysis = load::analyze(name, bytes)?;
         let module_hash = blake3::hash(bytes).to_hex().to_string();
         let engine = make_engine(&config)?;
-        let key = load::cache_key(bytes);
-        let cache = config.cache_dir.clone();
-        let mut from_cache = false;
-        let mut module = None;
-        if let Some(dir) = &cache {
-            // Read the file rather than `deserialize_file`, which maps it:
-            // a mapped cache file rewritten by another process would crash
-            // this one with SIGBUS.
-            if let Ok(ser) = std::fs::read(dir.join(format!("{key}.cwasm"))) {
-                // SAFETY: the bytes come from this host's own cache
-                // directory; wasmtime checks they were made by a compatible
-                // engine, and anything it rejects is recompiled.
-                if let Ok(m) = unsafe { Module::deserialize(&engine, &ser) } {
-                    module = Some(m);
-                    from_cache = true;
-                }
-            }
-        }
-        let module = match module {
-            Some(m) => m,
-            None => {
-                let cached = cache
-                    .as_ref()
-                    .and_then(|d| std::fs::read(d.join(format!("{key}.wasm"))).ok());
-                // A cached instrumented module that no longer compiles (a
-                // corrupt entry) is instrumented again.
-                let compiled_cached = cached.and_then(|b| Module::new(&engine, &b).ok());
-                let m = match compiled_cached {
-                    Some(m) => m,
-                    None => {
-                        let wasm_opt = load::find_wasm_opt(config.wasm_opt.as_deref())?;
-                        let exported = load::export_globals(name, bytes)?;
-                        let b = load::asyncify(name, &exported, &wasm_opt)?;
-                        let b = load::export_asyncify_globals(name, &b)?;
-                        if let Some(d) = &cache {
-                            load::cache_write(&d.join(format!("{key}.wasm")), &b);
-                        }
-                        Module::new(&engine, &b).map_err(|e| HostError::Compile {
-                            name: name.into(),
-                            message: one_line(&format!("{e:#}")),
-                        })?
-                    }
-                };
-                if let Some(d) = &cache {
-                    if let Ok(ser) = m.serialize() {
-                        load::cache_write(&d.join(format!("{key}.cwasm")), &ser);
-                    }
-                }
-                m
-            }
-        };
+        let (module, from_cache) = load::compiled_module(name, bytes, &engine, &config)?;
         let linker = make_linker(&engine)?;
         let pre = linker
             .instantiate_pre(&module)

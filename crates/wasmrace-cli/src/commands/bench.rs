@@ -1,5 +1,5 @@
 //! `wasmrace bench`: compares strategies on a suite of tests (by default
-//! the bundled fixture suite) and prints which strategy finds which bug, how
+//! the fixture suite, read from the fixtures' build output) and prints which strategy finds which bug, how
 //! reliably and how fast, as a table, markdown or JSON, optionally with an
 //! SVG chart.
 
@@ -9,11 +9,12 @@ use crate::Verdict;
 use anyhow::{Context, Result};
 use indicatif::{ProgressBar, ProgressDrawTarget, ProgressStyle};
 use std::io::IsTerminal;
-use std::path::PathBuf;
+use std::path::{Component, Path, PathBuf};
 use std::sync::Mutex;
 use std::time::{Duration, Instant};
 use wasmrace_explore::Config;
-use wasmrace_host::bench::{self, BenchModule, BenchOptions, BenchProgress, TestInfo};
+use wasmrace_host::bench::suite::SuiteError;
+use wasmrace_host::bench::{self, BenchModule, BenchOptions, BenchProgress};
 use wasmrace_host::{HostError, STRATEGY_NAMES};
 
 const AFTER_HELP: &str = "\
@@ -31,6 +32,13 @@ paper) and how many of those bugs it found at all.
 Strategies run with `wasmrace check`'s defaults (dfs and portfolio with
 preemption bound 2, pct with depth 3, ses and ss with the run-to-completion
 explorer). A strategy without a seed (dfs, ses) runs once per test.
+
+The fixture suite (when no MODULE is given): the tests of wasmrace's fixture
+programs listed in wasmrace_host::bench::suite, read as <program>.wasm from
+--suite-dir, else $WASMRACE_SUITE_DIR, else the fixtures' build output of the
+wasmrace checkout this binary was built from
+(target/guests/wasm32-unknown-unknown/release). `cargo build -p
+wasmrace-fixtures` in that checkout builds them.
 
 Determinism: each run's seed is derived from --seed, the program, the test,
 the strategy and the seed index, so the output is the same for any --jobs,
@@ -60,10 +68,15 @@ pub enum Format {
 #[derive(clap::Args, Debug)]
 #[command(after_help = AFTER_HELP)]
 pub struct BenchCommand {
-    /// Guest modules (.wasm) whose tests to compare on (default: the bundled
-    /// fixture suite)
+    /// Guest modules (.wasm) whose tests to compare on (default: the fixture
+    /// suite)
     #[arg(value_name = "MODULE")]
     modules: Vec<PathBuf>,
+    /// Where the fixture suite's built guests (`<program>.wasm`) are
+    /// [default: $WASMRACE_SUITE_DIR, else the fixtures' build output of the
+    /// wasmrace checkout this binary was built from]
+    #[arg(long, value_name = "DIR", conflicts_with = "modules")]
+    suite_dir: Option<PathBuf>,
     /// Only tests matching one of these comma-separated patterns, matched
     /// against the test name, its program, `program/test` and its family
     /// (`*` any characters, `?` one)
@@ -140,10 +153,10 @@ impl BenchCommand {
         Ok(Verdict::NoBug)
     }
 
-    /// The modules named on the command line, or the bundled suite.
+    /// The modules named on the command line, or the fixture suite.
     fn modules(&self) -> Result<Vec<BenchModule>> {
         if self.modules.is_empty() {
-            return suite();
+            return suite(self.suite_dir.as_deref());
         }
         let stems: Vec<String> = self
             .modules
@@ -177,38 +190,59 @@ impl BenchCommand {
     }
 }
 
-/// The bundled suite (`wasmrace_fixtures::suite::SUITE`), one module per
-/// program in the order the suite first names it.
-fn suite() -> Result<Vec<BenchModule>> {
-    let mut out: Vec<BenchModule> = Vec::new();
-    for e in wasmrace_fixtures::suite::SUITE {
-        let info = TestInfo {
-            test: e.test.to_string(),
-            family: Some(e.family.to_string()),
-            expected_bug: Some(e.has_bug),
-            traces: e.traces,
-        };
-        if let Some(m) = out.iter_mut().find(|m| m.program == e.program) {
-            if let Some(tests) = m.tests.as_mut() {
-                tests.push(info);
-            }
-            continue;
-        }
-        let Some(bytes) = wasmrace_fixtures::suite::bytes(e.program) else {
-            // A build inconsistency, not user input.
-            anyhow::bail!(
-                "the bundled suite names program `{}`, which this build does not embed",
-                e.program
-            );
-        };
-        out.push(BenchModule {
-            program: e.program.to_string(),
-            source: format!("{} (bundled)", e.program),
-            bytes: bytes.into(),
-            tests: Some(vec![info]),
-        });
+/// The environment variable naming the suite's directory when
+/// `--suite-dir` does not.
+const SUITE_DIR_ENV: &str = "WASMRACE_SUITE_DIR";
+
+/// Where the fixtures of the checkout this binary was built from are built
+/// (fixtures/build.rs builds them into the workspace's `target/guests`,
+/// whatever the target dir of the outer build).
+const BUILT_SUITE_DIR: &str = concat!(
+    env!("CARGO_MANIFEST_DIR"),
+    "/../../target/guests/wasm32-unknown-unknown/release"
+);
+
+/// The directory the fixture suite is read from: `--suite-dir`, else
+/// `$WASMRACE_SUITE_DIR`, else the fixtures' build output of the checkout
+/// this binary was built from. The first one given is used, present or
+/// not: a directory named on purpose is never silently replaced.
+fn suite_dir(flag: Option<&Path>) -> PathBuf {
+    if let Some(dir) = flag {
+        return dir.to_path_buf();
     }
-    Ok(out)
+    match std::env::var_os(SUITE_DIR_ENV) {
+        Some(dir) if !dir.is_empty() => PathBuf::from(dir),
+        _ => built_suite_dir(),
+    }
+}
+
+/// [`BUILT_SUITE_DIR`] without its `..` components, for shorter messages.
+fn built_suite_dir() -> PathBuf {
+    let mut dir = PathBuf::new();
+    for c in Path::new(BUILT_SUITE_DIR).components() {
+        match c {
+            Component::ParentDir => {
+                dir.pop();
+            }
+            c => dir.push(c),
+        }
+    }
+    dir
+}
+
+/// The fixture suite (`wasmrace_host::bench::suite::SUITE`), read from
+/// [`suite_dir`]; when a guest is missing, one line saying how to build
+/// them or where else to look.
+fn suite(flag: Option<&Path>) -> Result<Vec<BenchModule>> {
+    let dir = suite_dir(flag);
+    bench::suite::modules(&dir).map_err(|e| match e {
+        SuiteError::Missing { .. } => anyhow::anyhow!(
+            "the bench suite's guests are not built ({e}): build them with \
+             `cargo build -p wasmrace-fixtures` in the wasmrace repository, or give \
+             their directory with `--suite-dir` or `${SUITE_DIR_ENV}`"
+        ),
+        e => e.into(),
+    })
 }
 
 /// Runs `f` with a progress callback that draws a bar on stderr when a

@@ -296,3 +296,56 @@ fn bad_input_is_one_error_line_and_exit_2() {
         "cannot read `missing.wasm`",
     );
 }
+
+/// With no modules, the suite is read from `--suite-dir`, else
+/// `$WASMRACE_SUITE_DIR`, else the fixtures' build output (the default the
+/// other tests use); a directory without the guests is one line naming the
+/// build command and both ways to point elsewhere, exit 2.
+#[test]
+fn the_suite_is_found_or_its_absence_explained() {
+    let dir = TempDir::new("bench-suite-dir");
+    let empty = dir.join("empty");
+    std::fs::create_dir(&empty).unwrap();
+    let args = |extra: &[&'static str]| {
+        let mut v = vec![
+            "bench",
+            "--tests",
+            "lost_update_3",
+            "--strategies",
+            "random",
+            "--executions",
+            "5",
+            "--seeds",
+            "1",
+            "--format",
+            "json",
+        ];
+        v.extend_from_slice(extra);
+        v
+    };
+    let rows = |run: &super::Run| {
+        expect(run, 0);
+        let doc: Value = serde_json::from_str(&run.stdout).unwrap();
+        doc["rows"].as_array().unwrap().len()
+    };
+    let fixtures = wasmrace_fixtures::DIR;
+    assert_eq!(rows(&wasmrace(&dir, &args(&["--suite-dir", fixtures]))), 1);
+    let env = [("WASMRACE_SUITE_DIR", fixtures)];
+    assert_eq!(rows(&super::wasmrace_env(&dir, &args(&[]), &env)), 1);
+
+    let needle = "the bench suite's guests are not built (no `lost_update.wasm` in `empty`): \
+                  build them with `cargo build -p wasmrace-fixtures` in the wasmrace \
+                  repository, or give their directory with `--suite-dir` or \
+                  `$WASMRACE_SUITE_DIR`";
+    expect_error(&wasmrace(&dir, &args(&["--suite-dir", "empty"])), needle);
+    let env = [("WASMRACE_SUITE_DIR", "empty")];
+    expect_error(&super::wasmrace_env(&dir, &args(&[]), &env), needle);
+    // An explicit directory wins over the variable.
+    let run = super::wasmrace_env(&dir, &args(&["--suite-dir", fixtures]), &env);
+    assert_eq!(rows(&run), 1);
+    // The flag is for the suite only.
+    let m = fixture(&dir, "lost_update");
+    let run = wasmrace(&dir, &["bench", &m, "--suite-dir", fixtures]);
+    expect(&run, 2);
+    assert!(run.stderr.contains("cannot be used with"), "{}", run.stderr);
+}

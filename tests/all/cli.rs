@@ -6,8 +6,8 @@
 
 use std::path::{Path, PathBuf};
 use std::process::Command;
+use std::sync::OnceLock;
 
-#[path = "cli/bench.rs"]
 mod bench;
 
 struct Run {
@@ -52,15 +52,73 @@ fn fixture(dir: &Path, name: &str) -> String {
     file
 }
 
+/// The `wasmrace` binary, built once per test run.
+///
+/// Cargo hands a test the path of a binary (`CARGO_BIN_EXE_<name>`) only
+/// for binaries of the test's own package, and a dependency on another
+/// package's binary (an artifact dependency) is not stable; a
+/// dev-dependency on `wasmrace-cli` would build its library, of which it
+/// has none. So the first test that runs the binary builds it: `cargo build
+/// -p wasmrace-cli --bin wasmrace` with the cargo that built these tests,
+/// their profile and their target dir (nothing to do when it is fresh), and
+/// takes it from that profile's directory, the one this test executable's
+/// `deps/` is in. `$WASMRACE_BIN` names a binary to use instead, and skips
+/// the build (a cross build, a binary under test from elsewhere).
+fn wasmrace_bin() -> &'static Path {
+    static BIN: OnceLock<PathBuf> = OnceLock::new();
+    BIN.get_or_init(|| {
+        if let Some(bin) = std::env::var_os("WASMRACE_BIN") {
+            return PathBuf::from(bin);
+        }
+        let exe = std::env::current_exe().expect("the test executable's path");
+        let profile_dir = exe
+            .parent()
+            .and_then(Path::parent)
+            .expect("the test executable is in <target dir>/<profile>/deps");
+        let target_dir = profile_dir.parent().expect("a target dir");
+        let mut cargo = Command::new(env!("CARGO"));
+        cargo
+            .args([
+                "build",
+                "--quiet",
+                "--package",
+                "wasmrace-cli",
+                "--bin",
+                "wasmrace",
+            ])
+            .arg("--manifest-path")
+            .arg(Path::new(env!("CARGO_MANIFEST_DIR")).join("Cargo.toml"))
+            .arg("--target-dir")
+            .arg(target_dir);
+        match profile_dir.file_name().and_then(|p| p.to_str()) {
+            Some("debug") => {}
+            Some("release") => {
+                cargo.arg("--release");
+            }
+            Some(profile) => {
+                cargo.args(["--profile", profile]);
+            }
+            None => panic!("no profile directory in {}", exe.display()),
+        }
+        let status = cargo.status().expect("cannot run cargo");
+        assert!(status.success(), "building the wasmrace binary failed");
+        let bin = profile_dir.join(format!("wasmrace{}", std::env::consts::EXE_SUFFIX));
+        assert!(bin.is_file(), "no wasmrace binary at {}", bin.display());
+        bin
+    })
+}
+
 fn wasmrace_env(dir: &Path, args: &[&str], env: &[(&str, &str)]) -> Run {
-    let mut cmd = Command::new(env!("CARGO_BIN_EXE_wasmrace"));
+    let mut cmd = Command::new(wasmrace_bin());
     cmd.args(args)
         .current_dir(dir)
         .env(
             "WASMRACE_CACHE_DIR",
             Path::new(env!("CARGO_TARGET_TMPDIR")).join("wasmrace-cache"),
         )
-        .env_remove("WASMRACE_WASM_OPT");
+        .env_remove("WASMRACE_WASM_OPT")
+        // The default suite directory is the fixtures' build output.
+        .env_remove("WASMRACE_SUITE_DIR");
     for (k, v) in env {
         cmd.env(k, v);
     }
@@ -393,7 +451,7 @@ fn bug_report_matches_the_snapshot() {
     expect(&run, 1);
     let actual = without_timing(&run.stdout);
     let snapshot =
-        Path::new(env!("CARGO_MANIFEST_DIR")).join("tests/snapshots/check_lost_update.txt");
+        Path::new(env!("CARGO_MANIFEST_DIR")).join("tests/all/cli/snapshots/check_lost_update.txt");
     if std::env::var_os("WASMRACE_BLESS").is_some_and(|v| v == "1") {
         std::fs::create_dir_all(snapshot.parent().unwrap()).unwrap();
         std::fs::write(&snapshot, &actual).unwrap();
@@ -588,5 +646,4 @@ fn version_and_help() {
 }
 
 /// `--strategy ses|ss` and `--state-cache` (FSE 2015 delaying explorers).
-#[path = "cli/delaying.rs"]
 mod delaying;

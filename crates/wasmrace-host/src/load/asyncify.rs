@@ -1,0 +1,89 @@
+//! Finding `wasm-opt` and running Binaryen's Asyncify over the suspending
+//! hooks, through temporary files.
+
+use super::{HOOK_MODULE, SUSPENDING_HOOKS};
+use crate::error::{one_line, HostError};
+use std::path::{Path, PathBuf};
+use std::process::Command;
+
+pub fn find_wasm_opt(configured: Option<&Path>) -> Result<PathBuf, HostError> {
+    let candidate = configured
+        .map(Path::to_path_buf)
+        .or_else(|| std::env::var_os("WASMRACE_WASM_OPT").map(PathBuf::from))
+        .unwrap_or_else(|| PathBuf::from("wasm-opt"));
+    match Command::new(&candidate).arg("--version").output() {
+        Ok(o) if o.status.success() => Ok(candidate),
+        _ => Err(HostError::WasmOptMissing {
+            tried: candidate.display().to_string(),
+        }),
+    }
+}
+
+/// Runs Binaryen's Asyncify over the suspending hooks.
+pub fn asyncify(name: &str, bytes: &[u8], wasm_opt: &Path) -> Result<Vec<u8>, HostError> {
+    let dir = tempdir()?;
+    let input = dir.join("in.wasm");
+    let output = dir.join("out.wasm");
+    std::fs::write(&input, bytes).map_err(|source| HostError::Io {
+        path: input.clone(),
+        cause: source,
+    })?;
+    let imports: Vec<String> = SUSPENDING_HOOKS
+        .iter()
+        .map(|h| format!("{HOOK_MODULE}.{h}"))
+        .collect();
+    let result = Command::new(wasm_opt)
+        .arg(&input)
+        // The standard features our validator and wasmtime accept. Rust
+        // modules declare theirs in a target_features section, which
+        // wasm-opt reads; modules without one (hand-written, other
+        // toolchains) would otherwise be held to MVP, which also forbids
+        // the mutable globals we export ourselves.
+        .args([
+            "--enable-mutable-globals",
+            "--enable-sign-ext",
+            "--enable-nontrapping-float-to-int",
+            "--enable-bulk-memory",
+            "--enable-reference-types",
+            "--enable-multivalue",
+            "--enable-simd",
+        ])
+        .arg("--asyncify")
+        .arg(format!("--pass-arg=asyncify-imports@{}", imports.join(",")))
+        // Asyncify's output is large and slow until optimized.
+        .arg("-O2")
+        .arg("-o")
+        .arg(&output)
+        .output();
+    let out = result.map_err(|_| HostError::WasmOptMissing {
+        tried: wasm_opt.display().to_string(),
+    })?;
+    if !out.status.success() {
+        let _ = std::fs::remove_dir_all(&dir);
+        return Err(HostError::WasmOpt {
+            name: name.into(),
+            message: one_line(&String::from_utf8_lossy(&out.stderr)),
+        });
+    }
+    let bytes = std::fs::read(&output).map_err(|source| HostError::Io {
+        path: output.clone(),
+        cause: source,
+    });
+    let _ = std::fs::remove_dir_all(&dir);
+    bytes
+}
+
+fn tempdir() -> Result<PathBuf, HostError> {
+    use std::sync::atomic::{AtomicU64, Ordering};
+    static COUNTER: AtomicU64 = AtomicU64::new(0);
+    let dir = std::env::temp_dir().join(format!(
+        "wasmrace-{}-{}",
+        std::process::id(),
+        COUNTER.fetch_add(1, Ordering::Relaxed)
+    ));
+    std::fs::create_dir_all(&dir).map_err(|source| HostError::Io {
+        path: dir.clone(),
+        cause: source,
+    })?;
+    Ok(dir)
+}

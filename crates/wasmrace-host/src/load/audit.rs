@@ -1,0 +1,153 @@
+//! Validation (wasmparser, errors with byte offsets), the import audit
+//! (hooks are the only door to the outside world) and test discovery
+//! (`wasmrace_test_*` exports).
+
+use super::{HOOK_MODULE, PLAIN_HOOKS, SUSPENDING_HOOKS, TEST_PREFIX, THREAD_START};
+use crate::error::HostError;
+
+/// What the audit learned about a module.
+#[derive(Clone, Debug, Default)]
+pub struct Analysis {
+    pub tests: Vec<String>,
+    pub has_thread_start: bool,
+    pub imports_spawn: bool,
+    /// The code changes a table at run time (`table.set`, `table.grow`,
+    /// ...). Snapshots hold memory, globals and host objects, not tables,
+    /// so such a guest gets no snapshots: exploration replays instead.
+    pub mutates_tables: bool,
+}
+
+/// Validates `bytes` and audits its imports and exports.
+pub fn analyze(name: &str, bytes: &[u8]) -> Result<Analysis, HostError> {
+    use wasmparser::{ExternalKind, Payload, TypeRef, ValType};
+
+    let mut validator =
+        wasmparser::Validator::new_with_features(wasmparser::WasmFeatures::default());
+    validator
+        .validate_all(bytes)
+        .map_err(|e| HostError::Invalid {
+            name: name.into(),
+            message: e.message().to_string(),
+            offset: e.offset(),
+        })?;
+
+    let mut func_types: Vec<(Vec<ValType>, Vec<ValType>)> = Vec::new();
+    let mut func_type_of: Vec<u32> = Vec::new();
+    let mut forbidden = Vec::new();
+    let mut unknown = Vec::new();
+    let mut analysis = Analysis::default();
+    let mut has_memory = false;
+    let mut exports = Vec::new();
+    let err = |e: wasmparser::BinaryReaderError| HostError::Invalid {
+        name: name.into(),
+        message: e.message().to_string(),
+        offset: e.offset(),
+    };
+    for payload in wasmparser::Parser::new(0).parse_all(bytes) {
+        match payload.map_err(err)? {
+            Payload::TypeSection(r) => {
+                for rec in r.into_iter_err_on_gc_types() {
+                    let ft = rec.map_err(err)?;
+                    func_types.push((ft.params().to_vec(), ft.results().to_vec()));
+                }
+            }
+            Payload::ImportSection(r) => {
+                for imp in r.into_imports() {
+                    let imp = imp.map_err(err)?;
+                    let full = format!("`{}::{}`", imp.module, imp.name);
+                    if imp.module != HOOK_MODULE {
+                        forbidden.push(full);
+                    } else if !SUSPENDING_HOOKS.contains(&imp.name)
+                        && !PLAIN_HOOKS.contains(&imp.name)
+                    {
+                        unknown.push(full);
+                    } else if imp.name == "spawn" {
+                        analysis.imports_spawn = true;
+                    }
+                    if let TypeRef::Func(t) = imp.ty {
+                        func_type_of.push(t);
+                    }
+                }
+            }
+            Payload::FunctionSection(r) => {
+                for t in r {
+                    func_type_of.push(t.map_err(err)?);
+                }
+            }
+            Payload::CodeSectionEntry(body) if !analysis.mutates_tables => {
+                use wasmparser::Operator as O;
+                let mut ops = body.get_operators_reader().map_err(err)?;
+                while !ops.eof() {
+                    if matches!(
+                        ops.read().map_err(err)?,
+                        O::TableSet { .. }
+                            | O::TableGrow { .. }
+                            | O::TableFill { .. }
+                            | O::TableCopy { .. }
+                            | O::TableInit { .. }
+                    ) {
+                        analysis.mutates_tables = true;
+                        break;
+                    }
+                }
+            }
+            Payload::ExportSection(r) => {
+                for e in r {
+                    let e = e.map_err(err)?;
+                    exports.push((e.name.to_string(), e.kind, e.index));
+                }
+            }
+            _ => {}
+        }
+    }
+    if !forbidden.is_empty() {
+        return Err(HostError::ForbiddenImports {
+            name: name.into(),
+            imports: forbidden.join(", "),
+        });
+    }
+    if !unknown.is_empty() {
+        let mut provided: Vec<&str> = SUSPENDING_HOOKS
+            .iter()
+            .chain(PLAIN_HOOKS)
+            .copied()
+            .collect();
+        provided.sort_unstable();
+        return Err(HostError::UnknownHook {
+            name: name.into(),
+            hooks: unknown.join(", "),
+            provided: format!("`{}`", provided.join("`, `")),
+        });
+    }
+    for (ename, kind, index) in exports {
+        match kind {
+            ExternalKind::Memory if ename == "memory" => has_memory = true,
+            ExternalKind::Func => {
+                let ty = func_type_of
+                    .get(index as usize)
+                    .and_then(|t| func_types.get(*t as usize));
+                let nullary = ty.is_some_and(|(p, r)| p.is_empty() && r.is_empty());
+                if let Some(test) = ename.strip_prefix(TEST_PREFIX) {
+                    if nullary && !test.is_empty() {
+                        analysis.tests.push(test.to_string());
+                    }
+                } else if ename == THREAD_START {
+                    analysis.has_thread_start =
+                        ty.is_some_and(|(p, r)| p == &[ValType::I32] && r.is_empty());
+                }
+            }
+            _ => {}
+        }
+    }
+    if !has_memory {
+        return Err(HostError::NoMemory { name: name.into() });
+    }
+    if analysis.tests.is_empty() {
+        return Err(HostError::NoTests { name: name.into() });
+    }
+    if analysis.imports_spawn && !analysis.has_thread_start {
+        return Err(HostError::NoThreadStart { name: name.into() });
+    }
+    analysis.tests.sort();
+    Ok(analysis)
+}
