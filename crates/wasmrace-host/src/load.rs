@@ -8,45 +8,8 @@ use crate::error::{one_line, HostError};
 use std::path::{Path, PathBuf};
 use std::process::Command;
 
-pub const HOOK_MODULE: &str = "wasmrace";
-
-/// Hooks that are scheduling points; Asyncify instruments exactly these.
-pub const SUSPENDING_HOOKS: &[&str] = &[
-    "spawn",
-    "join",
-    "yield_now",
-    "send",
-    "recv",
-    "recv_from",
-    "cell_new",
-    "cell_get",
-    "cell_set",
-    "atomic_new",
-    "atomic_load",
-    "atomic_store",
-    "atomic_swap",
-    "atomic_fetch_add",
-    "atomic_compare_exchange",
-    "mutex_new",
-    "mutex_lock",
-    "mutex_unlock",
-    "condvar_new",
-    "condvar_wait",
-    "condvar_notify_one",
-    "condvar_notify_all",
-    "table_new",
-    "table_insert",
-    "table_get",
-    "table_remove",
-    "register",
-    "whereis",
-    "unregister",
-    "choose",
-    "phase",
-];
-
-/// Hooks that run inside the current step.
-pub const PLAIN_HOOKS: &[&str] = &["current", "recv_take", "log", "report_panic", "thread_name"];
+// The hook names and the record's size are the operation table's (`ops.rs`).
+pub use crate::ops::{HOOK_MODULE, PLAIN_HOOKS, SUSPENDING_HOOKS};
 
 pub const TEST_PREFIX: &str = "wasmrace_test_";
 pub const THREAD_START: &str = "__wasmrace_thread_start";
@@ -531,8 +494,7 @@ struct OpRecord {
     args: [walrus::GlobalId; OP_ARGS],
 }
 
-/// Parameters a suspending hook has besides its site, at most.
-pub const OP_ARGS: usize = 4;
+pub use crate::ops::OP_ARGS;
 
 /// Routes every call of a suspending hook through a wasm wrapper that does
 /// the whole suspension in wasm, so a step makes no call into the host
