@@ -32,7 +32,7 @@ pub(crate) enum Effect {
     /// message sent, a notification, a spawn or an exit).
     Others,
     /// Also others' accesses (the registry: a pending `Unregister` names
-    /// who holds the name).
+    /// who holds the name; a pending barrier arrival, the generation).
     OthersAccesses,
 }
 
@@ -129,6 +129,25 @@ macro_rules! for_each_op {
                 |mem| Op::Phase { name: guest_bytes(mem, ptr, len)? };
             /// The step retiring a thread whose entry returned.
             Exit => thread, Exit, Others;
+            RwLockNew => rwlock, RwLockNew, Own,
+                "rwlock_new"() -> i64, |_mem| Op::RwLockNew;
+            RwLockRead { h: u64 } => rwlock, RwLockRead, Others,
+                "rwlock_read"(h: i64) -> (), |_mem| Op::RwLockRead { h: h as u64 };
+            RwLockWrite { h: u64 } => rwlock, RwLockWrite, Others,
+                "rwlock_write"(h: i64) -> (), |_mem| Op::RwLockWrite { h: h as u64 };
+            RwLockReadUnlock { h: u64 } => rwlock, RwLockReadUnlock, Others,
+                "rwlock_read_unlock"(h: i64) -> (), |_mem| Op::RwLockReadUnlock { h: h as u64 };
+            RwLockWriteUnlock { h: u64 } => rwlock, RwLockWriteUnlock, Others,
+                "rwlock_write_unlock"(h: i64) -> (), |_mem| Op::RwLockWriteUnlock { h: h as u64 };
+            BarrierNew { n: u32 } => barrier, BarrierNew, Own,
+                "barrier_new"(n: i32) -> i64, |_mem| Op::BarrierNew { n: n as u32 };
+            // Arriving can release a generation (others' departures become
+            // enabled) and moves the generation others' arrivals name.
+            BarrierWait { h: u64 } => barrier, BarrierWait, OthersAccesses,
+                "barrier_wait"(h: i64) -> i32, |_mem| Op::BarrierWait { h: h as u64 };
+            /// The second half of a barrier wait: leave `generation` once
+            /// it was released.
+            BarrierLeave { h: u64, generation: u32 } => barrier, BarrierLeave, Own;
         }
     };
 }

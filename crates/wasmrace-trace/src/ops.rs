@@ -187,6 +187,16 @@ op_kinds! {
     Choose => "choose", None;
     Phase => "phase", None;
     Block => "block", None;
+    RwLockNew => "rwlock.new", None;
+    RwLockRead => "rwlock.read", Acquire { shared: true };
+    RwLockWrite => "rwlock.write", Acquire { shared: false };
+    RwLockReadUnlock => "rwlock.read_unlock", Release;
+    RwLockWriteUnlock => "rwlock.write_unlock", Release;
+    BarrierNew => "barrier.new", None;
+    BarrierWait => "barrier.wait", BarrierArrive;
+    /// The second half of a barrier wait: leave once the generation was
+    /// released.
+    BarrierLeave => "barrier.leave", BarrierDepart;
 }
 
 #[cfg(test)]

@@ -8,11 +8,13 @@
 //! (`ops::for_each_op!`) and keeps the thread table.
 
 mod atomic;
+mod barrier;
 mod cell;
 mod condvar;
 mod mailbox;
 mod mutex;
 mod registry;
+mod rwlock;
 mod table;
 mod thread;
 
@@ -71,6 +73,8 @@ objects! {
     Mutex(mutex::Mutex) "mutex",
     Condvar(condvar::Condvar) "condvar",
     Table(table::Table) "table",
+    RwLock(rwlock::RwLock) "rwlock",
+    Barrier(barrier::Barrier) "barrier",
 }
 
 /// What every object kind's state provides.
