@@ -40,6 +40,9 @@ pub(crate) enum Mode {
 /// Asyncify's controls: its two globals when the instrumentation exported
 /// them (a global write is far cheaper than a call into wasm), else its
 /// four exported functions.
+// One per instance, never moved on the step path: boxing the larger
+// variant would only add an indirection.
+#[allow(clippy::large_enum_variant)]
 pub(crate) enum Asyncify {
     Globals {
         state: Global,

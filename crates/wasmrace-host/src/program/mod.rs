@@ -132,7 +132,7 @@ impl WasmProgram {
             let r = init.call(&mut self.store, ());
             self.store.data_mut().mode = Mode::Idle;
             // Init ran on the main stack: its writes count toward main's mark.
-            if let Some(low) = self.ex.stack_low.clone() {
+            if let Some(low) = self.ex.stack_low {
                 let l = low.get(&mut self.store).i32().unwrap_or(0) as u32;
                 let main = &mut self.store.data_mut().world.threads[0];
                 main.low = main.low.min(l);

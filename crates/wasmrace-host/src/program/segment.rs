@@ -199,7 +199,6 @@ impl WasmProgram {
                 let low = self
                     .ex
                     .stack_low
-                    .clone()
                     .map(|g| g.get(&mut self.store).i32().unwrap_or(0) as u32);
                 let sp = self.ex.sp.get(&mut self.store).i32().unwrap_or(0) as u32;
                 (sp, low)
