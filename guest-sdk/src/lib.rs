@@ -42,7 +42,8 @@
 //! - Threads are [`thread::spawn`]ed with this crate. `std::thread::spawn` is
 //!   not available on `wasm32-unknown-unknown`.
 //! - State shared between threads must live in [`shared`] objects ([`Cell`],
-//!   [`Atomic`], [`Mutex`], [`Condvar`], [`Table`]) or travel in messages.
+//!   [`Atomic`], [`Mutex`], [`RwLock`], [`Condvar`], [`Barrier`], [`Table`])
+//!   or travel in messages.
 //!   Plain memory shared through an `Arc`, a `static` or a raw pointer still
 //!   works (all threads run in one linear memory), but accessing it is not a
 //!   scheduling point, so races on it are never explored.
@@ -61,6 +62,8 @@
 //! [`Cell`]: shared::Cell
 //! [`Atomic`]: shared::Atomic
 //! [`Mutex`]: shared::Mutex
+//! [`RwLock`]: shared::RwLock
+//! [`Barrier`]: shared::Barrier
 //! [`Condvar`]: shared::Condvar
 //! [`Table`]: shared::Table
 #![deny(missing_docs)]

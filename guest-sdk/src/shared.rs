@@ -181,6 +181,162 @@ impl Drop for MutexGuard {
     }
 }
 
+/// A read-write lock held by the host: any number of readers or one
+/// writer. Like [`Mutex`] it guards no data of its own; it orders the
+/// operations on other shared objects made while it is held. A thread is
+/// never scheduled onto an acquisition that would block, and two read
+/// acquisitions are independent (exploring one order of them is enough).
+///
+/// ```no_run
+/// use wasmrace::shared::{Cell, RwLock};
+/// let lock = RwLock::new();
+/// let value = Cell::new(0);
+/// {
+///     let _w = lock.write();
+///     value.set(value.get() + 1);
+/// }
+/// let _r = lock.read();
+/// assert_eq!(value.get(), 1);
+/// ```
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Hash)]
+pub struct RwLock(u64);
+
+// No `Default`: creating an object is a scheduling point with a call site,
+// which an implicit `default()` would hide.
+#[allow(clippy::new_without_default)]
+impl RwLock {
+    /// A new, unlocked read-write lock.
+    #[inline]
+    #[track_caller]
+    pub fn new() -> RwLock {
+        // SAFETY: plain value hook.
+        RwLock(unsafe { sys::rwlock_new(sys::site()) } as u64)
+    }
+
+    /// Acquires the lock for reading, blocking while a writer holds it.
+    /// Releases when the guard is dropped.
+    #[inline]
+    #[track_caller]
+    pub fn read(&self) -> RwLockReadGuard {
+        let site = sys::site();
+        // SAFETY: plain value hook.
+        unsafe { sys::rwlock_read(self.0 as i64, site) };
+        RwLockReadGuard {
+            lock: *self,
+            site,
+            _not_send: PhantomData,
+        }
+    }
+
+    /// Acquires the lock for writing, blocking while anyone (the caller
+    /// included) holds it in either mode. Releases when the guard is
+    /// dropped.
+    #[inline]
+    #[track_caller]
+    pub fn write(&self) -> RwLockWriteGuard {
+        let site = sys::site();
+        // SAFETY: plain value hook.
+        unsafe { sys::rwlock_write(self.0 as i64, site) };
+        RwLockWriteGuard {
+            lock: *self,
+            site,
+            _not_send: PhantomData,
+        }
+    }
+}
+
+/// Proof that the current thread holds an [`RwLock`] for reading; releases
+/// on drop (attributed to the acquisition's site).
+#[derive(Debug)]
+#[must_use = "the lock is released as soon as the guard is dropped"]
+pub struct RwLockReadGuard {
+    lock: RwLock,
+    site: i32,
+    _not_send: PhantomData<*const ()>,
+}
+
+impl RwLockReadGuard {
+    /// The lock this guard holds.
+    pub fn lock(&self) -> RwLock {
+        self.lock
+    }
+}
+
+impl Drop for RwLockReadGuard {
+    #[inline]
+    fn drop(&mut self) {
+        // SAFETY: plain value hook.
+        unsafe { sys::rwlock_read_unlock(self.lock.0 as i64, self.site) }
+    }
+}
+
+/// Proof that the current thread holds an [`RwLock`] for writing; releases
+/// on drop (attributed to the acquisition's site).
+#[derive(Debug)]
+#[must_use = "the lock is released as soon as the guard is dropped"]
+pub struct RwLockWriteGuard {
+    lock: RwLock,
+    site: i32,
+    _not_send: PhantomData<*const ()>,
+}
+
+impl RwLockWriteGuard {
+    /// The lock this guard holds.
+    pub fn lock(&self) -> RwLock {
+        self.lock
+    }
+}
+
+impl Drop for RwLockWriteGuard {
+    #[inline]
+    fn drop(&mut self) {
+        // SAFETY: plain value hook.
+        unsafe { sys::rwlock_write_unlock(self.lock.0 as i64, self.site) }
+    }
+}
+
+/// A barrier held by the host: [`wait`](Barrier::wait) blocks until `n`
+/// threads wait, then releases them all; reusable for later rounds. Like
+/// `std::sync::Barrier`, exactly one thread per round is the leader, and
+/// `new(0)` and `new(1)` never block.
+///
+/// ```no_run
+/// use wasmrace::shared::{Barrier, Cell};
+/// use wasmrace::thread;
+/// let barrier = Barrier::new(2);
+/// let x = Cell::new(0);
+/// let t = thread::spawn(move || {
+///     x.set(1);
+///     barrier.wait();
+/// });
+/// barrier.wait();
+/// assert_eq!(x.get(), 1); // written before the other thread arrived
+/// t.join();
+/// ```
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Hash)]
+pub struct Barrier(u64);
+
+impl Barrier {
+    /// A barrier for `n` threads.
+    #[inline]
+    #[track_caller]
+    pub fn new(n: u32) -> Barrier {
+        // SAFETY: plain value hook.
+        Barrier(unsafe { sys::barrier_new(n as i32, sys::site()) } as u64)
+    }
+
+    /// Waits until `n` threads (this one included) wait on this barrier in
+    /// the current round. Returns `true` in exactly one thread per round,
+    /// the last to arrive (std's `is_leader`). A scheduling point; the
+    /// arrival and the departure are separate steps.
+    #[inline]
+    #[track_caller]
+    pub fn wait(&self) -> bool {
+        // SAFETY: plain value hook.
+        unsafe { sys::barrier_wait(self.0 as i64, sys::site()) != 0 }
+    }
+}
+
 /// A condition variable held by the host. No spurious wakeups, but still wait
 /// in a `while` loop: another thread may change the condition between the
 /// notification and the re-acquisition of the mutex.

@@ -64,6 +64,13 @@ unsafe extern "C" {
     pub(crate) fn unregister(name: i32, len: i32, site: i32) -> i32;
     pub(crate) fn choose(n: i32, site: i32) -> i32;
     pub(crate) fn phase(name: i32, len: i32, site: i32);
+    pub(crate) fn rwlock_new(site: i32) -> i64;
+    pub(crate) fn rwlock_read(h: i64, site: i32);
+    pub(crate) fn rwlock_write(h: i64, site: i32);
+    pub(crate) fn rwlock_read_unlock(h: i64, site: i32);
+    pub(crate) fn rwlock_write_unlock(h: i64, site: i32);
+    pub(crate) fn barrier_new(n: i32, site: i32) -> i64;
+    pub(crate) fn barrier_wait(h: i64, site: i32) -> i32;
 
     // Non-suspending hooks: run inside the current step.
     pub(crate) fn current() -> i64;

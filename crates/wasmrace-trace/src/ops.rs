@@ -5,15 +5,33 @@ use crate::ids::{Oid, Tid};
 use serde::{Deserialize, Serialize};
 
 /// How an operation touches an object. Two accesses to the same object are
-/// dependent unless both are reads; `Sync` (lock acquire/release, condition
-/// variables, joins) counts as a write for dependence but is reported apart so
-/// that race detectors can build happens-before edges from it.
+/// dependent unless both are *shared* (a read or a shared sync); `Sync`
+/// (lock acquire/release, condition variables, joins, barrier arrivals)
+/// counts as a write for dependence but is reported apart so that race
+/// detectors can build happens-before edges from it. `SharedSync` is a
+/// synchronization that commutes with its own kind and with reads, e.g. a
+/// read-mode lock acquisition: two readers taking one `RwLock` are
+/// independent, a reader and a writer are not.
 #[derive(Clone, Copy, PartialEq, Eq, PartialOrd, Ord, Hash, Debug, Serialize, Deserialize)]
-#[serde(rename_all = "lowercase")]
+#[serde(rename_all = "snake_case")]
 pub enum AccessKind {
     Read,
     Write,
     Sync,
+    SharedSync,
+}
+
+impl AccessKind {
+    /// Whether two accesses of shared kinds commute: reads and shared
+    /// syncs. Everything else conflicts with every access to its object.
+    pub fn is_shared(self) -> bool {
+        matches!(self, AccessKind::Read | AccessKind::SharedSync)
+    }
+    /// Whether this is a synchronization (`Sync` or `SharedSync`) rather
+    /// than a memory access (the `MEM` events of race detectors).
+    pub fn is_sync(self) -> bool {
+        matches!(self, AccessKind::Sync | AccessKind::SharedSync)
+    }
 }
 
 #[derive(Clone, Copy, PartialEq, Eq, PartialOrd, Ord, Hash, Debug)]
@@ -41,99 +59,160 @@ impl Access {
             kind: AccessKind::Sync,
         }
     }
-    /// Same object and at least one of the two is not a read.
+    /// A synchronization that commutes with others of its kind (see
+    /// [`AccessKind::SharedSync`]).
+    pub fn shared_sync(obj: Oid) -> Self {
+        Access {
+            obj,
+            kind: AccessKind::SharedSync,
+        }
+    }
+    /// Same object and at least one of the two is not shared (a read or a
+    /// shared sync).
     pub fn conflicts(&self, other: &Access) -> bool {
-        self.obj == other.obj && !(self.kind == AccessKind::Read && other.kind == AccessKind::Read)
+        self.obj == other.obj && !(self.kind.is_shared() && other.kind.is_shared())
     }
 }
 
-/// Every kind of scheduling point a thread can stop at. `Exit` is the step
-/// that retires a thread whose function has returned (it wakes joiners and
-/// drops its registered names, so it conflicts with `join` and `register`);
-/// `CondvarWake` is the second half of a condition-variable wait (re-acquire
-/// the mutex once notified); `Block` only exists when blocking avoidance is
-/// turned off and records a thread that was scheduled onto a blocking
-/// operation; `Phase` is the guest announcing that it reached a named phase
-/// (`wasmrace::phase("init-done")`): it touches nothing and exists so that
-/// explorers can change their priorities at that moment.
-#[derive(Clone, Copy, PartialEq, Eq, PartialOrd, Ord, Hash, Debug, Serialize, Deserialize)]
-pub enum OpKind {
-    Spawn,
-    Join,
-    Yield,
-    Exit,
+/// What an operation means to a race detector: which happens-before edges
+/// it creates and how it changes the locks its thread holds. The objects
+/// involved are the operation's sync accesses (`AccessKind::is_sync`).
+#[derive(Clone, Copy, PartialEq, Eq, Debug)]
+pub enum SyncRole {
+    /// No synchronization (memory accesses, object creation, ...).
+    None,
+    /// Acquires the lock its sync access names; `shared`: in read mode (an
+    /// `RwLock` read guard), else exclusively.
+    Acquire { shared: bool },
+    /// Releases the lock its sync access names, in whichever mode it is held.
+    Release,
+    /// A condition-variable wait: releases the mutex among its sync
+    /// accesses that the thread holds and waits on the other (the condvar).
+    WaitRelease,
+    /// The end of a condition-variable wait: ordered after the notification
+    /// that woke it, re-acquires the mutex the wait released.
+    WaitReacquire,
+    /// Wakes the `alt`-th waiter of its condvar.
+    NotifyOne,
+    /// Wakes every waiter of its condvar.
+    NotifyAll,
+    /// Sends the message `StepInfo::message` names.
     Send,
-    Recv,
-    RecvFrom,
-    CellNew,
-    CellGet,
-    CellSet,
-    AtomicNew,
-    AtomicLoad,
-    AtomicStore,
-    AtomicSwap,
-    AtomicFetchAdd,
-    AtomicCompareExchange,
-    MutexNew,
-    MutexLock,
-    MutexUnlock,
-    CondvarNew,
-    CondvarWait,
-    CondvarWake,
-    CondvarNotifyOne,
-    CondvarNotifyAll,
-    TableNew,
-    TableInsert,
-    TableGet,
-    TableRemove,
-    Register,
-    Whereis,
-    Unregister,
-    Choose,
-    Phase,
-    Block,
+    /// Receives the message `StepInfo::message` names.
+    Receive,
+    /// Ordered after the exit of the thread whose liveness it syncs on.
+    Join,
+    /// Retires the thread: what joins of it are ordered after.
+    Exit,
+    /// Arrives at a barrier generation (its sync access): everything before
+    /// any arrival of a generation happens before every departure from it.
+    BarrierArrive,
+    /// Leaves a barrier generation (its sync access) once it was released.
+    BarrierDepart,
 }
 
-impl OpKind {
-    /// The name shown in traces, e.g. `cell.get`.
-    pub fn name(self) -> &'static str {
-        use OpKind::*;
-        match self {
-            Spawn => "spawn",
-            Join => "join",
-            Yield => "yield",
-            Exit => "exit",
-            Send => "send",
-            Recv => "recv",
-            RecvFrom => "recv_from",
-            CellNew => "cell.new",
-            CellGet => "cell.get",
-            CellSet => "cell.set",
-            AtomicNew => "atomic.new",
-            AtomicLoad => "atomic.load",
-            AtomicStore => "atomic.store",
-            AtomicSwap => "atomic.swap",
-            AtomicFetchAdd => "atomic.fetch_add",
-            AtomicCompareExchange => "atomic.compare_exchange",
-            MutexNew => "mutex.new",
-            MutexLock => "mutex.lock",
-            MutexUnlock => "mutex.unlock",
-            CondvarNew => "condvar.new",
-            CondvarWait => "condvar.wait",
-            CondvarWake => "condvar.wake",
-            CondvarNotifyOne => "condvar.notify_one",
-            CondvarNotifyAll => "condvar.notify_all",
-            TableNew => "table.new",
-            TableInsert => "table.insert",
-            TableGet => "table.get",
-            TableRemove => "table.remove",
-            Register => "register",
-            Whereis => "whereis",
-            Unregister => "unregister",
-            Choose => "choose",
-            Phase => "phase",
-            Block => "block",
+/// The one declaration of every kind of scheduling point: variant, the name
+/// shown in traces and schedule files, and its synchronization role.
+macro_rules! op_kinds {
+    ($($(#[$doc:meta])* $variant:ident => $name:literal, $role:expr;)*) => {
+        /// Every kind of scheduling point a thread can stop at. `Exit` is
+        /// the step that retires a thread whose function has returned (it
+        /// wakes joiners and drops its registered names, so it conflicts
+        /// with `join` and `register`); `CondvarWake` is the second half of
+        /// a condition-variable wait (re-acquire the mutex once notified);
+        /// `Block` only exists when blocking avoidance is turned off and
+        /// records a thread that was scheduled onto a blocking operation;
+        /// `Phase` is the guest announcing that it reached a named phase
+        /// (`wasmrace::phase("init-done")`): it touches nothing and exists
+        /// so that explorers can change their priorities at that moment.
+        #[derive(Clone, Copy, PartialEq, Eq, PartialOrd, Ord, Hash, Debug, Serialize, Deserialize)]
+        pub enum OpKind {
+            $($(#[$doc])* $variant,)*
         }
+
+        impl OpKind {
+            /// Every kind, in declaration order.
+            pub const ALL: &'static [OpKind] = &[$(OpKind::$variant,)*];
+
+            /// The name shown in traces, e.g. `cell.get`.
+            pub fn name(self) -> &'static str {
+                match self {
+                    $(OpKind::$variant => $name,)*
+                }
+            }
+
+            /// What the operation means to a race detector.
+            pub fn role(self) -> SyncRole {
+                use SyncRole::*;
+                match self {
+                    $(OpKind::$variant => $role,)*
+                }
+            }
+        }
+    };
+}
+
+op_kinds! {
+    Spawn => "spawn", None;
+    Join => "join", Join;
+    Yield => "yield", None;
+    Exit => "exit", Exit;
+    Send => "send", Send;
+    Recv => "recv", Receive;
+    RecvFrom => "recv_from", Receive;
+    CellNew => "cell.new", None;
+    CellGet => "cell.get", None;
+    CellSet => "cell.set", None;
+    AtomicNew => "atomic.new", None;
+    AtomicLoad => "atomic.load", None;
+    AtomicStore => "atomic.store", None;
+    AtomicSwap => "atomic.swap", None;
+    AtomicFetchAdd => "atomic.fetch_add", None;
+    AtomicCompareExchange => "atomic.compare_exchange", None;
+    MutexNew => "mutex.new", None;
+    MutexLock => "mutex.lock", Acquire { shared: false };
+    MutexUnlock => "mutex.unlock", Release;
+    CondvarNew => "condvar.new", None;
+    CondvarWait => "condvar.wait", WaitRelease;
+    CondvarWake => "condvar.wake", WaitReacquire;
+    CondvarNotifyOne => "condvar.notify_one", NotifyOne;
+    CondvarNotifyAll => "condvar.notify_all", NotifyAll;
+    TableNew => "table.new", None;
+    TableInsert => "table.insert", None;
+    TableGet => "table.get", None;
+    TableRemove => "table.remove", None;
+    Register => "register", None;
+    Whereis => "whereis", None;
+    Unregister => "unregister", None;
+    Choose => "choose", None;
+    Phase => "phase", None;
+    Block => "block", None;
+    RwLockNew => "rwlock.new", None;
+    RwLockRead => "rwlock.read", Acquire { shared: true };
+    RwLockWrite => "rwlock.write", Acquire { shared: false };
+    RwLockReadUnlock => "rwlock.read_unlock", Release;
+    RwLockWriteUnlock => "rwlock.write_unlock", Release;
+    BarrierNew => "barrier.new", None;
+    BarrierWait => "barrier.wait", BarrierArrive;
+    /// The second half of a barrier wait: leave once the generation was
+    /// released.
+    BarrierLeave => "barrier.leave", BarrierDepart;
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn names_are_unique_and_shared_accesses_commute() {
+        let names: std::collections::BTreeSet<_> = OpKind::ALL.iter().map(|k| k.name()).collect();
+        assert_eq!(names.len(), OpKind::ALL.len());
+        let o = Oid(7);
+        assert!(!Access::shared_sync(o).conflicts(&Access::shared_sync(o)));
+        assert!(!Access::shared_sync(o).conflicts(&Access::read(o)));
+        assert!(Access::shared_sync(o).conflicts(&Access::sync(o)));
+        assert!(Access::shared_sync(o).conflicts(&Access::write(o)));
+        assert!(!Access::shared_sync(o).conflicts(&Access::sync(Oid(8))));
     }
 }
 

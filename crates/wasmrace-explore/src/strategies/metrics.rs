@@ -38,7 +38,7 @@ use crate::strategy::{BoundHit, Context, Outcome, Start, Strategy};
 use std::collections::{BTreeMap, BTreeSet};
 use std::sync::Arc;
 use std::time::{Duration, Instant};
-use wasmrace_trace::{AccessKind, Decision, Oid, Tid};
+use wasmrace_trace::{Decision, Oid, Tid};
 
 /// One step of the current execution: who ran it, which alternative, and
 /// where its accesses end in the flat access list.
@@ -85,7 +85,8 @@ pub struct Metrics<S> {
     inner: S,
     steps: Vec<StepRec>,
     /// Every access of the current execution's steps, in step order:
-    /// object and whether it was a read.
+    /// object and whether it was shared (a read or a shared sync, which
+    /// commute with each other: `AccessKind::is_shared`).
     accesses: Vec<(Oid, bool)>,
     orders: BTreeSet<u128>,
     executions: u64,
@@ -303,11 +304,8 @@ impl<S: Strategy> Strategy for Metrics<S> {
         Some(d)
     }
     fn observe(&mut self, step: &StepInfo) {
-        self.accesses.extend(
-            step.accesses
-                .iter()
-                .map(|a| (a.obj, a.kind == AccessKind::Read)),
-        );
+        self.accesses
+            .extend(step.accesses.iter().map(|a| (a.obj, a.kind.is_shared())));
         self.steps.push(StepRec {
             tid: step.tid,
             alt: step.alt,

@@ -77,7 +77,7 @@ use rand_chacha::ChaCha8Rng;
 use std::collections::{BTreeSet, VecDeque};
 use std::fmt;
 use std::sync::Arc;
-use wasmrace_trace::{Access, AccessKind, Decision, Oid, OpKind, Tid};
+use wasmrace_trace::{Access, Decision, Oid, OpKind, Tid};
 
 /// One scheduling decision, named the way the paper names them: by who does
 /// what to which objects, not by its position in the schedule.
@@ -387,7 +387,7 @@ impl Procrastination {
             .enumerate()
             .flat_map(|(k, a)| {
                 a.conflict_accesses()
-                    .map(move |x| (x.obj, k, x.kind != AccessKind::Read))
+                    .map(move |x| (x.obj, k, !x.kind.is_shared()))
             })
             .collect();
         // Stable: each object's touches stay in step order.

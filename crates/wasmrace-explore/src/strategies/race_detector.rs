@@ -18,13 +18,26 @@
 //! observed interleaving (and also what makes it imprecise, e.g. Fig. 1's
 //! accesses to `x`, which RaceFuzzer's phase 2 then filters out).
 //!
+//! Read-write locks follow Eraser's rule (Savage et al., "Eraser: A Dynamic
+//! Data Race Detector for Multithreaded Programs", TOCS 1997, §2.3
+//! "Read-write locks"): a read is protected by the locks its thread holds
+//! in any mode, a write only by those it holds exclusively, so two
+//! accesses protected only by one lock that both threads hold in read mode
+//! are not protected against each other when one of them writes. A
+//! barrier orders everything before any arrival of a generation before
+//! everything after its release (every arrival joins the generation's
+//! clock and takes it; every departure takes it).
+//!
+//! Which operation does what comes from `OpKind::role` (one table in
+//! `wasmrace-trace`), not from matching operation kinds here.
+//!
 //! Vector clocks give each event an epoch `(t, c)` (the event is thread `t`'s
 //! `c`-th step); an earlier event `(t, c)` happens before the current step of
 //! thread `u` exactly when `VC_u[t] >= c`.
 
 use crate::program::StepInfo;
 use std::collections::{BTreeMap, BTreeSet};
-use wasmrace_trace::{AccessKind, Oid, OpKind, Tid};
+use wasmrace_trace::{AccessKind, Oid, SyncRole, Tid};
 
 /// A racing pair of statements (sites), smaller site first.
 pub type SitePair = (u64, u64);
@@ -63,8 +76,9 @@ struct AccessKey {
 #[derive(Clone, Debug, Default)]
 pub struct HybridDetector {
     clocks: BTreeMap<Tid, VectorClock>,
-    /// Mutexes each thread holds: the `L` of its memory events.
-    locksets: BTreeMap<Tid, BTreeSet<Oid>>,
+    /// Locks each thread holds, and whether in shared (read) mode: the `L`
+    /// of its memory events.
+    locksets: BTreeMap<Tid, BTreeMap<Oid, bool>>,
     /// Clock of each send, by message id.
     sent: BTreeMap<(Tid, u32), VectorClock>,
     /// Clock of each thread's exit, by the liveness object a join syncs on.
@@ -76,6 +90,8 @@ pub struct HybridDetector {
     released: BTreeMap<Tid, Vec<Oid>>,
     /// Clock of the notification that woke a waiting thread.
     notified: BTreeMap<Tid, VectorClock>,
+    /// Joined clock of every arrival at each barrier generation.
+    generations: BTreeMap<Oid, VectorClock>,
     /// Earlier memory accesses per object, with the epoch of the latest.
     accesses: BTreeMap<Oid, BTreeMap<AccessKey, u64>>,
     pairs: BTreeSet<SitePair>,
@@ -120,28 +136,47 @@ impl HybridDetector {
         let syncs: Vec<Oid> = step
             .accesses
             .iter()
-            .filter(|a| a.kind == AccessKind::Sync)
+            .filter(|a| a.kind.is_sync())
             .map(|a| a.obj)
             .collect();
+        let role = step.op.map_or(SyncRole::None, |k| k.role());
 
         // RCV events: join the sender's clock before this step's accesses, so
         // that a receive is ordered after everything its send follows.
-        match step.op {
-            Some(OpKind::Recv | OpKind::RecvFrom) => {
+        match role {
+            SyncRole::Receive => {
                 if let Some(c) = step.message.and_then(|m| self.sent.get(&m)) {
                     join_into(clock, c);
                 }
             }
-            Some(OpKind::Join) => {
+            SyncRole::Join => {
                 for o in &syncs {
                     if let Some(c) = self.exits.get(o) {
                         join_into(clock, c);
                     }
                 }
             }
-            Some(OpKind::CondvarWake) => {
+            SyncRole::WaitReacquire => {
                 if let Some(c) = self.notified.remove(&t) {
                     join_into(clock, &c);
+                }
+            }
+            SyncRole::BarrierArrive => {
+                // Every arrival before this one, and this one, happen
+                // before the release; taking the joined clock now orders
+                // nothing too early, as the thread does nothing more until
+                // the release (the last arrival is the release).
+                for o in &syncs {
+                    let g = self.generations.entry(*o).or_default();
+                    join_into(g, clock);
+                    join_into(clock, g);
+                }
+            }
+            SyncRole::BarrierDepart => {
+                for o in &syncs {
+                    if let Some(g) = self.generations.get(o) {
+                        join_into(clock, g);
+                    }
                 }
             }
             _ => {}
@@ -149,18 +184,30 @@ impl HybridDetector {
 
         // MEM events, with the lockset held while the step runs.
         let epoch = clock[&t];
-        let lockset = self.locksets.get(&t).cloned().unwrap_or_default();
+        let held = self.locksets.get(&t);
+        let lockset = |write: bool| -> BTreeSet<Oid> {
+            held.map(|h| {
+                h.iter()
+                    .filter(|(_, &shared)| !(write && shared))
+                    .map(|(&o, _)| o)
+                    .collect()
+            })
+            .unwrap_or_default()
+        };
         for a in &step.accesses {
             let write = match a.kind {
                 AccessKind::Read => false,
                 AccessKind::Write => true,
-                AccessKind::Sync => continue,
+                AccessKind::Sync | AccessKind::SharedSync => continue,
             };
             self.events += 1;
             // A statement we cannot name cannot be directed in phase 2.
             if step.site == 0 {
                 continue;
             }
+            // Eraser's rule: a write is protected only by locks held
+            // exclusively, a read by locks held in any mode.
+            let lockset = lockset(write);
             let seen = self.accesses.entry(a.obj).or_default();
             for (k, &c) in seen.iter() {
                 let ordered = clock.get(&k.tid).is_some_and(|&mine| mine >= c);
@@ -173,29 +220,32 @@ impl HybridDetector {
                     tid: t,
                     site: step.site,
                     write,
-                    lockset: lockset.clone(),
+                    lockset,
                 },
                 epoch,
             );
         }
 
         // Locksets, and the SND events this step is.
-        match step.op {
-            Some(OpKind::MutexLock) => {
-                self.locksets.entry(t).or_default().extend(syncs.iter());
+        match role {
+            SyncRole::Acquire { shared } => {
+                let held = self.locksets.entry(t).or_default();
+                for o in &syncs {
+                    held.insert(*o, shared);
+                }
             }
-            Some(OpKind::MutexUnlock) => {
+            SyncRole::Release => {
                 let held = self.locksets.entry(t).or_default();
                 for o in &syncs {
                     held.remove(o);
                 }
             }
-            Some(OpKind::CondvarWait) => {
+            SyncRole::WaitRelease => {
                 // The wait's accesses are the condvar and the mutex; the
                 // mutex is the one this thread holds.
                 let held = self.locksets.entry(t).or_default();
                 let (mutexes, cvs): (Vec<Oid>, Vec<Oid>) =
-                    syncs.iter().partition(|o| held.contains(o));
+                    syncs.iter().partition(|o| held.contains_key(o));
                 for m in &mutexes {
                     held.remove(m);
                 }
@@ -204,16 +254,19 @@ impl HybridDetector {
                     self.waiters.entry(cv).or_default().push(t);
                 }
             }
-            Some(OpKind::CondvarWake) => {
+            SyncRole::WaitReacquire => {
                 let again = self.released.remove(&t).unwrap_or_default();
-                self.locksets.entry(t).or_default().extend(again);
+                self.locksets
+                    .entry(t)
+                    .or_default()
+                    .extend(again.into_iter().map(|m| (m, false)));
                 for cv in &syncs {
                     if let Some(ws) = self.waiters.get_mut(cv) {
                         ws.retain(|&w| w != t);
                     }
                 }
             }
-            Some(OpKind::CondvarNotifyOne) => {
+            SyncRole::NotifyOne => {
                 for cv in &syncs {
                     let ws = self.waiters.entry(*cv).or_default();
                     if (step.alt as usize) < ws.len() {
@@ -222,19 +275,19 @@ impl HybridDetector {
                     }
                 }
             }
-            Some(OpKind::CondvarNotifyAll) => {
+            SyncRole::NotifyAll => {
                 for cv in &syncs {
                     for w in self.waiters.remove(cv).unwrap_or_default() {
                         self.notified.insert(w, clock.clone());
                     }
                 }
             }
-            Some(OpKind::Send) => {
+            SyncRole::Send => {
                 if let Some(m) = step.message {
                     self.sent.insert(m, clock.clone());
                 }
             }
-            Some(OpKind::Exit) => {
+            SyncRole::Exit => {
                 self.exits.insert(Oid::liveness(t), clock.clone());
                 self.locksets.remove(&t);
             }
@@ -253,7 +306,7 @@ impl HybridDetector {
 #[cfg(test)]
 mod tests {
     use super::*;
-    use wasmrace_trace::Access;
+    use wasmrace_trace::{Access, OpKind};
 
     fn step(tid: u64, op: OpKind, site: u64, accesses: Vec<Access>) -> StepInfo {
         StepInfo {

@@ -281,7 +281,7 @@ impl RaceFuzzer {
 
 /// A memory access (the paper's `MEM` events); synchronization is not.
 fn is_memory(a: &wasmrace_trace::Access) -> bool {
-    a.kind != wasmrace_trace::AccessKind::Sync
+    !a.kind.is_sync()
 }
 
 impl Strategy for RaceFuzzer {

@@ -19,45 +19,8 @@ pub use cache::{cache_key, cache_write};
 pub use instrument::export_globals;
 pub use trampolines::export_asyncify_globals;
 
-pub const HOOK_MODULE: &str = "wasmrace";
-
-/// Hooks that are scheduling points; Asyncify instruments exactly these.
-pub const SUSPENDING_HOOKS: &[&str] = &[
-    "spawn",
-    "join",
-    "yield_now",
-    "send",
-    "recv",
-    "recv_from",
-    "cell_new",
-    "cell_get",
-    "cell_set",
-    "atomic_new",
-    "atomic_load",
-    "atomic_store",
-    "atomic_swap",
-    "atomic_fetch_add",
-    "atomic_compare_exchange",
-    "mutex_new",
-    "mutex_lock",
-    "mutex_unlock",
-    "condvar_new",
-    "condvar_wait",
-    "condvar_notify_one",
-    "condvar_notify_all",
-    "table_new",
-    "table_insert",
-    "table_get",
-    "table_remove",
-    "register",
-    "whereis",
-    "unregister",
-    "choose",
-    "phase",
-];
-
-/// Hooks that run inside the current step.
-pub const PLAIN_HOOKS: &[&str] = &["current", "recv_take", "log", "report_panic", "thread_name"];
+// The hook names and the record's size are the operation table's (`ops.rs`).
+pub use crate::ops::{HOOK_MODULE, OP_ARGS, PLAIN_HOOKS, SUSPENDING_HOOKS};
 
 pub const TEST_PREFIX: &str = "wasmrace_test_";
 pub const THREAD_START: &str = "__wasmrace_thread_start";
@@ -74,5 +37,4 @@ pub const MEMORY_PAGES_EXPORT: &str = "__wasmrace_memory_pages";
 /// followed by the name of the entry export it calls.
 pub const ENTER_PREFIX: &str = "__wasmrace_enter_";
 
-/// Parameters a suspending hook has besides its site, at most.
-pub const OP_ARGS: usize = 4;
+

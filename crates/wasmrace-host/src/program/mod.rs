@@ -1,0 +1,505 @@
+//! Quiescent stepping of a wasm guest: one thread runs at a time, from one
+//! hook call to the next, and between steps no wasm frame is live, so linear
+//! memory + globals + the `World` are the whole state. Implements the
+//! explore crate's `Program`, with exact snapshots and state hashes. The
+//! rooms: `segment` (running a thread to its next hook), `views` (the
+//! thread views kept up after each step), `instance` (instantiation, thread
+//! slots, known-zero pages); snapshots and hashes are here, with the step.
+
+mod instance;
+mod segment;
+mod views;
+
+use crate::error::{runtime, HostError};
+use crate::guest::GuestInner;
+use crate::hooks::{Exports, HostState, Mode};
+use crate::ops::Op;
+use crate::snapshot::{self, Snapshot};
+use crate::world::{Entry, Outcome};
+use instance::instantiate;
+use std::collections::BTreeMap;
+use std::sync::Arc;
+use wasmrace_explore::{is_preemption, Program, Status, StepInfo, ThreadView};
+use wasmrace_trace::{Decision, OpKind, ThreadPath, Tid, TraceEvent};
+use wasmtime::Store;
+
+/// One test of a guest, run one scheduling decision at a time.
+pub struct WasmProgram {
+    guest: Arc<GuestInner>,
+    test: String,
+    store: Store<HostState>,
+    ex: Arc<Exports>,
+    views: Vec<ThreadView>,
+    status: Status,
+    info: StepInfo,
+    steps: u64,
+    last: Option<(Tid, Option<OpKind>)>,
+    trace: Vec<TraceEvent>,
+    sites: BTreeMap<u32, Option<String>>,
+    prev_pages: Vec<Option<Arc<snapshot::Page>>>,
+    /// The state right after `start` on the current instance: `reset`
+    /// restores it (microseconds) instead of instantiating afresh (tens of
+    /// microseconds) while memory has not grown past it.
+    initial: Option<Snapshot>,
+    /// Instances made so far (1 + fresh instances for resets and restores).
+    instances: u64,
+}
+
+impl std::fmt::Debug for WasmProgram {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_struct("WasmProgram")
+            .field("test", &self.test)
+            .field("steps", &self.steps)
+            .finish()
+    }
+}
+
+impl WasmProgram {
+    pub(crate) fn new(guest: Arc<GuestInner>, test: &str) -> Result<WasmProgram, HostError> {
+        let (store, ex) = instantiate(&guest, test, false)?;
+        let mut p = WasmProgram {
+            guest,
+            test: test.into(),
+            store,
+            ex,
+            views: Vec::new(),
+            status: Status::Running,
+            info: StepInfo::default(),
+            steps: 0,
+            last: None,
+            trace: Vec::new(),
+            sites: BTreeMap::new(),
+            prev_pages: Vec::new(),
+            initial: None,
+            instances: 1,
+        };
+        p.start()?;
+        p.initial = p.snapshot()?;
+        Ok(p)
+    }
+
+    pub fn test(&self) -> &str {
+        &self.test
+    }
+
+    /// Record a readable trace of the following steps (slower: names and
+    /// values are formatted, sites resolved, logs kept).
+    pub fn set_tracing(&mut self, on: bool) {
+        self.store.data_mut().tracing = on;
+    }
+
+    pub fn trace(&self) -> &[TraceEvent] {
+        &self.trace
+    }
+
+    pub fn take_trace(&mut self) -> Vec<TraceEvent> {
+        std::mem::take(&mut self.trace)
+    }
+
+    /// Steps taken in the current execution.
+    pub fn steps(&self) -> u64 {
+        self.steps
+    }
+
+    fn tracing(&self) -> bool {
+        self.store.data().tracing
+    }
+
+    /// Starts an execution on the current (fresh) instance: the main thread
+    /// runs up to its first hook.
+    fn start(&mut self) -> Result<(), HostError> {
+        let sp = self.ex.sp.get(&mut self.store).i32().unwrap_or(0) as u32;
+        let slot = match self.alloc_slot()? {
+            Ok(s) => s,
+            Err(f) => {
+                self.status = Status::Failed(f);
+                return Ok(());
+            }
+        };
+        self.store
+            .data_mut()
+            .world
+            .add_thread(ThreadPath::main(), Entry::Test, slot, sp);
+        self.status = Status::Running;
+        self.steps = 0;
+        self.last = None;
+        self.trace.clear();
+        if let Some(init) = self.ex.init.clone() {
+            self.store.data_mut().mode = Mode::Running;
+            self.store
+                .set_fuel(self.guest.config.fuel_per_step)
+                .map_err(runtime)?;
+            let r = init.call(&mut self.store, ());
+            self.store.data_mut().mode = Mode::Idle;
+            // Init ran on the main stack: its writes count toward main's mark.
+            if let Some(low) = self.ex.stack_low {
+                let l = low.get(&mut self.store).i32().unwrap_or(0) as u32;
+                let main = &mut self.store.data_mut().world.threads[0];
+                main.low = main.low.min(l);
+            }
+            if let Err(e) = r {
+                let f = self.classify(0, e);
+                self.status = Status::Failed(f);
+                self.refresh();
+                return Ok(());
+            }
+        }
+        self.run_segment(0, None)?;
+        if self.tracing() {
+            let logs = std::mem::take(&mut self.store.data_mut().logs);
+            if !logs.is_empty() {
+                self.trace.push(TraceEvent {
+                    step: 0,
+                    thread: "main".into(),
+                    op: "start".into(),
+                    object: None,
+                    detail: String::new(),
+                    site: None,
+                    preemption: false,
+                    logs,
+                });
+            }
+        }
+        self.refresh();
+        Ok(())
+    }
+
+    /// What an access's object is, for reports: `cell main#0` for a host
+    /// object; ids derived from other things (a table key, a mailbox, a
+    /// registry name) are described by what they identify when a live
+    /// thread or object explains them, else shown as an id.
+    pub fn describe_object(&self, obj: wasmrace_trace::Oid) -> String {
+        let w = &self.store.data().world;
+        if w.objects.contains_key(&obj.0) {
+            return w.object_name(obj.0);
+        }
+        for t in &w.threads {
+            if wasmrace_trace::Oid::mailbox(t.tid) == obj {
+                return format!("mailbox {}", t.path);
+            }
+            if wasmrace_trace::Oid::liveness(t.tid) == obj {
+                return format!("thread {}", t.path);
+            }
+        }
+        format!("object {:#018x}", obj.0)
+    }
+
+    /// `file:line:col` of a guest call site (`Pending::site`,
+    /// `StepInfo::site`), when the guest exports the site accessors.
+    pub fn describe_site(&mut self, site: u64) -> Option<String> {
+        self.site_name(u32::try_from(site).ok()?)
+    }
+
+    fn site_name(&mut self, site: u32) -> Option<String> {
+        if site == 0 {
+            return None;
+        }
+        if let Some(s) = self.sites.get(&site) {
+            return s.clone();
+        }
+        let resolved = self
+            .ex
+            .site
+            .clone()
+            .and_then(|[file_ptr, file_len, line, col]| {
+                let s = site as i32;
+                let fp = file_ptr.call(&mut self.store, s).ok()? as u32 as usize;
+                let fl = file_len.call(&mut self.store, s).ok()? as u32 as usize;
+                let line = line.call(&mut self.store, s).ok()?;
+                let col = col.call(&mut self.store, s).ok()?;
+                let file = self.ex.memory.data(&self.store).get(fp..fp + fl)?.to_vec();
+                Some(format!("{}:{line}:{col}", String::from_utf8_lossy(&file)))
+            });
+        self.sites.insert(site, resolved.clone());
+        resolved
+    }
+
+    fn do_step(&mut self, d: Decision) -> Result<(), HostError> {
+        let step_no = self.steps;
+        let Some(i) = self.store.data().world.thread_index(d.tid) else {
+            return Err(HostError::InvalidDecision {
+                thread: format!("{:#x}", d.tid.0),
+                alt: d.alt,
+                step: step_no,
+            });
+        };
+        {
+            let w = &self.store.data().world;
+            if !matches!(self.status, Status::Running) || !w.enabled(i) || d.alt >= w.alts(i) {
+                return Err(HostError::InvalidDecision {
+                    thread: w.thread_name(d.tid),
+                    alt: d.alt,
+                    step: step_no,
+                });
+            }
+        }
+        let tracing = self.tracing();
+        let preemption = tracing && is_preemption(&self.views, self.last, d.tid);
+        self.info.tid = d.tid;
+        self.info.alt = d.alt;
+        self.info.spawned.clear();
+        self.info.message = None;
+        self.info.cost = 0;
+        self.info.phase = None;
+        let (kind, effect, site, spawn_arg) = {
+            let t = &self.store.data().world.threads[i];
+            let arg = match &t.pending {
+                Op::Spawn { arg } => Some(*arg),
+                Op::Phase { name } => {
+                    // Rare (a few per execution): one small allocation.
+                    self.info.phase = Some(String::from_utf8_lossy(name).into());
+                    None
+                }
+                _ => None,
+            };
+            (t.pending.kind(), t.pending.effect(), t.site, arg)
+        };
+        self.info.op = Some(kind);
+        self.info.site = u64::from(site);
+        let mut spawned = None;
+        if let Some(arg) = spawn_arg {
+            if self.ex.thread_start.is_none() {
+                return Err(HostError::NoThreadStart {
+                    name: self.guest.name.clone(),
+                });
+            }
+            match self.alloc_slot()? {
+                Ok(slot) => {
+                    let top = self.slot_stack_top(slot);
+                    let w = &mut self.store.data_mut().world;
+                    let c = w.spawn_child(i, arg, slot, top);
+                    let tid = w.threads[c].tid;
+                    spawned = Some(tid);
+                    self.info.spawned.push(tid);
+                }
+                Err(f) => {
+                    let mut f = f;
+                    f.thread = Some(self.store.data().world.threads[i].path.to_string());
+                    self.status = Status::Failed(f);
+                }
+            }
+        }
+        let mut object = None;
+        let mut detail = String::new();
+        if !matches!(self.status, Status::Failed(_)) {
+            // The view of `i` holds its pending accesses; it is at index `i`
+            // unless an earlier thread exited. The view's list is rebuilt
+            // after the step anyway, so take it rather than recompute it.
+            let w = &mut self.store.data_mut().world;
+            let ex = match self.views.get_mut(i).filter(|v| v.tid == d.tid) {
+                Some(v) => {
+                    std::mem::swap(&mut self.info.accesses, &mut v.pending.accesses);
+                    w.execute_with(i, d.alt, spawned, tracing, &mut self.info.accesses)
+                }
+                None => w.execute(i, d.alt, spawned, tracing, &mut self.info.accesses),
+            };
+            object = ex.object;
+            detail = ex.detail;
+            self.info.message = ex.message;
+            match ex.outcome {
+                Outcome::Return(r) => self.run_segment(i, Some(r))?,
+                Outcome::Continue => {}
+                Outcome::Exited => {
+                    let w = &mut self.store.data_mut().world;
+                    let slot = w.threads[i].slot;
+                    w.free_slots.push(slot);
+                }
+                Outcome::Fail(f) => self.status = Status::Failed(f),
+            }
+        } else {
+            self.info.accesses.clear();
+        }
+        // Newly spawned threads run up to their first hook within this step:
+        // that code only touches their own state.
+        let unstarted = std::mem::take(&mut self.store.data_mut().world.unstarted);
+        for c in unstarted {
+            if matches!(self.status, Status::Failed(_)) {
+                break;
+            }
+            self.run_segment(c, None)?;
+        }
+        self.steps += 1;
+        self.last = Some((d.tid, Some(kind)));
+        if tracing {
+            let logs = std::mem::take(&mut self.store.data_mut().logs);
+            let site_name = self.site_name(site);
+            let thread = self.store.data().world.thread_name(d.tid);
+            self.trace.push(TraceEvent {
+                step: step_no as u32 + 1,
+                thread,
+                op: kind.name().into(),
+                object,
+                detail,
+                site: site_name,
+                preemption,
+                logs,
+            });
+        }
+        self.refresh_after(i, effect);
+        // The test suite checks every incremental update against a full
+        // recomputation.
+        #[cfg(feature = "verify-views")]
+        if let Err(e) = self.verify_views() {
+            panic!("after step {step_no} ({}): {e}", kind.name());
+        }
+        Ok(())
+    }
+
+    /// Replaces the instance with a fresh one (needed when memory must
+    /// shrink, which wasm memories cannot).
+    fn reinstantiate(&mut self) -> Result<(), HostError> {
+        let tracing = self.tracing();
+        let (store, ex) = instantiate(&self.guest, &self.test, tracing)?;
+        self.store = store;
+        self.ex = ex;
+        self.instances += 1;
+        Ok(())
+    }
+}
+
+impl Program for WasmProgram {
+    type Snapshot = Snapshot;
+    type Error = HostError;
+
+    fn reset(&mut self) -> Result<(), HostError> {
+        // Restoring the start state is exact (the same as starting again)
+        // and cheap, but memory cannot shrink: once an execution grew it,
+        // start over on a fresh instance and remember that start instead.
+        // A traced run starts afresh: the start's own logs belong in the trace.
+        let size = self.ex.memory.data_size(&self.store);
+        let rewinds_size = self.ex.pages.is_some();
+        if let Some(initial) = self.initial.take().filter(|_| !self.tracing()) {
+            if (rewinds_size || initial.memory_bytes == size)
+                && matches!(initial.status, Status::Running)
+            {
+                let r = self.restore(&initial);
+                self.initial = Some(initial);
+                return r;
+            }
+        }
+        self.reinstantiate()?;
+        self.start()?;
+        self.initial = self.snapshot()?;
+        Ok(())
+    }
+
+    fn threads(&self) -> &[ThreadView] {
+        &self.views
+    }
+
+    fn status(&self) -> &Status {
+        &self.status
+    }
+
+    fn step(&mut self, d: Decision) -> Result<&StepInfo, HostError> {
+        self.do_step(d)?;
+        Ok(&self.info)
+    }
+
+    fn snapshot(&mut self) -> Result<Option<Snapshot>, HostError> {
+        if self.guest.analysis.mutates_tables {
+            // A snapshot without the tables would not restore exactly.
+            return Ok(None);
+        }
+        let memory_bytes = self.mem_len();
+        let zero = self.known_zero(&self.store.data().world, memory_bytes / snapshot::PAGE);
+        let data = &self.ex.memory.data(&self.store)[..memory_bytes];
+        let pages = snapshot::capture_pages(data, &self.prev_pages, &zero);
+        self.prev_pages = pages.clone();
+        let mut globals = Vec::with_capacity(self.ex.globals.len());
+        for g in &self.ex.globals {
+            globals.push(snapshot::val_bits(&g.get(&mut self.store)));
+        }
+        Ok(Some(Snapshot {
+            memory_bytes,
+            pages,
+            globals,
+            world: self.store.data().world.clone(),
+            views: self.views.clone(),
+            status: self.status.clone(),
+            steps: self.steps,
+            last: self.last,
+        }))
+    }
+
+    fn restore(&mut self, s: &Snapshot) -> Result<(), HostError> {
+        let size = self.ex.memory.data_size(&self.store);
+        if size > s.memory_bytes && self.ex.pages.is_none() {
+            self.reinstantiate()?;
+        }
+        let size = self.ex.memory.data_size(&self.store);
+        if size < s.memory_bytes {
+            let pages = ((s.memory_bytes - size) / 65536) as u64;
+            self.ex
+                .memory
+                .grow(&mut self.store, pages)
+                .map_err(runtime)?;
+        }
+        // Everything the guest has now or had then; above both, memory is
+        // zero already. Pages beyond the snapshot's size become zero (the
+        // guest's later growth must find them as fresh memory is).
+        let len = self.mem_len().max(s.memory_bytes);
+        // Pages zero both now and in the snapshot need no look at all.
+        let pages = len / snapshot::PAGE;
+        let zero_now = self.known_zero(&self.store.data().world, pages);
+        let zero_then = self.known_zero(&s.world, pages);
+        let both: Vec<bool> = zero_now
+            .iter()
+            .zip(&zero_then)
+            .map(|(a, b)| *a && *b)
+            .collect();
+        let data = &mut self.ex.memory.data_mut(&mut self.store)[..len];
+        snapshot::restore_pages(data, &s.pages, &both);
+        for (g, bits) in self.ex.globals.clone().iter().zip(&s.globals) {
+            let v = snapshot::val_from_bits(&g.ty(&self.store), *bits);
+            g.set(&mut self.store, v).map_err(runtime)?;
+        }
+        let st = self.store.data_mut();
+        st.world = s.world.clone();
+        st.mode = Mode::Idle;
+        st.logs.clear();
+        self.views = s.views.clone();
+        self.status = s.status.clone();
+        self.steps = s.steps;
+        self.last = s.last;
+        self.trace.clear();
+        Ok(())
+    }
+
+    /// Everything a saved snapshot keeps alive: its page data (pages shared
+    /// with other snapshots counted in full, to stay on the safe side), its
+    /// page table, globals, `World` clone and views.
+    fn snapshot_bytes(&self, s: &Snapshot) -> usize {
+        use std::mem::size_of;
+        let views: usize = s
+            .views
+            .iter()
+            .map(|v| v.pending.accesses.capacity() * size_of::<wasmrace_trace::Access>())
+            .sum::<usize>()
+            + s.views.capacity() * size_of::<ThreadView>();
+        s.stored_bytes()
+            + s.pages.capacity() * size_of::<Option<Arc<snapshot::Page>>>()
+            + s.globals.capacity() * size_of::<u128>()
+            + s.world.heap_bytes()
+            + views
+            + size_of::<Snapshot>()
+    }
+
+    fn state_hash(&mut self) -> Option<[u8; 32]> {
+        let mut h = blake3::Hasher::new();
+        // The guest's memory only: the same state hashes the same whatever
+        // the real memory grew to in other executions.
+        let len = self.mem_len();
+        let zero = self.known_zero(&self.store.data().world, len / snapshot::PAGE);
+        snapshot::hash_memory(&self.ex.memory.data(&self.store)[..len], &zero, &mut h);
+        for g in self.ex.globals.clone() {
+            h.update(&snapshot::val_bits(&g.get(&mut self.store)).to_le_bytes());
+        }
+        self.store.data().world.hash_into(&mut h);
+        Some(*h.finalize().as_bytes())
+    }
+
+    fn thread_name(&self, tid: Tid) -> String {
+        self.store.data().world.thread_name(tid)
+    }
+}

@@ -1,0 +1,631 @@
+//! Host-side state of one execution: the thread table (stable ids, pending
+//! operations, mailboxes, registered names) and the shared objects guests
+//! reach through hooks. Pure Rust, no wasm. Each kind of operation and
+//! object lives in its own file (`thread`, `mailbox`, `cell`, `atomic`,
+//! `mutex`, `condvar`, `table`, `registry`), which decides what an
+//! operation does, whether it is enabled, what it touches and how it is
+//! described; `World` dispatches to them through the operation table
+//! (`ops::for_each_op!`) and keeps the thread table.
+
+mod atomic;
+mod barrier;
+mod cell;
+mod condvar;
+mod mailbox;
+mod mutex;
+mod registry;
+mod rwlock;
+mod table;
+mod thread;
+
+use crate::ops::{for_each_op, Op};
+use std::collections::{BTreeMap, VecDeque};
+use wasmrace_trace::{mix64, Access, Failure, FailureKind, Oid, ThreadPath, Tid, Waiting};
+
+/// The shared objects a guest creates, one variant per kind, each kind's
+/// state defined in its own file. Registering a new kind is one line.
+macro_rules! objects {
+    ($($variant:ident($ty:ty) $name:literal,)*) => {
+        #[derive(Clone, Debug, PartialEq, Eq, Hash)]
+        pub enum Object {
+            $($variant($ty),)*
+        }
+
+        impl Object {
+            /// The kind's name in object names, e.g. `mutex main#0`.
+            fn kind_name(&self) -> &'static str {
+                match self {
+                    $(Object::$variant(_) => $name,)*
+                }
+            }
+
+            fn heap_bytes(&self) -> usize {
+                match self {
+                    $(Object::$variant(s) => ObjectState::heap_bytes(s),)*
+                }
+            }
+        }
+
+        $(
+            impl Downcast for $ty {
+                fn get(o: &Object) -> Option<&Self> {
+                    match o {
+                        Object::$variant(s) => Some(s),
+                        #[allow(unreachable_patterns)]
+                        _ => None,
+                    }
+                }
+                fn get_mut(o: &mut Object) -> Option<&mut Self> {
+                    match o {
+                        Object::$variant(s) => Some(s),
+                        #[allow(unreachable_patterns)]
+                        _ => None,
+                    }
+                }
+            }
+        )*
+    };
+}
+
+objects! {
+    Cell(cell::Cell) "cell",
+    Atomic(atomic::Atomic) "atomic",
+    Mutex(mutex::Mutex) "mutex",
+    Condvar(condvar::Condvar) "condvar",
+    Table(table::Table) "table",
+    RwLock(rwlock::RwLock) "rwlock",
+    Barrier(barrier::Barrier) "barrier",
+}
+
+/// What every object kind's state provides.
+trait ObjectState {
+    /// Heap bytes the state holds beyond its own size.
+    fn heap_bytes(&self) -> usize {
+        0
+    }
+}
+
+/// Typed access to one kind's state inside an `Object` (derived by
+/// `objects!`).
+trait Downcast: Sized {
+    fn get(o: &Object) -> Option<&Self>;
+    fn get_mut(o: &mut Object) -> Option<&mut Self>;
+}
+
+/// The behaviour of the operations of one kind (one file of `world/`); the
+/// defaults fit operations that never block, have one alternative and
+/// describe no object.
+trait Kind {
+    /// Whether thread `i`'s pending `op` can run now.
+    fn enabled(_w: &World, _i: usize, _op: &Op) -> bool {
+        true
+    }
+    /// Number of alternatives of thread `i`'s pending `op`.
+    fn alts(_w: &World, _i: usize, _op: &Op) -> u32 {
+        1
+    }
+    /// What `op` would touch if run now (`out` is cleared by the caller).
+    fn accesses(w: &World, i: usize, op: &Op, out: &mut Vec<Access>);
+    /// What a blocked thread waits for, for deadlock reports.
+    fn waits_for(_w: &World, _i: usize, op: &Op) -> String {
+        format!("{} (not blocking)", op.kind().name())
+    }
+    /// The object a trace names for `op`, before it runs.
+    fn object(_w: &World, _i: usize, _op: &Op) -> Option<String> {
+        None
+    }
+    /// Runs `op` for thread `i`.
+    fn execute(w: &mut World, i: usize, op: Op, cx: &mut Cx<'_>) -> Outcome;
+}
+
+/// What an operation's execution reads besides the world, and what it
+/// reports beside its outcome.
+struct Cx<'a> {
+    alt: u32,
+    spawned: Option<Tid>,
+    tracing: bool,
+    /// What the operation touches, as computed before it ran; an operation
+    /// that turns out to touch less (a failed compare-exchange) corrects it.
+    accesses: &'a mut Vec<Access>,
+    detail: String,
+    message: Option<(Tid, u32)>,
+}
+
+/// `World`'s dispatch from each operation to its kind, derived from the
+/// operation table.
+macro_rules! dispatch {
+    ($(
+        $(#[$doc:meta])*
+        $v:ident $({ $($f:ident : $ft:ty),* })? => $handler:ident, $kind:ident, $effect:ident
+        $(, $hook:literal ($($p:ident : $pt:ty),*) -> $r:ty, |$mem:ident| $decode:expr)?;
+    )*) => {
+        impl World {
+            #[inline]
+            fn op_enabled(&self, i: usize, op: &Op) -> bool {
+                match op {
+                    $(Op::$v { .. } => <$handler::Ops as Kind>::enabled(self, i, op),)*
+                }
+            }
+            #[inline]
+            fn op_alts(&self, i: usize, op: &Op) -> u32 {
+                match op {
+                    $(Op::$v { .. } => <$handler::Ops as Kind>::alts(self, i, op),)*
+                }
+            }
+            #[inline]
+            fn op_accesses(&self, i: usize, op: &Op, out: &mut Vec<Access>) {
+                match op {
+                    $(Op::$v { .. } => <$handler::Ops as Kind>::accesses(self, i, op, out),)*
+                }
+            }
+            fn op_waits_for(&self, i: usize, op: &Op) -> String {
+                match op {
+                    $(Op::$v { .. } => <$handler::Ops as Kind>::waits_for(self, i, op),)*
+                }
+            }
+            fn op_object(&self, i: usize, op: &Op) -> Option<String> {
+                match op {
+                    $(Op::$v { .. } => <$handler::Ops as Kind>::object(self, i, op),)*
+                }
+            }
+            #[inline]
+            fn op_execute(&mut self, i: usize, op: Op, cx: &mut Cx<'_>) -> Outcome {
+                match op {
+                    $(Op::$v { .. } => <$handler::Ops as Kind>::execute(self, i, op, cx),)*
+                }
+            }
+        }
+    };
+}
+for_each_op!(dispatch);
+
+#[derive(Clone, Debug, PartialEq, Eq, Hash)]
+pub struct ObjEntry {
+    pub obj: Object,
+    pub creator: Tid,
+    pub index: u32,
+}
+
+#[derive(Clone, Debug, PartialEq, Eq, Hash)]
+pub struct Message {
+    pub from: Tid,
+    /// Index of this send among the sender's sends.
+    pub seq: u32,
+    pub data: Vec<u8>,
+}
+
+/// How a thread is entered on the wasm side.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Hash)]
+pub enum Entry {
+    /// The test export (main thread).
+    Test,
+    /// `__wasmrace_thread_start(arg)`.
+    ThreadStart(u32),
+}
+
+#[derive(Clone, Debug, PartialEq, Eq, Hash)]
+pub struct Thread {
+    pub path: ThreadPath,
+    pub tid: Tid,
+    pub exited: bool,
+    pub pending: Op,
+    /// Guest call site of the pending operation.
+    pub site: u32,
+    pub spawns: u32,
+    pub objects: u32,
+    /// Messages sent so far (the next send's `seq`).
+    pub sends: u32,
+    pub mailbox: VecDeque<Message>,
+    /// Message taken by the last receive, waiting for `recv_take`.
+    pub taken: Option<Message>,
+    pub name: Option<Vec<u8>>,
+    /// Set by `notify_*` while the thread waits on a condition variable.
+    pub notified: bool,
+    pub entry: Entry,
+    /// Memory slot (Asyncify buffer + shadow stack) index.
+    pub slot: u32,
+    /// Saved `__stack_pointer` while suspended.
+    pub sp: u32,
+    /// Lowest stack pointer this thread ever had: its stack pages below
+    /// were never written.
+    pub low: u32,
+    /// True once the first segment ran (the entry is then resumed by rewind).
+    pub started: bool,
+    /// Panic reported through `report_panic` during the current segment.
+    pub panic: Option<(String, String)>,
+}
+
+/// A value handed back to the guest when its hook returns, plus an optional
+/// `u64` written at an `out` pointer.
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
+pub struct Ret {
+    pub val: i64,
+    pub out: Option<(u32, u64)>,
+}
+
+impl Ret {
+    fn val(v: u64) -> Self {
+        Ret {
+            val: v as i64,
+            out: None,
+        }
+    }
+    fn unit() -> Self {
+        Ret::default()
+    }
+    fn opt(out: u32, v: Option<u64>) -> Self {
+        match v {
+            Some(v) => Ret {
+                val: 1,
+                out: Some((out, v)),
+            },
+            None => Ret { val: 0, out: None },
+        }
+    }
+}
+
+pub enum Outcome {
+    /// The operation completed: resume the guest with this value.
+    Return(Ret),
+    /// The thread stays suspended with a new pending operation.
+    Continue,
+    /// The thread has exited.
+    Exited,
+    /// The operation failed the execution.
+    Fail(Failure),
+}
+
+/// What one executed step did, for strategies and traces.
+pub struct Executed {
+    pub outcome: Outcome,
+    /// The message a send sent or a receive took (see `StepInfo::message`).
+    pub message: Option<(Tid, u32)>,
+    /// Human-readable object and detail, filled only when tracing.
+    pub object: Option<String>,
+    pub detail: String,
+}
+
+#[derive(Clone, Debug, Default, PartialEq, Eq, Hash)]
+pub struct World {
+    pub threads: Vec<Thread>,
+    index: BTreeMap<Tid, usize>,
+    pub objects: BTreeMap<u64, ObjEntry>,
+    pub names: BTreeMap<Vec<u8>, Tid>,
+    /// Threads created by the last step whose first segment has not run.
+    pub unstarted: Vec<usize>,
+    /// Base address of each thread slot (Asyncify buffer, then shadow
+    /// stack) in pages the host grew itself.
+    pub slot_bases: Vec<u32>,
+    /// Slots of exited threads, reused last-in first-out.
+    pub free_slots: Vec<u32>,
+    /// Per slot: the lowest stack pointer of any thread that ran in it (a
+    /// reused slot keeps its first user's writes).
+    pub slot_lows: Vec<u32>,
+}
+
+/// A registry name as traces show it.
+fn fmt_name(name: &[u8]) -> String {
+    format!("{:?}", String::from_utf8_lossy(name))
+}
+
+impl World {
+    pub fn new() -> Self {
+        World::default()
+    }
+
+    /// Adds a thread; the slot is assigned by the caller.
+    pub fn add_thread(&mut self, path: ThreadPath, entry: Entry, slot: u32, sp: u32) -> usize {
+        let tid = path.tid();
+        let i = self.threads.len();
+        self.threads.push(Thread {
+            path,
+            tid,
+            exited: false,
+            pending: Op::Start,
+            site: 0,
+            spawns: 0,
+            objects: 0,
+            sends: 0,
+            mailbox: VecDeque::new(),
+            taken: None,
+            name: None,
+            notified: false,
+            entry,
+            slot,
+            sp,
+            low: sp,
+            started: false,
+            panic: None,
+        });
+        self.index.insert(tid, i);
+        i
+    }
+
+    /// Creates the child thread of a spawn; the caller assigns its memory slot.
+    pub fn spawn_child(&mut self, parent: usize, arg: u32, slot: u32, sp: u32) -> usize {
+        let p = &mut self.threads[parent];
+        p.spawns += 1;
+        let path = p.path.child(p.spawns);
+        let c = self.add_thread(path, Entry::ThreadStart(arg), slot, sp);
+        self.unstarted.push(c);
+        c
+    }
+
+    /// Heap bytes this world holds, approximately (B-tree nodes are
+    /// estimated at one and a half times their entries). Saved snapshots
+    /// each hold a clone, so their memory budget counts this
+    /// (`Program::snapshot_bytes`).
+    pub fn heap_bytes(&self) -> usize {
+        use std::mem::size_of;
+        let message = |m: &Message| size_of::<Message>() + m.data.capacity();
+        let threads: usize = self
+            .threads
+            .iter()
+            .map(|t| {
+                t.path.0.capacity() * size_of::<u32>()
+                    + t.pending.heap_bytes()
+                    + t.mailbox.capacity() * size_of::<Message>()
+                    + t.mailbox.iter().map(|m| m.data.capacity()).sum::<usize>()
+                    + t.taken.as_ref().map_or(0, message)
+                    + t.name.as_ref().map_or(0, Vec::capacity)
+                    + t.panic
+                        .as_ref()
+                        .map_or(0, |(a, b)| a.capacity() + b.capacity())
+            })
+            .sum::<usize>()
+            + self.threads.capacity() * size_of::<Thread>();
+        let objects: usize =
+            btree_bytes(self.objects.len(), size_of::<u64>() + size_of::<ObjEntry>())
+                + self
+                    .objects
+                    .values()
+                    .map(|e| e.obj.heap_bytes())
+                    .sum::<usize>();
+        let names = btree_bytes(self.names.len(), size_of::<Vec<u8>>() + size_of::<Tid>())
+            + self.names.keys().map(Vec::capacity).sum::<usize>();
+        threads
+            + objects
+            + names
+            + btree_bytes(self.index.len(), size_of::<Tid>() + size_of::<usize>())
+            + (self.unstarted.capacity() * size_of::<usize>())
+            + (self.slot_bases.capacity() + self.free_slots.capacity() + self.slot_lows.capacity())
+                * size_of::<u32>()
+    }
+
+    pub fn thread_index(&self, tid: Tid) -> Option<usize> {
+        self.index.get(&tid).copied()
+    }
+
+    pub fn thread_name(&self, tid: Tid) -> String {
+        match self.thread_index(tid) {
+            Some(i) => self.threads[i].path.to_string(),
+            None => format!("<unknown thread {:#x}>", tid.0),
+        }
+    }
+
+    fn alive(&self, tid: Tid) -> bool {
+        self.thread_index(tid)
+            .is_some_and(|i| !self.threads[i].exited)
+    }
+
+    pub fn object_name(&self, h: u64) -> String {
+        match self.objects.get(&h) {
+            Some(e) => format!(
+                "{} {}#{}",
+                e.obj.kind_name(),
+                self.thread_name(e.creator),
+                e.index
+            ),
+            None => format!("<unknown handle {h:#x}>"),
+        }
+    }
+
+    /// The state of object `h` if it is a `T`.
+    fn object<T: Downcast>(&self, h: u64) -> Option<&T> {
+        self.objects.get(&h).and_then(|e| T::get(&e.obj))
+    }
+
+    fn object_mut<T: Downcast>(&mut self, h: u64) -> Option<&mut T> {
+        self.objects
+            .get_mut(&h)
+            .and_then(|e| T::get_mut(&mut e.obj))
+    }
+
+    /// Creates an object owned by thread `i`'s creation count; returns its
+    /// handle (stable across interleavings).
+    fn new_object(&mut self, i: usize, obj: Object) -> u64 {
+        let t = &mut self.threads[i];
+        let index = t.objects;
+        t.objects += 1;
+        let creator = t.tid;
+        let mut h = Oid::object(creator, index).0;
+        if h == 0 {
+            h = mix64(1);
+        }
+        self.objects.insert(
+            h,
+            ObjEntry {
+                obj,
+                creator,
+                index,
+            },
+        );
+        h
+    }
+
+    /// The failure of thread `i` misusing the API.
+    fn misuse(&self, i: usize, msg: String) -> Outcome {
+        Outcome::Fail(Failure::new(
+            FailureKind::Misuse,
+            Some(self.threads[i].path.to_string()),
+            msg,
+        ))
+    }
+
+    /// Whether thread `i`'s pending operation can run now.
+    #[inline]
+    pub fn enabled(&self, i: usize) -> bool {
+        let t = &self.threads[i];
+        !t.exited && self.op_enabled(i, &t.pending)
+    }
+
+    /// Number of alternatives of thread `i`'s pending operation.
+    #[inline]
+    pub fn alts(&self, i: usize) -> u32 {
+        self.op_alts(i, &self.threads[i].pending)
+    }
+
+    /// The objects thread `i`'s pending operation would touch if run now.
+    #[inline]
+    pub fn accesses(&self, i: usize, out: &mut Vec<Access>) {
+        out.clear();
+        self.op_accesses(i, &self.threads[i].pending, out);
+    }
+
+    /// What a blocked thread waits for, for deadlock reports.
+    pub fn waits_for(&self, i: usize) -> String {
+        self.op_waits_for(i, &self.threads[i].pending)
+    }
+
+    pub fn deadlock(&self) -> Failure {
+        let waiting: Vec<Waiting> = self
+            .threads
+            .iter()
+            .enumerate()
+            .filter(|(_, t)| !t.exited)
+            .map(|(i, t)| Waiting {
+                thread: t.path.to_string(),
+                waits_for: self.waits_for(i),
+            })
+            .collect();
+        let mut f = Failure::new(
+            FailureKind::Deadlock,
+            None,
+            format!(
+                "every live thread is blocked ({} thread{})",
+                waiting.len(),
+                if waiting.len() == 1 { "" } else { "s" }
+            ),
+        );
+        f.waiting = waiting;
+        f
+    }
+
+    /// Runs thread `i`'s pending operation with alternative `alt`. Spawns are
+    /// handled by the caller (they need a memory slot) before calling this
+    /// with the child's id as `spawned`.
+    /// `accesses` receives what the operation touched (a reused buffer: no
+    /// allocation per step).
+    pub fn execute(
+        &mut self,
+        i: usize,
+        alt: u32,
+        spawned: Option<Tid>,
+        tracing: bool,
+        accesses: &mut Vec<Access>,
+    ) -> Executed {
+        self.accesses(i, accesses);
+        self.execute_with(i, alt, spawned, tracing, accesses)
+    }
+
+    /// `execute` for a caller that already holds thread `i`'s pending
+    /// accesses (`accesses(i)`) in `accesses`, as the program's views do.
+    #[inline]
+    pub fn execute_with(
+        &mut self,
+        i: usize,
+        alt: u32,
+        spawned: Option<Tid>,
+        tracing: bool,
+        accesses: &mut Vec<Access>,
+    ) -> Executed {
+        let op = std::mem::replace(&mut self.threads[i].pending, Op::Start);
+        let object = if tracing {
+            self.op_object(i, &op)
+        } else {
+            None
+        };
+        let mut cx = Cx {
+            alt,
+            spawned,
+            tracing,
+            accesses,
+            detail: String::new(),
+            message: None,
+        };
+        let outcome = self.op_execute(i, op, &mut cx);
+        Executed {
+            outcome,
+            message: cx.message,
+            object,
+            detail: cx.detail,
+        }
+    }
+
+    /// Feeds the whole state into a blake3 hasher: the derived `Hash`
+    /// (every collection here is ordered, so the byte stream is canonical)
+    /// written into one buffer, then one `update`.
+    pub fn hash_into(&self, h: &mut blake3::Hasher) {
+        struct Sink(Vec<u8>);
+        impl std::hash::Hasher for Sink {
+            fn write(&mut self, bytes: &[u8]) {
+                self.0.extend_from_slice(bytes);
+            }
+            fn finish(&self) -> u64 {
+                0
+            }
+        }
+        let mut sink = Sink(Vec::with_capacity(1024));
+        std::hash::Hash::hash(self, &mut sink);
+        h.update(&sink.0);
+    }
+}
+
+/// Bytes of a B-tree of `entries` entries of `entry` bytes, estimated.
+fn btree_bytes(entries: usize, entry: usize) -> usize {
+    entries * entry * 3 / 2
+}
+
+/// Helpers for the kinds' unit tests.
+#[cfg(test)]
+pub(crate) mod testing {
+    use super::*;
+
+    /// Main and one spawned child.
+    pub fn world2() -> World {
+        let mut w = World::new();
+        w.add_thread(ThreadPath::main(), Entry::Test, 0, 0);
+        w.spawn_child(0, 7, 1, 0);
+        w
+    }
+
+    pub fn run(w: &mut World, i: usize, op: Op) -> Outcome {
+        w.threads[i].pending = op;
+        w.execute(i, 0, None, true, &mut Vec::new()).outcome
+    }
+
+    pub fn ret(o: Outcome) -> Ret {
+        match o {
+            Outcome::Return(r) => r,
+            _ => panic!("expected a return"),
+        }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::testing::*;
+    use super::*;
+
+    #[test]
+    fn deadlock_lists_every_blocked_thread() {
+        let mut w = world2();
+        let m = ret(run(&mut w, 0, Op::MutexNew)).val as u64;
+        ret(run(&mut w, 1, Op::MutexLock { h: m }));
+        w.threads[0].pending = Op::MutexLock { h: m };
+        w.threads[1].pending = Op::Recv;
+        let f = w.deadlock();
+        assert_eq!(f.waiting.len(), 2);
+        assert!(f.waiting[1].waits_for.contains("message"));
+    }
+}
