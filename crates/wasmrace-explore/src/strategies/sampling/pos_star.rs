@@ -1,5 +1,5 @@
 //! POS* (Yuan, Yang & Gu, "Partial Order Aware Concurrency Sampling",
-//! CAV 2018, §5, "Relaxation for Read-Only Events"): [`Pos`](super::Pos)
+//! CAV 2018, §5, "Relaxation for Read-Only Events"): [`Pos`](crate::strategies::Pos)
 //! whose `IsRacing` is false for two reads of the same object, so a read
 //! does not reassign the priorities of other pending reads of its object.
 //! Reads commute, so this loses no partial order; the paper measures it

@@ -18,8 +18,8 @@
 //! reads: `Access::conflicts`). Two executions have the same such sets iff
 //! they are the same Mazurkiewicz trace (program order plus the order of
 //! every conflicting pair determines the partial order). Under exhaustive
-//! [`Dfs`](super::Dfs) it also sums, per partial order, the exact
-//! probability that [`RandomWalk`](super::RandomWalk) runs an execution of
+//! [`Dfs`](crate::strategies::Dfs) it also sums, per partial order, the exact
+//! probability that [`RandomWalk`](crate::strategies::RandomWalk) runs an execution of
 //! it (the product of `1 / enabled threads` and `1 / alternatives` along the
 //! schedule), which is how the paper measures random walk.
 

@@ -47,7 +47,7 @@
 //! **Alternatives** (`choose`) are delays like thread switches: see
 //! [`DelayCursor`].
 
-use super::delaying::{choices, DelayCursor, DelayingExplorer};
+use crate::strategies::delaying::explorer::{choices, DelayCursor, DelayingExplorer};
 use crate::program::StepInfo;
 use crate::state_cache::StateCache;
 use crate::strategy::{BoundHit, Context, Start, Stat, Strategy};

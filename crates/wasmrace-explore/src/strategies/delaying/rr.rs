@@ -12,7 +12,7 @@
 //! queue and `delay` moves that one to the tail. With `k` enabled threads,
 //! `k - 1` delays bring each of them to the front once: RR is sound.
 
-use super::delaying::{first_enabled, DelayingExplorer};
+use super::explorer::{first_enabled, DelayingExplorer};
 use crate::program::{StepInfo, ThreadView};
 use std::collections::VecDeque;
 use wasmrace_trace::Tid;

@@ -37,7 +37,7 @@
 //! our defaults are `c1 = 10`, `c2 = 3` (like the paper's iterative random
 //! baseline, which samples `3^i` executions in round `i`).
 
-use super::delaying::{DelayCursor, DelayingExplorer};
+use crate::strategies::delaying::explorer::{DelayCursor, DelayingExplorer};
 use crate::program::StepInfo;
 use crate::strategy::{Context, Outcome, Start, Stat, Strategy};
 use rand::{Rng, SeedableRng};

@@ -3,7 +3,7 @@
 //! event has a random priority, the enabled event with the highest priority
 //! runs, and after it has run every pending event that *races* with it gets
 //! a fresh random priority. The reassignment is what sets POS apart from
-//! [`BasicPos`](super::BasicPos) (fixed priorities, Algorithm 2): an event
+//! [`BasicPos`](crate::strategies::BasicPos) (fixed priorities, Algorithm 2): an event
 //! that lost a race is likely to have a low priority, and without a fresh
 //! draw it would also lose the next race on the same object; with one, the
 //! order of each race is sampled uniformly on its own.
@@ -24,7 +24,7 @@
 //! Events of the same thread also race, but a thread's event that ran is
 //! gone, so only other threads' pending events are reassigned, enabled or
 //! not (a disabled one simply gets its fresh priority once enabled).
-//! [`PosStar`](super::PosStar) is the relaxation of §5 where two reads never
+//! [`PosStar`](crate::strategies::PosStar) is the relaxation of §5 where two reads never
 //! race; `Sync` accesses count as writes.
 //!
 //! **`choose`.** The paper's model has no data nondeterminism: all choice is
@@ -86,8 +86,8 @@ struct Slot {
 /// `yield` steps between two resets of every priority (§5).
 pub(crate) const YIELDS_PER_RESET: u32 = 1000;
 
-/// The priority scheduler shared by [`BasicPos`](super::BasicPos), [`Pos`]
-/// and [`PosStar`](super::PosStar).
+/// The priority scheduler shared by [`BasicPos`](crate::strategies::BasicPos), [`Pos`]
+/// and [`PosStar`](crate::strategies::PosStar).
 #[derive(Clone, Debug)]
 pub(crate) struct PosEngine {
     seed: u64,

@@ -3,7 +3,7 @@
 //! wrappers): executions, failing executions, the first failing one and when
 //! it ended, and the distinct partial orders (Mazurkiewicz traces) covered,
 //! each remembered as a 128-bit canonical hash instead of the whole
-//! happens-before relation that [`PartialOrders`](super::PartialOrders)
+//! happens-before relation that [`PartialOrders`](crate::strategies::PartialOrders)
 //! keeps.
 //!
 //! **The canonical hash.** Events are named as in `PartialOrders`:

@@ -30,7 +30,7 @@
 //! The bound holds for executions whose `k` is at least the real length.
 //!
 //! **Seeding.** Execution `i` draws from ChaCha8 stream `i` of the seed (as
-//! [`RandomWalk`](super::RandomWalk) does), so it depends only on the seed,
+//! [`RandomWalk`](crate::strategies::RandomWalk) does), so it depends only on the seed,
 //! `i` and the length estimate `k` it started with; with a fixed estimate
 //! (`with_length_estimate(k, false)`) only on `(seed, i)`. Values of
 //! `choose` (threads with several alternatives) are drawn uniformly from the
