@@ -2,7 +2,7 @@
 //! test × strategy × seed *cell* for a fixed number of executions, measures
 //! each (hit ratio, executions and time to the first bug, executions per
 //! second, distinct partial orders, whether the space was exhausted) with the
-//! [`Metrics`] wrapper, and aggregates them per test and strategy the way the
+//! [`Metrics`] observer, and aggregates them per test and strategy the way the
 //! POS paper's Table 3 does (rows hardest first, the best cell of a row
 //! marked, a geometric mean of hit ratios per strategy where a miss counts as
 //! one over the budget).
@@ -616,9 +616,12 @@ fn run_cell(
         ..Config::default()
     };
     let mut explorer = Explorer::new(program, config);
-    let mut metrics = Metrics::new(choice.build(seed));
+    let mut strategy = choice.build(seed);
+    let mut metrics = Metrics::new();
     let report = explorer
-        .run_with_progress(&mut metrics, &mut |r| on_execution(r.executions))
+        .run_with(&mut *strategy, &mut metrics, &mut |r| {
+            on_execution(r.executions)
+        })
         .map_err(|e| match e {
             ExploreError::Program(h) => BenchError::Host(h),
             other => BenchError::Explore {

@@ -39,7 +39,9 @@ pub use directed::{
     procrastinate, site_pair, Action, HybridDetector, Procrastination, ProcrastinationOptions,
     ProcrastinationStats, RaceFuzzer, RaceFuzzerOptions, RealRace, RunKind, SitePair,
 };
-pub use measuring::{MicroBenchmark, Metrics, PartialOrders, RecordStats, Recorded, Recorder};
+pub use measuring::{
+    Metrics, MicroBenchmark, PartialOrders, RecordStats, Recorded, Recorder, Recording,
+};
 pub use portfolio::Portfolio;
 pub use replay::{Divergence, DivergenceReason, Replay};
 pub use sampling::{BasicPos, Pct, Pos, PosStar, RandomWalk, SampleCount, Ss, SsOptions};

@@ -8,4 +8,4 @@ pub mod record;
 
 pub use metrics::Metrics;
 pub use pos_bench::{MicroBenchmark, PartialOrders};
-pub use record::{RecordStats, Recorded, Recorder};
+pub use record::{RecordStats, Recorded, Recorder, Recording};

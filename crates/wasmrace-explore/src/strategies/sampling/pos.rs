@@ -47,7 +47,7 @@
 //! probability 1/48 and random walk 1/128; the tests reproduce both.
 
 use crate::program::StepInfo;
-use crate::strategy::{Context, Start, Strategy};
+use crate::strategy::{Capabilities, Context, Start, Strategy};
 use rand::{Rng, SeedableRng};
 use rand_chacha::ChaCha8Rng;
 use std::collections::BTreeMap;
@@ -207,9 +207,6 @@ macro_rules! pos_strategy {
             fn name(&self) -> &str {
                 $name
             }
-            fn seed(&self) -> u64 {
-                self.0.seed()
-            }
             fn begin(&mut self, executions: u64) -> Option<Start> {
                 self.0.begin(executions)
             }
@@ -218,6 +215,19 @@ macro_rules! pos_strategy {
             }
             fn observe(&mut self, step: &StepInfo) {
                 self.0.observe(step)
+            }
+            fn capabilities(&self) -> Option<&dyn Capabilities> {
+                Some(self)
+            }
+            fn capabilities_mut(&mut self) -> Option<&mut dyn Capabilities> {
+                Some(self)
+            }
+        }
+
+        /// The seed.
+        impl Capabilities for $ty {
+            fn seed(&self) -> u64 {
+                self.0.seed()
             }
         }
     };
@@ -237,7 +247,7 @@ pos_strategy!(
 pub(crate) mod testing {
     use crate::explorer::{Config, Explorer, Report};
     use crate::model::{reg, Model, ModelBuilder};
-    use crate::strategies::{Recorder, Replay};
+    use crate::strategies::{Recording, Replay};
     use crate::strategy::Strategy;
 
     /// Runs `n` executions of `strategy` on `model`, not stopping at bugs.
@@ -248,6 +258,16 @@ pub(crate) mod testing {
             ..Config::default()
         };
         Explorer::new(model, cfg).run(strategy).unwrap()
+    }
+
+    /// [`sample`] with the executions recorded.
+    pub(crate) fn sample_rec<S: Strategy>(model: Model, rec: &mut Recording<S>, n: u64) -> Report {
+        let cfg = Config {
+            max_executions: n,
+            stop_on_first_bug: false,
+            ..Config::default()
+        };
+        rec.run(&mut Explorer::new(model, cfg)).unwrap()
     }
 
     /// The running example of the paper (Fig. 2), as reconstructed in
@@ -333,8 +353,8 @@ pub(crate) mod testing {
         make: impl Fn(u64) -> S,
         seed: u64,
     ) -> Vec<Vec<wasmrace_trace::Decision>> {
-        let mut rec = Recorder::new(make(seed));
-        sample(running_example(), &mut rec, 300);
+        let mut rec = Recording::new(make(seed));
+        sample_rec(running_example(), &mut rec, 300);
         rec.executions()
             .iter()
             .map(|e| e.decisions.clone())
@@ -357,7 +377,7 @@ mod tests {
     use crate::model::{reg, ModelBuilder};
     use crate::program::{Pending, ThreadView};
     use crate::strategies::RandomWalk;
-    use crate::strategies::{Dfs, Recorder};
+    use crate::strategies::{Dfs, Recording};
     use crate::Explorer;
     use wasmrace_trace::Oid;
 
@@ -383,8 +403,8 @@ mod tests {
             stop_on_first_bug: false,
             ..crate::Config::default()
         };
-        let mut rec = Recorder::new(Dfs::unbounded());
-        let report = Explorer::new(running_example(), cfg).run(&mut rec).unwrap();
+        let mut rec = Recording::new(Dfs::unbounded());
+        let report = rec.run(&mut Explorer::new(running_example(), cfg)).unwrap();
         assert!(report.exhausted);
         let failing: Vec<_> = report.bugs.iter().map(|b| b.schedule.len()).collect();
         assert_eq!(failing.len(), 2, "{failing:?}");

@@ -10,7 +10,7 @@
 
 use super::pos::{pos_strategy, PosEngine, Variant};
 use crate::program::StepInfo;
-use crate::strategy::{Context, Start, Strategy};
+use crate::strategy::{Capabilities, Context, Start, Strategy};
 use wasmrace_trace::Decision;
 
 pos_strategy!(
