@@ -228,9 +228,7 @@ impl Default for CheckOptions {
     /// explorer's default bounds.
     fn default() -> Self {
         CheckOptions {
-            strategy: StrategyChoice::Dfs {
-                preemption_bound: Some(2),
-            },
+            strategy: StrategyChoice::default_portfolio(),
             seed: 0,
             explore: Config::default(),
         }
@@ -536,4 +534,23 @@ pub fn replay(
         divergence: strategy.divergence().cloned(),
         steps: strategy.replayed(),
     })
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    /// The library's default is what `wasmrace check` runs with no flags:
+    /// the portfolio, opening with DFS bounded at 2 preemptions.
+    #[test]
+    fn the_default_options_are_the_clis_portfolio() {
+        let opts = CheckOptions::default();
+        assert_eq!(opts.strategy, StrategyChoice::default_portfolio());
+        assert_eq!(
+            opts.strategy,
+            StrategyChoice::from_name("portfolio").unwrap()
+        );
+        assert_eq!(opts.strategy.name(), "portfolio");
+        assert_eq!(opts.to_json()["preemption_bound"], 2);
+    }
 }
