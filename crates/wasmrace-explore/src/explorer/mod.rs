@@ -272,7 +272,7 @@ impl<P: Program, O: Observer + ?Sized> Run<'_, P, O> {
             });
         }
         let budget = self.cfg.time_budget?;
-        (self.started.elapsed() >= budget).then(|| BoundHit {
+        (self.started.elapsed() >= budget).then_some(BoundHit {
             bound: "time budget (seconds)",
             value: budget.as_secs(),
             knob: "--time-budget",

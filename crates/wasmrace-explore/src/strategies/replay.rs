@@ -222,8 +222,6 @@ impl Strategy for Replay {
         self.outcome = Some(outcome.clone());
     }
 
-    /// A replay has one execution to run; once run, it is done.
-
     fn capabilities(&self) -> Option<&dyn Capabilities> {
         Some(self)
     }
@@ -235,6 +233,7 @@ impl Strategy for Replay {
 
 /// Exhausted once the one execution ran.
 impl Capabilities for Replay {
+    /// A replay has one execution to run; once run, it is done.
     fn exhausted(&self) -> bool {
         self.outcome.is_some()
     }

@@ -57,7 +57,10 @@ impl ExplorerKind {
     }
 }
 
-/// The built-in explorers, selectable by name (`rr`, `rtc`, `prr`).
+/// The built-in explorers, selectable by name (`rr`, `rtc`, `prr`). Not
+/// boxed: SES and SS clone the explorer at every pending branch or step,
+/// and boxing would add an allocation to each clone.
+#[allow(clippy::large_enum_variant)]
 #[derive(Clone, Debug)]
 pub enum BuiltinExplorer {
     RoundRobin(RoundRobin),

@@ -182,7 +182,7 @@ impl PosEngine {
         self.ran_accesses.clone_from(&step.accesses);
         if step.op == Some(OpKind::Yield) {
             self.yields += 1;
-            if self.yields % YIELDS_PER_RESET == 0 {
+            if self.yields.is_multiple_of(YIELDS_PER_RESET) {
                 self.slots.clear();
             }
         }

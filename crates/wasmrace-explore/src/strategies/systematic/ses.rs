@@ -215,9 +215,6 @@ impl<E: DelayingExplorer + Clone> Strategy for Ses<E> {
         "ses"
     }
 
-    /// The seed, when the explorer draws from it (PRR); 0 otherwise, since
-    /// SES itself makes no random choice.
-
     fn begin(&mut self, _executions: u64) -> Option<Start> {
         if self.exhausted {
             return None;
@@ -335,6 +332,8 @@ impl<E: DelayingExplorer + Clone> Strategy for Ses<E> {
 /// The seed, the state cache, the frontier of saved states, the delay
 /// bound, and the counters.
 impl<E: DelayingExplorer + Clone> Capabilities for Ses<E> {
+    /// The seed, when the explorer draws from it (PRR); 0 otherwise, since
+    /// SES itself makes no random choice.
     fn seed(&self) -> u64 {
         if self.initial.is_random() {
             self.seed
