@@ -115,13 +115,15 @@ mod tests {
 
     /// `--preemption-bound`'s help states the default in prose (it cannot
     /// be a clap default: it is an `Option` that conflicts with
-    /// `--unbounded`), so pin it to the library's.
+    /// `--unbounded`), so pin it to the library's: the library's default
+    /// is the CLI's, the portfolio, opening with DFS bounded at 2.
     #[test]
     fn documented_preemption_bound_is_the_library_default() {
         assert_eq!(
             wasmrace_host::CheckOptions::default().strategy,
-            wasmrace_host::StrategyChoice::Dfs {
-                preemption_bound: Some(2)
+            wasmrace_host::StrategyChoice::Portfolio {
+                preemption_bound: Some(2),
+                opening_executions: 1000,
             }
         );
         let help = Cli::command()

@@ -9,6 +9,7 @@
 pub mod blocking;
 pub mod explorer;
 pub mod model;
+pub mod observer;
 mod prefix_tree;
 pub mod program;
 pub mod state_cache;
@@ -17,12 +18,13 @@ pub mod strategy;
 
 pub use blocking::WithoutBlockingAvoidance;
 pub use explorer::{Bug, Config, ExploreError, Explorer, Report};
+pub use observer::Observer;
 pub use program::{is_preemption, Pending, Program, Status, StepInfo, ThreadView};
 pub use state_cache::StateCache;
 pub use strategies::{
     BuiltinExplorer, DelayCursor, DelayingExplorer, Dfs, DfsOptions, Divergence, DivergenceReason,
-    ExplorerKind, RandomWalk, RecordStats, Recorded, Recorder, Replay, Ses, SesOptions, Ss,
-    SsOptions,
+    ExplorerKind, Metrics, PartialOrders, RandomWalk, RecordStats, Recorded, Recorder, Recording,
+    Replay, Ses, SesOptions, Ss, SsOptions,
 };
-pub use strategy::{BoundHit, Context, Outcome, Start, Stat, Strategy};
+pub use strategy::{BoundHit, Capabilities, Context, Outcome, RealRace, Start, Stat, Strategy};
 pub use wasmrace_trace as trace;

@@ -2,9 +2,11 @@
 //! shuttle's `Scheduler`: the explorer asks where to start each execution and
 //! which decision to take at each step; the strategy never touches the
 //! program itself, which keeps strategies testable on pure-Rust models.
+//! Optional capabilities (state hashes, saved states, counters, races, ...)
+//! are a second trait a strategy opts into.
 
 use crate::program::{StepInfo, ThreadView};
-use wasmrace_trace::{Decision, Failure, OpKind, Tid};
+use wasmrace_trace::{Decision, Failure, Oid, OpKind, Tid};
 
 /// Where the next execution starts.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
@@ -91,14 +93,47 @@ pub struct BoundHit {
     pub knob: &'static str,
 }
 
+/// A real race: two statements a strategy brought to the same object at
+/// the same time, with conflicting accesses (RaceFuzzer's "real races").
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub struct RealRace {
+    /// The racing pair of sites (smaller first).
+    pub sites: (u64, u64),
+    /// The object both statements were about to access.
+    pub obj: Oid,
+    /// Times the race was created, over all executions.
+    pub count: u64,
+    /// Executions that created it at least once.
+    pub executions: u64,
+    /// 1-based number of the first execution that created it (as
+    /// `Bug::execution`).
+    pub first_execution: u64,
+}
+
+/// A strategy: the small core every strategy implements.
+///
+/// **Lifecycle.** The explorer calls, for each execution: `begin` once
+/// (`None` ends the run); then, until the program finishes or fails,
+/// `decide` with the enabled threads and, when it returns a decision, runs
+/// that step and calls `observe` with what it did (`decide` returning `None`
+/// abandons the execution); then `end` once with the outcome. A
+/// `Start::Resume` or `Start::Saved` begins the execution after a prefix the
+/// strategy chose earlier: the explorer gets there by itself (restoring a
+/// snapshot or replaying), without calling `decide` or `observe` for the
+/// prefix, so what a strategy does never depends on the snapshot policy. A
+/// run ends when `begin` returns `None`, a bound of the explorer is hit, or
+/// (by default) an execution fails; `end` is not called for an execution
+/// that was never begun.
+///
+/// **Capabilities.** Everything else a strategy may do is optional and
+/// lives in [`Capabilities`]: a strategy that has any implements it and
+/// returns itself from [`capabilities`](Self::capabilities) and
+/// [`capabilities_mut`](Self::capabilities_mut). Measuring what a strategy
+/// does is not the strategy's business: the explorer runs an
+/// [`Observer`](crate::Observer) beside it.
 pub trait Strategy {
     /// Short name used in reports and schedule files (`dfs`, `random`).
     fn name(&self) -> &str;
-
-    /// The seed that, with the same options, reproduces this strategy's run.
-    fn seed(&self) -> u64 {
-        0
-    }
 
     /// Starts the next execution, or returns `None` when the strategy has
     /// nothing more to explore. `executions` counts executions begun so far.
@@ -118,6 +153,28 @@ pub trait Strategy {
     /// Called when an execution ends.
     fn end(&mut self, _outcome: &Outcome) {}
 
+    /// The optional capabilities, for reading; `None` (the default) means
+    /// none of them.
+    fn capabilities(&self) -> Option<&dyn Capabilities> {
+        None
+    }
+
+    /// The optional capabilities, for the explorer to drive (state hashes,
+    /// saved states). Must agree with [`capabilities`](Self::capabilities).
+    fn capabilities_mut(&mut self) -> Option<&mut dyn Capabilities> {
+        None
+    }
+}
+
+/// What a strategy may do beyond the core, each with a default meaning
+/// "not this one". Combinations (the portfolio) answer for their current
+/// member; nothing else forwards them.
+pub trait Capabilities {
+    /// The seed that, with the same options, reproduces this strategy's run.
+    fn seed(&self) -> u64 {
+        0
+    }
+
     /// True once the strategy has explored its whole space (within its own
     /// bound, if it has one; see `bound_hit`).
     fn exhausted(&self) -> bool {
@@ -130,11 +187,11 @@ pub trait Strategy {
         None
     }
 
-    /// The strategy that chose the current (or last) execution: itself,
-    /// or the member of a combination such as the portfolio. Reports say
+    /// The member of a combination (the portfolio) that chose the current
+    /// (or last) execution; `None` means the strategy itself. Reports say
     /// which one found a bug.
-    fn active(&self) -> &str {
-        self.name()
+    fn active(&self) -> Option<&str> {
+        None
     }
 
     /// Whether the explorer should hash the program state at each decision
@@ -161,8 +218,6 @@ pub trait Strategy {
     /// snapshot), else only its prefix, in a prefix tree shared with the
     /// other saved states. Saving under an id still held replaces the old
     /// state. Saved states never started from are dropped when the run ends.
-    /// Wrappers must forward this (and keep, per id, whatever per-step data
-    /// they need to continue after a `Saved` start).
     fn save_request(&mut self) -> Option<u64> {
         None
     }
@@ -172,14 +227,54 @@ pub trait Strategy {
     fn stats(&self) -> Vec<Stat> {
         Vec::new()
     }
+
+    /// Real races the strategy created (RaceFuzzer), for reports.
+    fn real_races(&self) -> Vec<RealRace> {
+        Vec::new()
+    }
+}
+
+/// Reading a strategy's capabilities with their defaults, whatever the
+/// strategy opted into.
+impl dyn Strategy + '_ {
+    /// [`Capabilities::seed`], or 0.
+    pub fn seed(&self) -> u64 {
+        self.capabilities().map_or(0, |c| c.seed())
+    }
+
+    /// [`Capabilities::exhausted`], or false.
+    pub fn exhausted(&self) -> bool {
+        self.capabilities().is_some_and(|c| c.exhausted())
+    }
+
+    /// [`Capabilities::bound_hit`], or none.
+    pub fn bound_hit(&self) -> Option<BoundHit> {
+        self.capabilities().and_then(|c| c.bound_hit())
+    }
+
+    /// [`Capabilities::active`], or the strategy's own name.
+    pub fn active(&self) -> &str {
+        self.capabilities()
+            .and_then(|c| c.active())
+            .unwrap_or_else(|| self.name())
+    }
+
+    /// [`Capabilities::stats`], or none.
+    pub fn stats(&self) -> Vec<Stat> {
+        self.capabilities().map(|c| c.stats()).unwrap_or_default()
+    }
+
+    /// [`Capabilities::real_races`], or none.
+    pub fn real_races(&self) -> Vec<RealRace> {
+        self.capabilities()
+            .map(|c| c.real_races())
+            .unwrap_or_default()
+    }
 }
 
 impl<S: Strategy + ?Sized> Strategy for Box<S> {
     fn name(&self) -> &str {
         (**self).name()
-    }
-    fn seed(&self) -> u64 {
-        (**self).seed()
     }
     fn begin(&mut self, executions: u64) -> Option<Start> {
         (**self).begin(executions)
@@ -193,25 +288,10 @@ impl<S: Strategy + ?Sized> Strategy for Box<S> {
     fn end(&mut self, outcome: &Outcome) {
         (**self).end(outcome)
     }
-    fn exhausted(&self) -> bool {
-        (**self).exhausted()
+    fn capabilities(&self) -> Option<&dyn Capabilities> {
+        (**self).capabilities()
     }
-    fn bound_hit(&self) -> Option<BoundHit> {
-        (**self).bound_hit()
-    }
-    fn active(&self) -> &str {
-        (**self).active()
-    }
-    fn wants_state_hash(&self) -> bool {
-        (**self).wants_state_hash()
-    }
-    fn observe_state(&mut self, hash: Option<[u8; 32]>) {
-        (**self).observe_state(hash)
-    }
-    fn save_request(&mut self) -> Option<u64> {
-        (**self).save_request()
-    }
-    fn stats(&self) -> Vec<Stat> {
-        (**self).stats()
+    fn capabilities_mut(&mut self) -> Option<&mut dyn Capabilities> {
+        (**self).capabilities_mut()
     }
 }

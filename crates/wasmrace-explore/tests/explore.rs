@@ -6,8 +6,8 @@ use std::collections::BTreeSet;
 use wasmrace_explore::model::{lit, reg, Model, ModelBuilder};
 use wasmrace_explore::trace::{Decision, FailureKind, OpKind, Tid};
 use wasmrace_explore::{
-    is_preemption, Config, Dfs, DivergenceReason, Explorer, Outcome, Program, RandomWalk, Recorded,
-    Recorder, Replay, Report, Status, Strategy, WithoutBlockingAvoidance,
+    is_preemption, Capabilities, Config, Dfs, DivergenceReason, Explorer, Outcome, Program,
+    RandomWalk, Recorded, Recording, Replay, Report, Status, Strategy, WithoutBlockingAvoidance,
 };
 
 // ---------------------------------------------------------------- models
@@ -166,10 +166,14 @@ fn all_config() -> Config {
     }
 }
 
-fn explore<P: Program, S: Strategy>(program: P, strategy: S, cfg: Config) -> (Report, Recorder<S>) {
-    let mut rec = Recorder::new(strategy);
+fn explore<P: Program, S: Strategy>(
+    program: P,
+    strategy: S,
+    cfg: Config,
+) -> (Report, Recording<S>) {
+    let mut rec = Recording::new(strategy);
     let mut ex = Explorer::new(program, cfg);
-    let report = ex.run(&mut rec).expect("exploration runs");
+    let report = rec.run(&mut ex).expect("exploration runs");
     (report, rec)
 }
 
@@ -773,7 +777,7 @@ fn random_walk_is_reproducible_from_its_seed() {
     let c = run(2);
     assert_eq!(a.executions(), b.executions());
     assert_ne!(schedules(a.executions()), schedules(c.executions()));
-    assert_eq!(a.seed(), 1);
+    assert_eq!(a.inner().seed(), 1);
     assert!(a
         .executions()
         .iter()

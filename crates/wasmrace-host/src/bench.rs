@@ -2,7 +2,7 @@
 //! test × strategy × seed *cell* for a fixed number of executions, measures
 //! each (hit ratio, executions and time to the first bug, executions per
 //! second, distinct partial orders, whether the space was exhausted) with the
-//! [`Metrics`] wrapper, and aggregates them per test and strategy the way the
+//! [`Metrics`] observer, and aggregates them per test and strategy the way the
 //! POS paper's Table 3 does (rows hardest first, the best cell of a row
 //! marked, a geometric mean of hit ratios per strategy where a miss counts as
 //! one over the budget).
@@ -359,6 +359,20 @@ pub fn bench(
     opts: &BenchOptions,
     progress: &(dyn Fn(&BenchProgress) + Sync),
 ) -> Result<BenchResults, BenchError> {
+    validate(modules, opts)?;
+    // Pick the tests first: the audit validates a module and lists its
+    // tests without instrumenting it, so modules with no test picked are
+    // never instrumented or compiled.
+    let tests = pick_tests(modules, opts)?;
+    let loaded = load_guests(modules, opts, &tests, progress)?;
+    let seeded: Vec<bool> = opts.strategies.iter().map(is_seeded).collect();
+    let cells = plan_cells(opts, &tests, &seeded);
+    let results = run_cells(modules, opts, &tests, &loaded, &cells, progress)?;
+    Ok(aggregate(opts, &tests, modules, &seeded, results))
+}
+
+/// Refuses empty, duplicate and zero inputs.
+fn validate(modules: &[BenchModule], opts: &BenchOptions) -> Result<(), BenchError> {
     if modules.is_empty() {
         return Err(BenchError::NoModules);
     }
@@ -389,10 +403,15 @@ pub fn bench(
             return Err(BenchError::Zero { option });
         }
     }
+    Ok(())
+}
 
-    // Pick the tests first: the audit validates a module and lists its
-    // tests without instrumenting it, so modules with no test picked are
-    // never instrumented or compiled.
+/// The tests to run, with the index of their module: every test of each
+/// module (or its listed ones) that matches a pattern of `opts.tests`.
+fn pick_tests(
+    modules: &[BenchModule],
+    opts: &BenchOptions,
+) -> Result<Vec<(usize, TestInfo)>, BenchError> {
     let mut tests: Vec<(usize, TestInfo)> = Vec::new();
     let mut available: Vec<String> = Vec::new();
     for (mi, m) in modules.iter().enumerate() {
@@ -443,9 +462,25 @@ pub fn bench(
             available: format!("`{}`", available.join("`, `")),
         });
     }
+    Ok(tests)
+}
 
-    // Load the modules that have tests to run, in parallel: a module not in
-    // the cache takes seconds to instrument.
+/// The guests of the modules that have tests to run (`guests[module]`, a
+/// few copies each, empty for the others) and how many modules that is.
+struct Loaded {
+    guests: Vec<Vec<Guest>>,
+    copies: usize,
+    used: usize,
+}
+
+/// Loads the modules that have tests to run, in parallel: a module not in
+/// the cache takes seconds to instrument.
+fn load_guests(
+    modules: &[BenchModule],
+    opts: &BenchOptions,
+    tests: &[(usize, TestInfo)],
+    progress: &(dyn Fn(&BenchProgress) + Sync),
+) -> Result<Loaded, BenchError> {
     let used: Vec<usize> = (0..modules.len())
         .filter(|mi| tests.iter().any(|(m, _)| m == mi))
         .collect();
@@ -475,8 +510,15 @@ pub fn bench(
     for (mi, g) in used.iter().zip(loaded_guests) {
         guests[*mi] = g;
     }
+    Ok(Loaded {
+        guests,
+        copies,
+        used: used.len(),
+    })
+}
 
-    let seeded: Vec<bool> = opts.strategies.iter().map(is_seeded).collect();
+/// Every test x strategy x seed cell; unseeded strategies run once.
+fn plan_cells(opts: &BenchOptions, tests: &[(usize, TestInfo)], seeded: &[bool]) -> Vec<Cell> {
     let mut cells: Vec<Cell> = Vec::new();
     for (ti, (mi, _)) in tests.iter().enumerate() {
         for (si, _) in opts.strategies.iter().enumerate() {
@@ -491,14 +533,26 @@ pub fn bench(
             }
         }
     }
+    cells
+}
 
+/// Runs the cells on `opts.jobs` workers, reporting progress.
+fn run_cells(
+    modules: &[BenchModule],
+    opts: &BenchOptions,
+    tests: &[(usize, TestInfo)],
+    loaded: &Loaded,
+    cells: &[Cell],
+    progress: &(dyn Fn(&BenchProgress) + Sync),
+) -> Result<Vec<CellResult>, BenchError> {
+    let (guests, copies, used) = (&loaded.guests, loaded.copies, loaded.used);
     let executions_done = AtomicU64::new(0);
     let cells_done = AtomicUsize::new(0);
     let planned = cells.len() as u64 * opts.executions;
     let report_progress = |executions: u64| {
         progress(&BenchProgress {
-            modules_loaded: used.len(),
-            modules: used.len(),
+            modules_loaded: used,
+            modules: used,
             cells_done: cells_done.load(Ordering::Relaxed),
             cells: cells.len(),
             executions_done: executions,
@@ -540,8 +594,7 @@ pub fn bench(
         report_progress(total);
         result
     })?;
-
-    Ok(aggregate(opts, &tests, modules, &seeded, results))
+    Ok(results)
 }
 
 thread_local! {
@@ -618,9 +671,12 @@ fn run_cell(
         ..Config::default()
     };
     let mut explorer = Explorer::new(program, config);
-    let mut metrics = Metrics::new(choice.build(seed));
+    let mut strategy = choice.build(seed);
+    let mut metrics = Metrics::new();
     let report = explorer
-        .run_with_progress(&mut metrics, &mut |r| on_execution(r.executions))
+        .run_with(&mut *strategy, &mut metrics, &mut |r| {
+            on_execution(r.executions)
+        })
         .map_err(|e| match e {
             ExploreError::Program(h) => BenchError::Host(h),
             other => BenchError::Explore {

@@ -154,8 +154,7 @@ impl StrategyChoice {
     }
 
     /// Builds the strategy, seeded, for embedders who drive an `Explorer`
-    /// themselves (`check` builds RaceFuzzer itself, to keep its concrete
-    /// type and read the real races afterwards).
+    /// themselves.
     pub fn build(&self, seed: u64) -> Box<dyn Strategy> {
         match self {
             StrategyChoice::Dfs { preemption_bound } => Box::new(Dfs::new(DfsOptions {
@@ -229,9 +228,7 @@ impl Default for CheckOptions {
     /// explorer's default bounds.
     fn default() -> Self {
         CheckOptions {
-            strategy: StrategyChoice::Dfs {
-                preemption_bound: Some(2),
-            },
+            strategy: StrategyChoice::default_portfolio(),
             seed: 0,
             explore: Config::default(),
         }
@@ -370,7 +367,8 @@ pub fn check_with_strategy(
         .run_with_progress(strategy, progress)
         .map_err(explore_err)?;
     let name = strategy.name().to_string();
-    finish_check(guest, test, opts, explorer, report, name, Vec::new())
+    let real = strategy.real_races();
+    finish_check(guest, test, opts, explorer, report, name, real)
 }
 
 /// Like [`check`], calling `progress` after every execution.
@@ -382,23 +380,11 @@ pub fn check_with_progress(
 ) -> Result<CheckOutcome, HostError> {
     let program = guest.program(test)?;
     let mut explorer = Explorer::new(program, opts.explore.clone());
-    let (report, strategy_name, real): (Report, String, Vec<RealRace>) = match opts.strategy {
-        StrategyChoice::RaceFuzzer => {
-            // Kept concrete to read the real races afterwards.
-            let mut fuzzer = RaceFuzzer::new(opts.seed);
-            let report = explorer
-                .run_with_progress(&mut fuzzer, progress)
-                .map_err(explore_err)?;
-            (report, fuzzer.name().to_string(), fuzzer.real_races())
-        }
-        _ => {
-            let mut strategy = opts.strategy.build(opts.seed);
-            let report = explorer
-                .run_with_progress(&mut *strategy, progress)
-                .map_err(explore_err)?;
-            (report, strategy.name().to_string(), Vec::new())
-        }
-    };
+    let mut strategy = opts.strategy.build(opts.seed);
+    let report = explorer
+        .run_with_progress(&mut *strategy, progress)
+        .map_err(explore_err)?;
+    let (strategy_name, real) = (strategy.name().to_string(), strategy.real_races());
     finish_check(guest, test, opts, explorer, report, strategy_name, real)
 }
 
@@ -548,4 +534,23 @@ pub fn replay(
         divergence: strategy.divergence().cloned(),
         steps: strategy.replayed(),
     })
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    /// The library's default is what `wasmrace check` runs with no flags:
+    /// the portfolio, opening with DFS bounded at 2 preemptions.
+    #[test]
+    fn the_default_options_are_the_clis_portfolio() {
+        let opts = CheckOptions::default();
+        assert_eq!(opts.strategy, StrategyChoice::default_portfolio());
+        assert_eq!(
+            opts.strategy,
+            StrategyChoice::from_name("portfolio").unwrap()
+        );
+        assert_eq!(opts.strategy.name(), "portfolio");
+        assert_eq!(opts.to_json()["preemption_bound"], 2);
+    }
 }

@@ -1,62 +1,48 @@
-//! The built-in strategies, one per file, each citing its paper, plus the
-//! wrappers and tools around them.
+//! The built-in strategies, grouped by family, one per file, each citing
+//! its paper, plus the combinations and tools around them.
 //!
-//! Systematic: [`Dfs`] (Concuerror, ICST 2013), [`Ses`] (delaying
-//! explorers, FSE 2015, with [`RoundRobin`], [`RunToCompletion`],
-//! [`ProbabilisticRoundRobin`] or your own [`DelayingExplorer`]). Sampling:
-//! [`RandomWalk`], [`Pct`] (ASPLOS 2010), [`BasicPos`], [`Pos`], [`PosStar`]
-//! (CAV 2018), [`Ss`] (FSE 2015).
-//! Directed: [`RaceFuzzer`] (PLDI 2008, with its [`HybridDetector`]),
-//! [`Procrastination`] (PULSE, Erlang 2011). Combinations and wrappers:
-//! [`Portfolio`], [`Replay`], [`Recorder`], [`PartialOrders`], [`Metrics`].
+//! - [`systematic`]: [`Dfs`] (Concuerror, ICST 2013), [`Ses`] (FSE 2015).
+//! - [`sampling`]: [`RandomWalk`], [`Pct`] (ASPLOS 2010), [`BasicPos`],
+//!   [`Pos`], [`PosStar`] (CAV 2018), [`Ss`] (FSE 2015).
+//! - [`directed`]: [`RaceFuzzer`] (PLDI 2008, with its [`HybridDetector`]),
+//!   [`Procrastination`] (PULSE, Erlang 2011).
+//! - [`delaying`]: the delaying explorers SES and SS run ([`RoundRobin`],
+//!   [`RunToCompletion`], [`ProbabilisticRoundRobin`] or your own
+//!   [`DelayingExplorer`]).
+//! - [`measuring`]: [`Metrics`], [`PartialOrders`], [`Recorder`], run by the
+//!   explorer beside any strategy.
+//! - [`Portfolio`] combines strategies; [`Replay`] follows a schedule.
+//!
+//! Every module keeps its old path too (`strategies::dfs`,
+//! `strategies::pos`, ...), so embedders' imports keep working.
 
-pub mod basic_pos;
-pub mod dfs;
-pub mod metrics;
-pub mod pct;
-pub mod portfolio;
-pub mod pos;
-pub mod pos_bench;
-pub mod pos_star;
-pub mod procrastination;
-pub mod race_detector;
-pub mod racefuzzer;
-pub mod random;
-pub mod record;
-pub mod replay;
-
-pub use basic_pos::BasicPos;
-pub use dfs::{Dfs, DfsOptions};
-pub use metrics::Metrics;
-pub use pct::Pct;
-pub use portfolio::Portfolio;
-pub use pos::Pos;
-pub use pos_bench::{MicroBenchmark, PartialOrders};
-pub use pos_star::PosStar;
-pub use procrastination::{
-    procrastinate, Action, Procrastination, ProcrastinationOptions, ProcrastinationStats, RunKind,
-};
-pub use race_detector::{site_pair, HybridDetector, SitePair};
-pub use racefuzzer::{RaceFuzzer, RaceFuzzerOptions, RealRace};
-pub use random::RandomWalk;
-pub use record::{RecordStats, Recorded, Recorder};
-pub use replay::{Divergence, DivergenceReason, Replay};
-
-// Delaying explorers (Desai, Qadeer & Seshia, FSE 2015): the interface and
-// the built-in explorers.
 pub mod delaying;
-pub mod prr;
-pub mod rr;
-pub mod rtc;
-pub mod ses;
-pub mod ss;
+pub mod directed;
+pub mod measuring;
+pub mod portfolio;
+pub mod replay;
+pub mod sampling;
+pub mod systematic;
+
+// The modules under their pre-family paths.
+pub use delaying::{builtin, prr, rr, rtc};
+pub use directed::{procrastination, race_detector, racefuzzer};
+pub use measuring::{metrics, pos_bench, record};
+pub use sampling::{basic_pos, pct, pos, pos_star, random, ss};
+pub use systematic::{dfs, ses};
 
 pub use delaying::{
     choices, delay_cycle, first_enabled, is_sound_at, send_target, BuiltinExplorer, DelayCursor,
-    DelayingExplorer, ExplorerKind,
+    DelayingExplorer, ExplorerKind, ProbabilisticRoundRobin, RoundRobin, RunToCompletion,
 };
-pub use prr::ProbabilisticRoundRobin;
-pub use rr::RoundRobin;
-pub use rtc::RunToCompletion;
-pub use ses::{Ses, SesOptions};
-pub use ss::{SampleCount, Ss, SsOptions};
+pub use directed::{
+    procrastinate, site_pair, Action, HybridDetector, Procrastination, ProcrastinationOptions,
+    ProcrastinationStats, RaceFuzzer, RaceFuzzerOptions, RealRace, RunKind, SitePair,
+};
+pub use measuring::{
+    Metrics, MicroBenchmark, PartialOrders, RecordStats, Recorded, Recorder, Recording,
+};
+pub use portfolio::Portfolio;
+pub use replay::{Divergence, DivergenceReason, Replay};
+pub use sampling::{BasicPos, Pct, Pos, PosStar, RandomWalk, SampleCount, Ss, SsOptions};
+pub use systematic::{Dfs, DfsOptions, Ses, SesOptions};

@@ -10,7 +10,7 @@
 //! execution afresh, so they can be interleaved freely.
 
 use crate::program::StepInfo;
-use crate::strategy::{BoundHit, Context, Outcome, Start, Strategy};
+use crate::strategy::{BoundHit, Capabilities, Context, Outcome, Start, Strategy};
 use wasmrace_trace::Decision;
 
 struct Member {
@@ -95,10 +95,6 @@ impl Strategy for Portfolio {
         "portfolio"
     }
 
-    fn seed(&self) -> u64 {
-        self.seed
-    }
-
     fn begin(&mut self, _executions: u64) -> Option<Start> {
         if !self.opening_done {
             if let Some(o) = self.opening.as_mut() {
@@ -161,6 +157,22 @@ impl Strategy for Portfolio {
         self.member().strategy.end(outcome)
     }
 
+    fn capabilities(&self) -> Option<&dyn Capabilities> {
+        Some(self)
+    }
+
+    fn capabilities_mut(&mut self) -> Option<&mut dyn Capabilities> {
+        Some(self)
+    }
+}
+
+/// The portfolio's own seed, exhaustion and bound; the current member's
+/// name, state hashes and saved states.
+impl Capabilities for Portfolio {
+    fn seed(&self) -> u64 {
+        self.seed
+    }
+
     fn exhausted(&self) -> bool {
         self.complete
     }
@@ -172,26 +184,34 @@ impl Strategy for Portfolio {
         }
     }
 
-    fn active(&self) -> &str {
-        self.member_ref()
-            .map(|m| m.strategy.name())
-            .unwrap_or("portfolio")
+    fn active(&self) -> Option<&str> {
+        Some(
+            self.member_ref()
+                .map(|m| m.strategy.name())
+                .unwrap_or("portfolio"),
+        )
     }
 
     fn wants_state_hash(&self) -> bool {
         self.member_ref()
-            .is_some_and(|m| m.strategy.wants_state_hash())
+            .and_then(|m| m.strategy.capabilities())
+            .is_some_and(|c| c.wants_state_hash())
     }
 
     fn observe_state(&mut self, hash: Option<[u8; 32]>) {
-        self.member().strategy.observe_state(hash)
+        if let Some(c) = self.member().strategy.capabilities_mut() {
+            c.observe_state(hash)
+        }
     }
 
     fn save_request(&mut self) -> Option<u64> {
         // Ids are the member's own: two members could pick the same id, and
         // a member's saved state is only started by that member. Members
         // that save belong in the opening slot, which runs alone.
-        self.member().strategy.save_request()
+        self.member()
+            .strategy
+            .capabilities_mut()
+            .and_then(|c| c.save_request())
     }
 }
 
@@ -199,7 +219,7 @@ impl Strategy for Portfolio {
 mod tests {
     use super::*;
     use crate::model::ModelBuilder;
-    use crate::strategies::{Dfs, RandomWalk, Recorder};
+    use crate::strategies::{Dfs, RandomWalk, Recording};
     use crate::{Config, Explorer};
 
     /// Two threads each increment `x` with a separate read and write; main
@@ -242,13 +262,13 @@ mod tests {
             (Box::new(RandomWalk::new(7)), 3),
             (Box::new(RandomWalk::new(8)), 3),
         ];
-        let mut p = Recorder::new(Portfolio::new(
+        let mut p = Recording::new(Portfolio::new(
             Some((Box::new(Dfs::with_preemption_bound(0)), 50)),
             members,
             7,
         ));
-        let report = Explorer::new(lost_update(), Config::default())
-            .run(&mut p)
+        let report = p
+            .run(&mut Explorer::new(lost_update(), Config::default()))
             .unwrap();
         let bug = report.first_bug().expect("a sampler finds it");
         assert_eq!(bug.found_by, "random");

@@ -7,7 +7,7 @@
 //! edited schedule clearly instead of running something else.
 
 use crate::program::StepInfo;
-use crate::strategy::{Context, Outcome, Start, Strategy};
+use crate::strategy::{Capabilities, Context, Outcome, Start, Strategy};
 use std::collections::BTreeMap;
 use wasmrace_trace::{Decision, OpKind, Schedule, ThreadPath, Tid};
 
@@ -222,6 +222,17 @@ impl Strategy for Replay {
         self.outcome = Some(outcome.clone());
     }
 
+    fn capabilities(&self) -> Option<&dyn Capabilities> {
+        Some(self)
+    }
+
+    fn capabilities_mut(&mut self) -> Option<&mut dyn Capabilities> {
+        Some(self)
+    }
+}
+
+/// Exhausted once the one execution ran.
+impl Capabilities for Replay {
     /// A replay has one execution to run; once run, it is done.
     fn exhausted(&self) -> bool {
         self.outcome.is_some()

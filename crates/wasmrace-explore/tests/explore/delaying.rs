@@ -17,7 +17,8 @@ use wasmrace_explore::strategies::{
 };
 use wasmrace_explore::trace::{Decision, ThreadPath, Tid};
 use wasmrace_explore::{
-    Config, Dfs, Explorer, Program, Replay, Report, Start, Status, StepInfo, Strategy, ThreadView,
+    Capabilities, Config, Dfs, Explorer, Program, Replay, Report, Start, Status, StepInfo,
+    Strategy, ThreadView,
 };
 
 // ---------------------------------------------------------------- tools

@@ -9,7 +9,7 @@ use wasmrace_explore::model::{parent_id, reg, self_id, Model, ModelBuilder};
 use wasmrace_explore::strategies::{Procrastination, ProcrastinationOptions, RunKind};
 use wasmrace_explore::trace::{Access, Decision, FailureKind, Oid, OpKind, ThreadPath};
 use wasmrace_explore::{
-    Config, Context, Explorer, Outcome, RandomWalk, Recorder, Replay, Start, StepInfo, Strategy,
+    Config, Context, Explorer, Outcome, RandomWalk, Recording, Replay, Start, StepInfo, Strategy,
 };
 
 const HELLO: i64 = 1;
@@ -212,12 +212,12 @@ impl Strategy for Kinds {
 
 /// Runs `n` executions of `busy` and returns the recorded schedules and
 /// the kind of each run.
-fn record(seed: u64, options: ProcrastinationOptions, n: u64) -> (Recorder<Kinds>, Vec<RunKind>) {
-    let mut rec = Recorder::new(Kinds(
+fn record(seed: u64, options: ProcrastinationOptions, n: u64) -> (Recording<Kinds>, Vec<RunKind>) {
+    let mut rec = Recording::new(Kinds(
         Procrastination::with_options(seed, options),
         Vec::new(),
     ));
-    let r = Explorer::new(busy(), config(n)).run(&mut rec).unwrap();
+    let r = rec.run(&mut Explorer::new(busy(), config(n))).unwrap();
     assert!(r.bugs.is_empty());
     let kinds = rec.inner().1.clone();
     (rec, kinds)

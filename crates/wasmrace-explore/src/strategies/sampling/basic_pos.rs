@@ -2,7 +2,7 @@
 //! CAV 2018, §4.1, Algorithm 2): every event gets a random priority that
 //! never changes, and the enabled event with the highest priority runs.
 //!
-//! It is [`Pos`](super::Pos) without the priority reassignment, kept as the
+//! It is [`Pos`](crate::strategies::Pos) without the priority reassignment, kept as the
 //! paper's baseline: an event that has to wait for many others needs a
 //! priority below all of theirs, so constraints propagate and a partial
 //! order can be sampled with probability as low as `1/|V|!` (§4.1). Events,
@@ -15,7 +15,7 @@
 
 use super::pos::{pos_strategy, PosEngine, Variant};
 use crate::program::StepInfo;
-use crate::strategy::{Context, Start, Strategy};
+use crate::strategy::{Capabilities, Context, Start, Strategy};
 use wasmrace_trace::Decision;
 
 pos_strategy!(

@@ -27,7 +27,7 @@
 use crate::program::{StepInfo, ThreadView};
 use crate::strategies::race_detector::{HybridDetector, SitePair};
 use crate::strategies::random::RandomWalk;
-use crate::strategy::{Context, Start, Strategy};
+use crate::strategy::{Capabilities, Context, Start, Strategy};
 use rand::{Rng, SeedableRng};
 use rand_chacha::ChaCha8Rng;
 use std::collections::{BTreeMap, BTreeSet, VecDeque};
@@ -66,20 +66,7 @@ impl Default for RaceFuzzerOptions {
 
 /// A real race: two threads were about to run the two statements of a
 /// racing pair, on the same object, with at least one write.
-#[derive(Clone, Debug, PartialEq, Eq)]
-pub struct RealRace {
-    /// The racing pair of sites (smaller first).
-    pub sites: SitePair,
-    /// The object both statements were about to access.
-    pub obj: Oid,
-    /// Times the race was created, over all executions.
-    pub count: u64,
-    /// Executions that created it at least once.
-    pub executions: u64,
-    /// 1-based number of the first execution that created it (as
-    /// `Bug::execution`).
-    pub first_execution: u64,
-}
+pub use crate::strategy::RealRace;
 
 /// What the current execution is.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
@@ -289,10 +276,6 @@ impl Strategy for RaceFuzzer {
         "racefuzzer"
     }
 
-    fn seed(&self) -> u64 {
-        self.seed
-    }
-
     fn begin(&mut self, _executions: u64) -> Option<Start> {
         // Our own count, not the explorer's, decides the phase: it is what
         // the detector has seen.
@@ -340,6 +323,25 @@ impl Strategy for RaceFuzzer {
             self.detector.observe(step);
         }
     }
+
+    fn capabilities(&self) -> Option<&dyn Capabilities> {
+        Some(self)
+    }
+
+    fn capabilities_mut(&mut self) -> Option<&mut dyn Capabilities> {
+        Some(self)
+    }
+}
+
+/// The seed, and the real races created so far.
+impl Capabilities for RaceFuzzer {
+    fn seed(&self) -> u64 {
+        self.seed
+    }
+
+    fn real_races(&self) -> Vec<RealRace> {
+        RaceFuzzer::real_races(self)
+    }
 }
 
 #[cfg(test)]
@@ -348,7 +350,7 @@ mod tests {
     use crate::explorer::{Config, Explorer, Report};
     use crate::model::{reg, Model, ModelBuilder};
     use crate::program::Program;
-    use crate::strategies::{Recorder, Replay};
+    use crate::strategies::{Recording, Replay};
     use crate::strategy::Outcome;
     use wasmrace_trace::{Decision, ThreadPath};
 
@@ -440,6 +442,16 @@ mod tests {
         Explorer::new(model.clone(), config).run(strategy).unwrap()
     }
 
+    /// [`explore`] with the executions recorded.
+    fn explore_rec(model: &Model, rec: &mut Recording<RaceFuzzer>, max_executions: u64) -> Report {
+        let config = Config {
+            max_executions,
+            stop_on_first_bug: false,
+            ..Config::default()
+        };
+        rec.run(&mut Explorer::new(model.clone(), config)).unwrap()
+    }
+
     fn options(phase1: u64, per_pair: u64) -> RaceFuzzerOptions {
         RaceFuzzerOptions {
             phase1_executions: phase1,
@@ -527,8 +539,8 @@ mod tests {
     fn fig1_finds_the_real_race_on_z_and_never_error2() {
         let model = fig1();
         let per_pair = 200;
-        let mut rf = Recorder::new(RaceFuzzer::with_options(1, options(20, per_pair)));
-        let report = explore(&model, &mut rf, 100_000);
+        let mut rf = Recording::new(RaceFuzzer::with_options(1, options(20, per_pair)));
+        let report = explore_rec(&model, &mut rf, 100_000);
         let fuzzer = rf.inner();
         // Phase 1 predicts (5, 7) on z and the false race (1, 10) on x.
         assert_eq!(
@@ -561,8 +573,8 @@ mod tests {
     /// among `n` phase-2 executions.
     fn fig2_racefuzzer(fillers: i64, n: u64, seed: u64) -> (u64, u64) {
         let model = fig2(fillers);
-        let mut rf = Recorder::new(RaceFuzzer::with_options(seed, options(5, n)));
-        explore(&model, &mut rf, 100_000);
+        let mut rf = Recording::new(RaceFuzzer::with_options(seed, options(5, n)));
+        explore_rec(&model, &mut rf, 100_000);
         let fuzzer = rf.inner();
         assert_eq!(fuzzer.potential_races().len(), 1);
         let real = fuzzer.real_races();
@@ -638,8 +650,8 @@ mod tests {
     #[test]
     fn same_seed_same_exploration() {
         let run = |seed| {
-            let mut rf = Recorder::new(RaceFuzzer::with_options(seed, options(10, 30)));
-            explore(&fig1(), &mut rf, 100_000);
+            let mut rf = Recording::new(RaceFuzzer::with_options(seed, options(10, 30)));
+            explore_rec(&fig1(), &mut rf, 100_000);
             let decisions: Vec<Vec<Decision>> = rf
                 .executions()
                 .iter()
@@ -659,8 +671,8 @@ mod tests {
         // statement 10 that never comes once thread1 is postponed before
         // y = 1; the release lets every execution finish.
         let model = fig1();
-        let mut rf = Recorder::new(RaceFuzzer::with_options(9, options(20, 40)));
-        let report = explore(&model, &mut rf, 100_000);
+        let mut rf = Recording::new(RaceFuzzer::with_options(9, options(20, 40)));
+        let report = explore_rec(&model, &mut rf, 100_000);
         assert_eq!(report.executions, 20 + 2 * 40);
         assert!(rf
             .executions()

@@ -7,7 +7,7 @@
 //! only on `(seed, i)`: the same seed gives the same schedules whatever the
 //! snapshot policy or the length of earlier executions.
 
-use crate::strategy::{Context, Start, Strategy};
+use crate::strategy::{Capabilities, Context, Start, Strategy};
 use rand::{Rng, SeedableRng};
 use rand_chacha::ChaCha8Rng;
 use wasmrace_trace::Decision;
@@ -32,10 +32,6 @@ impl Strategy for RandomWalk {
         "random"
     }
 
-    fn seed(&self) -> u64 {
-        self.seed
-    }
-
     fn begin(&mut self, executions: u64) -> Option<Start> {
         self.rng = ChaCha8Rng::seed_from_u64(self.seed);
         self.rng.set_stream(executions);
@@ -55,6 +51,21 @@ impl Strategy for RandomWalk {
             0
         };
         Some(Decision::new(t.tid, alt))
+    }
+
+    fn capabilities(&self) -> Option<&dyn Capabilities> {
+        Some(self)
+    }
+
+    fn capabilities_mut(&mut self) -> Option<&mut dyn Capabilities> {
+        Some(self)
+    }
+}
+
+/// The seed.
+impl Capabilities for RandomWalk {
+    fn seed(&self) -> u64 {
+        self.seed
     }
 }
 

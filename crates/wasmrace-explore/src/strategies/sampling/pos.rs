@@ -3,7 +3,7 @@
 //! event has a random priority, the enabled event with the highest priority
 //! runs, and after it has run every pending event that *races* with it gets
 //! a fresh random priority. The reassignment is what sets POS apart from
-//! [`BasicPos`](super::BasicPos) (fixed priorities, Algorithm 2): an event
+//! [`BasicPos`](crate::strategies::BasicPos) (fixed priorities, Algorithm 2): an event
 //! that lost a race is likely to have a low priority, and without a fresh
 //! draw it would also lose the next race on the same object; with one, the
 //! order of each race is sampled uniformly on its own.
@@ -24,7 +24,7 @@
 //! Events of the same thread also race, but a thread's event that ran is
 //! gone, so only other threads' pending events are reassigned, enabled or
 //! not (a disabled one simply gets its fresh priority once enabled).
-//! [`PosStar`](super::PosStar) is the relaxation of §5 where two reads never
+//! [`PosStar`](crate::strategies::PosStar) is the relaxation of §5 where two reads never
 //! race; `Sync` accesses count as writes.
 //!
 //! **`choose`.** The paper's model has no data nondeterminism: all choice is
@@ -47,7 +47,7 @@
 //! probability 1/48 and random walk 1/128; the tests reproduce both.
 
 use crate::program::StepInfo;
-use crate::strategy::{Context, Start, Strategy};
+use crate::strategy::{Capabilities, Context, Start, Strategy};
 use rand::{Rng, SeedableRng};
 use rand_chacha::ChaCha8Rng;
 use std::collections::BTreeMap;
@@ -86,8 +86,8 @@ struct Slot {
 /// `yield` steps between two resets of every priority (§5).
 pub(crate) const YIELDS_PER_RESET: u32 = 1000;
 
-/// The priority scheduler shared by [`BasicPos`](super::BasicPos), [`Pos`]
-/// and [`PosStar`](super::PosStar).
+/// The priority scheduler shared by [`BasicPos`](crate::strategies::BasicPos), [`Pos`]
+/// and [`PosStar`](crate::strategies::PosStar).
 #[derive(Clone, Debug)]
 pub(crate) struct PosEngine {
     seed: u64,
@@ -182,7 +182,7 @@ impl PosEngine {
         self.ran_accesses.clone_from(&step.accesses);
         if step.op == Some(OpKind::Yield) {
             self.yields += 1;
-            if self.yields % YIELDS_PER_RESET == 0 {
+            if self.yields.is_multiple_of(YIELDS_PER_RESET) {
                 self.slots.clear();
             }
         }
@@ -207,9 +207,6 @@ macro_rules! pos_strategy {
             fn name(&self) -> &str {
                 $name
             }
-            fn seed(&self) -> u64 {
-                self.0.seed()
-            }
             fn begin(&mut self, executions: u64) -> Option<Start> {
                 self.0.begin(executions)
             }
@@ -218,6 +215,19 @@ macro_rules! pos_strategy {
             }
             fn observe(&mut self, step: &StepInfo) {
                 self.0.observe(step)
+            }
+            fn capabilities(&self) -> Option<&dyn Capabilities> {
+                Some(self)
+            }
+            fn capabilities_mut(&mut self) -> Option<&mut dyn Capabilities> {
+                Some(self)
+            }
+        }
+
+        /// The seed.
+        impl Capabilities for $ty {
+            fn seed(&self) -> u64 {
+                self.0.seed()
             }
         }
     };
@@ -237,7 +247,7 @@ pos_strategy!(
 pub(crate) mod testing {
     use crate::explorer::{Config, Explorer, Report};
     use crate::model::{reg, Model, ModelBuilder};
-    use crate::strategies::{Recorder, Replay};
+    use crate::strategies::{Recording, Replay};
     use crate::strategy::Strategy;
 
     /// Runs `n` executions of `strategy` on `model`, not stopping at bugs.
@@ -248,6 +258,16 @@ pub(crate) mod testing {
             ..Config::default()
         };
         Explorer::new(model, cfg).run(strategy).unwrap()
+    }
+
+    /// [`sample`] with the executions recorded.
+    pub(crate) fn sample_rec<S: Strategy>(model: Model, rec: &mut Recording<S>, n: u64) -> Report {
+        let cfg = Config {
+            max_executions: n,
+            stop_on_first_bug: false,
+            ..Config::default()
+        };
+        rec.run(&mut Explorer::new(model, cfg)).unwrap()
     }
 
     /// The running example of the paper (Fig. 2), as reconstructed in
@@ -333,8 +353,8 @@ pub(crate) mod testing {
         make: impl Fn(u64) -> S,
         seed: u64,
     ) -> Vec<Vec<wasmrace_trace::Decision>> {
-        let mut rec = Recorder::new(make(seed));
-        sample(running_example(), &mut rec, 300);
+        let mut rec = Recording::new(make(seed));
+        sample_rec(running_example(), &mut rec, 300);
         rec.executions()
             .iter()
             .map(|e| e.decisions.clone())
@@ -357,7 +377,7 @@ mod tests {
     use crate::model::{reg, ModelBuilder};
     use crate::program::{Pending, ThreadView};
     use crate::strategies::RandomWalk;
-    use crate::strategies::{Dfs, Recorder};
+    use crate::strategies::{Dfs, Recording};
     use crate::Explorer;
     use wasmrace_trace::Oid;
 
@@ -383,8 +403,8 @@ mod tests {
             stop_on_first_bug: false,
             ..crate::Config::default()
         };
-        let mut rec = Recorder::new(Dfs::unbounded());
-        let report = Explorer::new(running_example(), cfg).run(&mut rec).unwrap();
+        let mut rec = Recording::new(Dfs::unbounded());
+        let report = rec.run(&mut Explorer::new(running_example(), cfg)).unwrap();
         assert!(report.exhausted);
         let failing: Vec<_> = report.bugs.iter().map(|b| b.schedule.len()).collect();
         assert_eq!(failing.len(), 2, "{failing:?}");

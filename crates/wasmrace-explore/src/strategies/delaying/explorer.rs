@@ -42,13 +42,10 @@
 //!
 //! **Writing your own.** Implement [`DelayingExplorer`] (and `Clone`: SES
 //! keeps the explorer's state at every pending branch, SS at every step of
-//! the sampled path), then run it with [`Ses`](super::Ses) or
-//! [`Ss`](super::Ss). Explorer states are never hashed or cached: SES caches
+//! the sampled path), then run it with [`Ses`](crate::strategies::Ses) or
+//! [`Ss`](crate::strategies::Ss). Explorer states are never hashed or cached: SES caches
 //! program states only, as the paper does.
 
-use super::prr::ProbabilisticRoundRobin;
-use super::rr::RoundRobin;
-use super::rtc::RunToCompletion;
 use crate::program::{StepInfo, ThreadView};
 use std::collections::BTreeSet;
 use wasmrace_trace::{AccessKind, Decision, Oid, Tid};
@@ -240,113 +237,6 @@ pub fn is_sound_at<E: DelayingExplorer + Clone>(
     distinct.len() == cycle.len() && distinct == enabled
 }
 
-/// Which built-in explorer to use: a plain value (`Copy`, `Eq`) for
-/// options and command lines; [`build`](Self::build) makes the explorer.
-#[derive(Clone, Copy, Debug, PartialEq, Eq, PartialOrd, Ord, Hash)]
-pub enum ExplorerKind {
-    /// `rr`: [`RoundRobin`].
-    RoundRobin,
-    /// `rtc`: [`RunToCompletion`].
-    RunToCompletion,
-    /// `prr`: [`ProbabilisticRoundRobin`].
-    ProbabilisticRoundRobin,
-}
-
-impl ExplorerKind {
-    pub const ALL: [ExplorerKind; 3] = [
-        ExplorerKind::RoundRobin,
-        ExplorerKind::RunToCompletion,
-        ExplorerKind::ProbabilisticRoundRobin,
-    ];
-
-    /// `rr`, `rtc` or `prr`.
-    pub fn name(self) -> &'static str {
-        match self {
-            ExplorerKind::RoundRobin => "rr",
-            ExplorerKind::RunToCompletion => "rtc",
-            ExplorerKind::ProbabilisticRoundRobin => "prr",
-        }
-    }
-
-    pub fn from_name(name: &str) -> Option<Self> {
-        Self::ALL.into_iter().find(|k| k.name() == name)
-    }
-
-    /// The explorer; `seed` seeds PRR's random insertions.
-    pub fn build(self, seed: u64) -> BuiltinExplorer {
-        match self {
-            ExplorerKind::RoundRobin => BuiltinExplorer::RoundRobin(RoundRobin::new()),
-            ExplorerKind::RunToCompletion => {
-                BuiltinExplorer::RunToCompletion(RunToCompletion::new())
-            }
-            ExplorerKind::ProbabilisticRoundRobin => {
-                BuiltinExplorer::ProbabilisticRoundRobin(ProbabilisticRoundRobin::new(seed))
-            }
-        }
-    }
-}
-
-/// The built-in explorers, selectable by name (`rr`, `rtc`, `prr`).
-#[derive(Clone, Debug)]
-pub enum BuiltinExplorer {
-    RoundRobin(RoundRobin),
-    RunToCompletion(RunToCompletion),
-    ProbabilisticRoundRobin(ProbabilisticRoundRobin),
-}
-
-impl BuiltinExplorer {
-    /// The names `from_name` accepts, in the order help texts list them.
-    pub const NAMES: &'static [&'static str] = &["rr", "rtc", "prr"];
-
-    /// The explorer called `name`; `seed` seeds PRR's random insertions.
-    pub fn from_name(name: &str, seed: u64) -> Option<Self> {
-        ExplorerKind::from_name(name).map(|k| k.build(seed))
-    }
-
-    fn inner(&self) -> &dyn DelayingExplorer {
-        match self {
-            BuiltinExplorer::RoundRobin(e) => e,
-            BuiltinExplorer::RunToCompletion(e) => e,
-            BuiltinExplorer::ProbabilisticRoundRobin(e) => e,
-        }
-    }
-
-    fn inner_mut(&mut self) -> &mut dyn DelayingExplorer {
-        match self {
-            BuiltinExplorer::RoundRobin(e) => e,
-            BuiltinExplorer::RunToCompletion(e) => e,
-            BuiltinExplorer::ProbabilisticRoundRobin(e) => e,
-        }
-    }
-}
-
-impl DelayingExplorer for BuiltinExplorer {
-    fn name(&self) -> &str {
-        self.inner().name()
-    }
-    fn reseed(&mut self, seed: u64) {
-        self.inner_mut().reseed(seed)
-    }
-    fn is_random(&self) -> bool {
-        self.inner().is_random()
-    }
-    fn start(&mut self, thread: Tid) {
-        self.inner_mut().start(thread)
-    }
-    fn finish(&mut self, thread: Tid) {
-        self.inner_mut().finish(thread)
-    }
-    fn step(&mut self, event: &StepInfo, threads: &[ThreadView]) {
-        self.inner_mut().step(event, threads)
-    }
-    fn next(&self, threads: &[ThreadView]) -> Tid {
-        self.inner().next(threads)
-    }
-    fn delay(&mut self, threads: &[ThreadView]) {
-        self.inner_mut().delay(threads)
-    }
-}
-
 /// Thread views for the explorers' unit tests: `(tid, enabled, alts)`.
 #[cfg(test)]
 pub(crate) fn views(spec: &[(u64, bool, u32)]) -> Vec<ThreadView> {
@@ -371,6 +261,7 @@ pub(crate) fn views(spec: &[(u64, bool, u32)]) -> Vec<ThreadView> {
 #[cfg(test)]
 mod tests {
     use super::*;
+    use crate::strategies::RoundRobin;
     use wasmrace_trace::{Access, OpKind};
 
     fn d(t: u64, alt: u32) -> Decision {
@@ -494,16 +385,5 @@ mod tests {
             ..send.clone()
         };
         assert_eq!(send_target(&recv, [Tid(7)]), None);
-    }
-
-    #[test]
-    fn builtin_explorers_are_selected_by_name() {
-        for name in BuiltinExplorer::NAMES {
-            let e = BuiltinExplorer::from_name(name, 3).unwrap();
-            assert_eq!(e.name(), *name);
-        }
-        assert!(BuiltinExplorer::from_name("fifo", 0).is_none());
-        let names: Vec<&str> = ExplorerKind::ALL.iter().map(|k| k.name()).collect();
-        assert_eq!(names, BuiltinExplorer::NAMES);
     }
 }

@@ -47,10 +47,10 @@
 //! **Alternatives** (`choose`) are delays like thread switches: see
 //! [`DelayCursor`].
 
-use super::delaying::{choices, DelayCursor, DelayingExplorer};
 use crate::program::StepInfo;
 use crate::state_cache::StateCache;
-use crate::strategy::{BoundHit, Context, Start, Stat, Strategy};
+use crate::strategies::delaying::explorer::{choices, DelayCursor, DelayingExplorer};
+use crate::strategy::{BoundHit, Capabilities, Context, Start, Stat, Strategy};
 use std::collections::VecDeque;
 use wasmrace_trace::Decision;
 
@@ -215,16 +215,6 @@ impl<E: DelayingExplorer + Clone> Strategy for Ses<E> {
         "ses"
     }
 
-    /// The seed, when the explorer draws from it (PRR); 0 otherwise, since
-    /// SES itself makes no random choice.
-    fn seed(&self) -> u64 {
-        if self.initial.is_random() {
-            self.seed
-        } else {
-            0
-        }
-    }
-
     fn begin(&mut self, _executions: u64) -> Option<Start> {
         if self.exhausted {
             return None;
@@ -330,6 +320,28 @@ impl<E: DelayingExplorer + Clone> Strategy for Ses<E> {
         self.last_event = Some(step.clone());
     }
 
+    fn capabilities(&self) -> Option<&dyn Capabilities> {
+        Some(self)
+    }
+
+    fn capabilities_mut(&mut self) -> Option<&mut dyn Capabilities> {
+        Some(self)
+    }
+}
+
+/// The seed, the state cache, the frontier of saved states, the delay
+/// bound, and the counters.
+impl<E: DelayingExplorer + Clone> Capabilities for Ses<E> {
+    /// The seed, when the explorer draws from it (PRR); 0 otherwise, since
+    /// SES itself makes no random choice.
+    fn seed(&self) -> u64 {
+        if self.initial.is_random() {
+            self.seed
+        } else {
+            0
+        }
+    }
+
     fn wants_state_hash(&self) -> bool {
         self.cache.enabled()
     }
@@ -370,7 +382,7 @@ impl<E: DelayingExplorer + Clone> Strategy for Ses<E> {
 mod tests {
     use super::*;
     use crate::model::{Model, ModelBuilder};
-    use crate::strategies::{Recorder, RoundRobin};
+    use crate::strategies::{Recording, RoundRobin};
     use crate::{Config, Explorer};
 
     /// Main spawns two threads that each write twice.
@@ -386,17 +398,17 @@ mod tests {
         b.build().unwrap()
     }
 
-    fn run(bound: Option<u32>) -> (crate::Report, Recorder<Ses<RoundRobin>>) {
+    fn run(bound: Option<u32>) -> (crate::Report, Recording<Ses<RoundRobin>>) {
         let opts = SesOptions {
             delay_bound: bound,
             cache_mb: 1,
         };
-        let mut rec = Recorder::new(Ses::new(RoundRobin::new(), 0, opts));
+        let mut rec = Recording::new(Ses::new(RoundRobin::new(), 0, opts));
         let cfg = Config {
             stop_on_first_bug: false,
             ..Config::default()
         };
-        let report = Explorer::new(two_writers(), cfg).run(&mut rec).unwrap();
+        let report = rec.run(&mut Explorer::new(two_writers(), cfg)).unwrap();
         (report, rec)
     }
 

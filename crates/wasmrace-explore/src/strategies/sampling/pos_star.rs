@@ -1,5 +1,5 @@
 //! POS* (Yuan, Yang & Gu, "Partial Order Aware Concurrency Sampling",
-//! CAV 2018, §5, "Relaxation for Read-Only Events"): [`Pos`](super::Pos)
+//! CAV 2018, §5, "Relaxation for Read-Only Events"): [`Pos`](crate::strategies::Pos)
 //! whose `IsRacing` is false for two reads of the same object, so a read
 //! does not reassign the priorities of other pending reads of its object.
 //! Reads commute, so this loses no partial order; the paper measures it
@@ -10,7 +10,7 @@
 
 use super::pos::{pos_strategy, PosEngine, Variant};
 use crate::program::StepInfo;
-use crate::strategy::{Context, Start, Strategy};
+use crate::strategy::{Capabilities, Context, Start, Strategy};
 use wasmrace_trace::Decision;
 
 pos_strategy!(

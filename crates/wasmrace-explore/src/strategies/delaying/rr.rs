@@ -12,7 +12,7 @@
 //! queue and `delay` moves that one to the tail. With `k` enabled threads,
 //! `k - 1` delays bring each of them to the front once: RR is sound.
 
-use super::delaying::{first_enabled, DelayingExplorer};
+use super::explorer::{first_enabled, DelayingExplorer};
 use crate::program::{StepInfo, ThreadView};
 use std::collections::VecDeque;
 use wasmrace_trace::Tid;
@@ -43,7 +43,7 @@ impl RoundRobin {
         self.queue.len()
     }
 
-    fn to_tail(&mut self, t: Tid) {
+    fn move_to_tail(&mut self, t: Tid) {
         if let Some(i) = self.queue.iter().position(|q| *q == t) {
             self.queue.remove(i);
             self.queue.push_back(t);
@@ -70,7 +70,7 @@ impl DelayingExplorer for RoundRobin {
             .iter()
             .any(|v| v.tid == event.tid && !v.pending.enabled);
         if blocked {
-            self.to_tail(event.tid);
+            self.move_to_tail(event.tid);
         }
     }
 
@@ -80,7 +80,7 @@ impl DelayingExplorer for RoundRobin {
 
     fn delay(&mut self, threads: &[ThreadView]) {
         let head = self.next(threads);
-        self.to_tail(head);
+        self.move_to_tail(head);
     }
 }
 

@@ -15,7 +15,7 @@
 //! RTC is sound. Even with few delays it reaches deep states, since it
 //! follows chains of messages.
 
-use super::delaying::{first_enabled, send_target, DelayingExplorer};
+use super::explorer::{first_enabled, send_target, DelayingExplorer};
 use crate::program::{StepInfo, ThreadView};
 use std::collections::VecDeque;
 use wasmrace_trace::Tid;

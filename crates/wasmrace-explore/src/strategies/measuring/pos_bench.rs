@@ -1,5 +1,5 @@
 //! The micro benchmark of the POS paper (Yuan, Yang & Gu, CAV 2018, §6.1)
-//! as model programs, and a strategy wrapper that tells executions apart by
+//! as model programs, and an observer that tells executions apart by
 //! partial order (Mazurkiewicz trace), to measure how a sampler covers them.
 //!
 //! **Programs.** `t` threads each run `m` events; every event accesses one of
@@ -18,14 +18,15 @@
 //! reads: `Access::conflicts`). Two executions have the same such sets iff
 //! they are the same Mazurkiewicz trace (program order plus the order of
 //! every conflicting pair determines the partial order). Under exhaustive
-//! [`Dfs`](super::Dfs) it also sums, per partial order, the exact
-//! probability that [`RandomWalk`](super::RandomWalk) runs an execution of
+//! [`Dfs`](crate::strategies::Dfs) it also sums, per partial order, the exact
+//! probability that [`RandomWalk`](crate::strategies::RandomWalk) runs an execution of
 //! it (the product of `1 / enabled threads` and `1 / alternatives` along the
 //! schedule), which is how the paper measures random walk.
 
 use crate::model::{Model, ModelBuilder};
+use crate::observer::Observer;
 use crate::program::StepInfo;
-use crate::strategy::{BoundHit, Context, Outcome, Start, Strategy};
+use crate::strategy::{Context, Outcome, Start};
 use rand::seq::SliceRandom;
 use rand::SeedableRng;
 use rand_chacha::ChaCha8Rng;
@@ -158,45 +159,34 @@ pub struct OrderStats {
     /// Executions with this partial order.
     pub hits: u64,
     /// Probability that one random-walk execution has this partial order,
-    /// summed over the executions seen: exact when the wrapped strategy
+    /// summed over the executions seen: exact when the observed strategy
     /// enumerates every schedule once (unbounded DFS).
     pub random_walk_probability: f64,
 }
 
-/// Wraps a strategy and groups its executions by partial order; see the
+/// Groups the executions of an exploration by partial order; see the
 /// module documentation.
-#[derive(Debug)]
-pub struct PartialOrders<S> {
-    inner: S,
+#[derive(Debug, Default)]
+pub struct PartialOrders {
     /// This execution's steps: thread, alternative, accesses.
     steps: Vec<(Tid, u32, Vec<Access>)>,
     /// Random walk's probability of each decision of this execution.
     weights: Vec<f64>,
     orders: BTreeMap<HappensBefore, OrderStats>,
-    /// Steps and weights of the states the inner strategy saved, per id.
+    /// Steps and weights of the states the strategy saved, per id.
     saved: BTreeMap<u64, SavedSteps>,
 }
 
 type SavedSteps = (Vec<(Tid, u32, Vec<Access>)>, Vec<f64>);
 
-impl<S: Strategy> PartialOrders<S> {
-    pub fn new(inner: S) -> Self {
-        PartialOrders {
-            inner,
-            steps: Vec::new(),
-            weights: Vec::new(),
-            orders: BTreeMap::new(),
-            saved: BTreeMap::new(),
-        }
+impl PartialOrders {
+    pub fn new() -> Self {
+        PartialOrders::default()
     }
 
     /// Every partial order seen, with its statistics.
     pub fn orders(&self) -> &BTreeMap<HappensBefore, OrderStats> {
         &self.orders
-    }
-
-    pub fn inner(&self) -> &S {
-        &self.inner
     }
 
     fn happens_before(&self) -> HappensBefore {
@@ -233,15 +223,8 @@ impl<S: Strategy> PartialOrders<S> {
     }
 }
 
-impl<S: Strategy> Strategy for PartialOrders<S> {
-    fn name(&self) -> &str {
-        self.inner.name()
-    }
-    fn seed(&self) -> u64 {
-        self.inner.seed()
-    }
-    fn begin(&mut self, executions: u64) -> Option<Start> {
-        let start = self.inner.begin(executions)?;
+impl Observer for PartialOrders {
+    fn begin(&mut self, start: Start, _prefix: &[Decision]) {
         // A resumed execution keeps the prefix it shares with the last one.
         let keep = match start {
             Start::Fresh => 0,
@@ -255,23 +238,25 @@ impl<S: Strategy> Strategy for PartialOrders<S> {
         };
         self.steps.truncate(keep);
         self.weights.truncate(keep);
-        Some(start)
     }
-    fn decide(&mut self, ctx: &Context<'_>) -> Option<Decision> {
-        let d = self.inner.decide(ctx)?;
+    fn decided(&mut self, ctx: &Context<'_>, d: Decision) {
         self.steps.truncate(ctx.step);
         self.weights.truncate(ctx.step);
         let enabled = ctx.threads.iter().filter(|t| t.pending.enabled).count();
         let alts = ctx.thread(d.tid).map_or(1, |t| t.pending.alts);
         self.weights.push(1.0 / (enabled as f64 * f64::from(alts)));
-        Some(d)
     }
-    fn observe(&mut self, step: &StepInfo) {
+    fn step(&mut self, step: &StepInfo) {
         self.steps.push((step.tid, step.alt, step.accesses.clone()));
-        self.inner.observe(step)
     }
-    fn end(&mut self, outcome: &Outcome) {
-        self.inner.end(outcome);
+    fn saved(&mut self, id: u64, depth: usize) {
+        // The decision about to run has its weight but no step yet.
+        self.saved.insert(
+            id,
+            (self.steps[..depth].to_vec(), self.weights[..depth].to_vec()),
+        );
+    }
+    fn end(&mut self, outcome: &Outcome, _path: &[Decision]) {
         if *outcome == Outcome::Abandoned {
             return;
         }
@@ -280,29 +265,6 @@ impl<S: Strategy> Strategy for PartialOrders<S> {
         stats.hits += 1;
         stats.random_walk_probability += p;
     }
-    fn exhausted(&self) -> bool {
-        self.inner.exhausted()
-    }
-    fn bound_hit(&self) -> Option<BoundHit> {
-        self.inner.bound_hit()
-    }
-    fn wants_state_hash(&self) -> bool {
-        self.inner.wants_state_hash()
-    }
-    fn observe_state(&mut self, hash: Option<[u8; 32]>) {
-        self.inner.observe_state(hash)
-    }
-    fn save_request(&mut self) -> Option<u64> {
-        let id = self.inner.save_request()?;
-        // The decision about to run has its weight but no step yet.
-        let n = self.steps.len();
-        self.saved
-            .insert(id, (self.steps.clone(), self.weights[..n].to_vec()));
-        Some(id)
-    }
-    fn stats(&self) -> Vec<crate::strategy::Stat> {
-        self.inner.stats()
-    }
 }
 
 #[cfg(test)]
@@ -310,26 +272,31 @@ mod tests {
     use super::*;
     use crate::explorer::{Config, Explorer};
     use crate::strategies::{Dfs, Pos, PosStar, RandomWalk};
+    use crate::strategy::Strategy;
 
-    fn all_orders(bench: &MicroBenchmark) -> PartialOrders<Dfs> {
-        let mut po = PartialOrders::new(Dfs::unbounded());
+    fn all_orders(bench: &MicroBenchmark) -> PartialOrders {
+        let mut po = PartialOrders::new();
         let cfg = Config {
             max_executions: u64::MAX,
             snapshot_every_cost: Some(0),
             ..Config::default()
         };
-        let r = Explorer::new(bench.model(), cfg).run(&mut po).unwrap();
+        let r = Explorer::new(bench.model(), cfg)
+            .run_observed(&mut Dfs::unbounded(), &mut po)
+            .unwrap();
         assert!(r.exhausted);
         po
     }
 
-    fn covered<S: Strategy>(bench: &MicroBenchmark, s: S, budget: u64) -> usize {
-        let mut po = PartialOrders::new(s);
+    fn covered<S: Strategy>(bench: &MicroBenchmark, mut s: S, budget: u64) -> usize {
+        let mut po = PartialOrders::new();
         let cfg = Config {
             max_executions: budget,
             ..Config::default()
         };
-        Explorer::new(bench.model(), cfg).run(&mut po).unwrap();
+        Explorer::new(bench.model(), cfg)
+            .run_observed(&mut s, &mut po)
+            .unwrap();
         po.orders().len()
     }
 

@@ -12,7 +12,7 @@
 //! (ChaCha8 seeded with the given seed); SS reseeds before every sample, so
 //! each sample draws its own order.
 
-use super::delaying::DelayingExplorer;
+use super::explorer::DelayingExplorer;
 use super::rr::RoundRobin;
 use crate::program::{StepInfo, ThreadView};
 use rand::{Rng, SeedableRng};

@@ -1,14 +1,17 @@
-//! A wrapper strategy that records what another strategy does (after
-//! shuttle's metrics-as-wrapper schedulers): every execution's decisions, how
-//! it started, its preemptions and outcome, plus running totals. Tests use
-//! the records to check strategies; the CLI can use the totals as metrics.
+//! An observer that records what a strategy does: every execution's
+//! decisions, how it started, its preemptions and outcome, plus running
+//! totals. Tests use the records to check strategies; the CLI can use the
+//! totals as metrics. The explorer runs it beside any strategy
+//! (`Explorer::run_observed`).
 
-use crate::program::StepInfo;
-use crate::strategy::{BoundHit, Context, Outcome, Start, Stat, Strategy};
+use crate::explorer::{ExploreError, Explorer, Report};
+use crate::observer::Observer;
+use crate::program::Program;
+use crate::strategy::{Context, Outcome, Start, Strategy};
 use std::collections::BTreeMap;
 use wasmrace_trace::Decision;
 
-/// One execution as the wrapped strategy ran it.
+/// One execution as the strategy ran it.
 #[derive(Clone, Debug, PartialEq, Eq)]
 pub struct Recorded {
     /// Every decision of the execution, the resumed prefix included.
@@ -26,34 +29,37 @@ pub struct RecordStats {
     pub finished: u64,
     pub failed: u64,
     pub abandoned: u64,
-    /// Decisions the wrapped strategy took (not those replayed to resume).
+    /// Decisions the strategy took (not those replayed to resume).
     pub decisions: u64,
     pub max_depth: usize,
     pub max_preemptions: u32,
 }
 
-/// Records the executions of `S`; see the module documentation.
+/// Records the executions of an exploration; see the module documentation.
 #[derive(Debug)]
-pub struct Recorder<S> {
-    inner: S,
+pub struct Recorder {
     keep: bool,
-    decisions: Vec<Decision>,
+    /// Whether each decision of the current path was a preemption.
     preempted: Vec<bool>,
     start: Start,
     records: Vec<Recorded>,
     stats: RecordStats,
-    /// What the states the inner strategy saved were reached by, per id, to
-    /// record whole schedules after a `Start::Saved`.
-    saved: BTreeMap<u64, (Vec<Decision>, Vec<bool>)>,
+    /// The preemptions of the paths to the states the strategy saved, per
+    /// id, to count them whole after a `Start::Saved`.
+    saved: BTreeMap<u64, Vec<bool>>,
 }
 
-impl<S: Strategy> Recorder<S> {
+impl Default for Recorder {
+    fn default() -> Self {
+        Self::new()
+    }
+}
+
+impl Recorder {
     /// Records every execution in full.
-    pub fn new(inner: S) -> Self {
+    pub fn new() -> Self {
         Recorder {
-            inner,
             keep: true,
-            decisions: Vec::new(),
             preempted: Vec::new(),
             start: Start::Fresh,
             records: Vec::new(),
@@ -63,10 +69,10 @@ impl<S: Strategy> Recorder<S> {
     }
 
     /// Keeps only the totals, for long runs.
-    pub fn totals_only(inner: S) -> Self {
+    pub fn totals_only() -> Self {
         Recorder {
             keep: false,
-            ..Recorder::new(inner)
+            ..Recorder::new()
         }
     }
 
@@ -77,67 +83,29 @@ impl<S: Strategy> Recorder<S> {
     pub fn stats(&self) -> &RecordStats {
         &self.stats
     }
-
-    pub fn inner(&self) -> &S {
-        &self.inner
-    }
-
-    pub fn inner_mut(&mut self) -> &mut S {
-        &mut self.inner
-    }
-
-    pub fn into_inner(self) -> S {
-        self.inner
-    }
 }
 
-impl<S: Strategy> Strategy for Recorder<S> {
-    fn name(&self) -> &str {
-        self.inner.name()
-    }
-
-    fn seed(&self) -> u64 {
-        self.inner.seed()
-    }
-
-    fn begin(&mut self, executions: u64) -> Option<Start> {
-        let start = self.inner.begin(executions)?;
+impl Observer for Recorder {
+    fn begin(&mut self, start: Start, prefix: &[Decision]) {
         match start {
-            Start::Fresh => {
-                self.decisions.clear();
-                self.preempted.clear();
-            }
-            Start::Resume { prefix_len } => {
-                self.decisions.truncate(prefix_len);
-                self.preempted.truncate(prefix_len);
-            }
-            Start::Saved { id } => {
-                let (decisions, preempted) = self.saved.remove(&id).unwrap_or_default();
-                self.decisions = decisions;
-                self.preempted = preempted;
-            }
+            Start::Saved { id } => self.preempted = self.saved.remove(&id).unwrap_or_default(),
+            Start::Fresh | Start::Resume { .. } => {}
         }
+        self.preempted.resize(prefix.len(), false);
         self.start = start;
-        Some(start)
     }
 
-    fn decide(&mut self, ctx: &Context<'_>) -> Option<Decision> {
-        let d = self.inner.decide(ctx)?;
-        // The explorer may have replayed a prefix we recorded; realign.
-        self.decisions.truncate(ctx.step);
+    fn decided(&mut self, ctx: &Context<'_>, d: Decision) {
         self.preempted.truncate(ctx.step);
-        self.decisions.push(d);
         self.preempted.push(ctx.is_preemption(d.tid));
         self.stats.decisions += 1;
-        Some(d)
     }
 
-    fn observe(&mut self, step: &StepInfo) {
-        self.inner.observe(step)
+    fn saved(&mut self, id: u64, depth: usize) {
+        self.saved.insert(id, self.preempted[..depth].to_vec());
     }
 
-    fn end(&mut self, outcome: &Outcome) {
-        self.inner.end(outcome);
+    fn end(&mut self, outcome: &Outcome, path: &[Decision]) {
         let preemptions = self.preempted.iter().filter(|p| **p).count() as u32;
         let s = &mut self.stats;
         s.executions += 1;
@@ -146,52 +114,76 @@ impl<S: Strategy> Strategy for Recorder<S> {
             Outcome::Failed(_) => s.failed += 1,
             Outcome::Abandoned => s.abandoned += 1,
         }
-        s.max_depth = s.max_depth.max(self.decisions.len());
+        s.max_depth = s.max_depth.max(path.len());
         s.max_preemptions = s.max_preemptions.max(preemptions);
         if self.keep {
             self.records.push(Recorded {
-                decisions: self.decisions.clone(),
+                decisions: path.to_vec(),
                 start: self.start,
                 preemptions,
                 outcome: outcome.clone(),
             });
         }
     }
+}
 
-    fn exhausted(&self) -> bool {
-        self.inner.exhausted()
+/// A strategy with a [`Recorder`] beside it: for tests that run a strategy
+/// and then look at both its state and its executions. Not a strategy: the
+/// explorer runs the strategy and the recorder side by side
+/// ([`run`](Self::run)).
+#[derive(Debug)]
+pub struct Recording<S> {
+    strategy: S,
+    recorder: Recorder,
+}
+
+impl<S: Strategy> Recording<S> {
+    /// Records every execution of `strategy` in full.
+    pub fn new(strategy: S) -> Self {
+        Recording {
+            strategy,
+            recorder: Recorder::new(),
+        }
     }
 
-    fn bound_hit(&self) -> Option<BoundHit> {
-        self.inner.bound_hit()
+    /// Keeps only the totals.
+    pub fn totals_only(strategy: S) -> Self {
+        Recording {
+            strategy,
+            recorder: Recorder::totals_only(),
+        }
     }
 
-    fn active(&self) -> &str {
-        self.inner.active()
+    /// Runs the strategy on `explorer`, recording its executions.
+    pub fn run<P: Program>(
+        &mut self,
+        explorer: &mut Explorer<P>,
+    ) -> Result<Report, ExploreError<P::Error>> {
+        explorer.run_observed(&mut self.strategy, &mut self.recorder)
     }
 
-    fn wants_state_hash(&self) -> bool {
-        self.inner.wants_state_hash()
+    pub fn executions(&self) -> &[Recorded] {
+        self.recorder.executions()
     }
 
-    fn observe_state(&mut self, hash: Option<[u8; 32]>) {
-        self.inner.observe_state(hash)
+    pub fn stats(&self) -> &RecordStats {
+        self.recorder.stats()
     }
 
-    fn save_request(&mut self) -> Option<u64> {
-        let id = self.inner.save_request()?;
-        // `decide` already recorded the decision about to run; the saved
-        // state is the one before it.
-        let n = self.decisions.len().saturating_sub(1);
-        self.saved.insert(
-            id,
-            (self.decisions[..n].to_vec(), self.preempted[..n].to_vec()),
-        );
-        Some(id)
+    pub fn recorder(&self) -> &Recorder {
+        &self.recorder
     }
 
-    fn stats(&self) -> Vec<Stat> {
-        self.inner.stats()
+    pub fn inner(&self) -> &S {
+        &self.strategy
+    }
+
+    pub fn inner_mut(&mut self) -> &mut S {
+        &mut self.strategy
+    }
+
+    pub fn into_inner(self) -> S {
+        self.strategy
     }
 }
 
@@ -200,6 +192,7 @@ mod tests {
     use super::*;
     use crate::program::{Pending, ThreadView};
     use crate::strategies::Dfs;
+    use crate::strategy::Capabilities;
     use wasmrace_trace::{OpKind, Tid};
 
     fn view(tid: u64) -> ThreadView {
@@ -215,8 +208,9 @@ mod tests {
         }
     }
 
-    /// Drives a strategy by hand over two always-enabled threads, two steps.
-    fn drive<S: Strategy>(s: &mut S) {
+    /// Drives a strategy by hand over two always-enabled threads, two steps,
+    /// calling the observer as the explorer does.
+    fn drive<S: Strategy>(s: &mut S, o: &mut Recorder) {
         let ts = [view(1), view(2)];
         let mut path: Vec<Decision> = Vec::new();
         let mut n = 0;
@@ -228,6 +222,7 @@ mod tests {
                 Start::Saved { .. } => unreachable!("never saves"),
             };
             path.truncate(from);
+            o.begin(start, &path);
             for step in from..2 {
                 let last = path.last().map(|d| (d.tid, Some(OpKind::CellSet)));
                 let c = Context {
@@ -236,16 +231,20 @@ mod tests {
                     last,
                     prefix: &path,
                 };
-                path.push(s.decide(&c).unwrap());
+                let d = s.decide(&c).unwrap();
+                o.decided(&c, d);
+                path.push(d);
             }
             s.end(&Outcome::Finished);
+            o.end(&Outcome::Finished, &path);
         }
     }
 
     #[test]
     fn records_whole_schedules_across_resumes() {
-        let mut r = Recorder::new(Dfs::unbounded());
-        drive(&mut r);
+        let mut dfs = Dfs::unbounded();
+        let mut r = Recorder::new();
+        drive(&mut dfs, &mut r);
         let got: Vec<(Vec<u64>, u32)> = r
             .executions()
             .iter()
@@ -272,14 +271,14 @@ mod tests {
             ),
             (4, 4, 6, 2, 1)
         );
-        assert!(r.exhausted());
-        assert_eq!(r.name(), "dfs");
+        assert!(dfs.exhausted());
+        assert_eq!(dfs.name(), "dfs");
     }
 
     #[test]
     fn totals_only_keeps_no_schedules() {
-        let mut r = Recorder::totals_only(Dfs::unbounded());
-        drive(&mut r);
+        let mut r = Recorder::totals_only();
+        drive(&mut Dfs::unbounded(), &mut r);
         assert!(r.executions().is_empty());
         assert_eq!(r.stats().executions, 4);
     }

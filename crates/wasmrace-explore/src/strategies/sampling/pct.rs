@@ -30,13 +30,13 @@
 //! The bound holds for executions whose `k` is at least the real length.
 //!
 //! **Seeding.** Execution `i` draws from ChaCha8 stream `i` of the seed (as
-//! [`RandomWalk`](super::RandomWalk) does), so it depends only on the seed,
+//! [`RandomWalk`](crate::strategies::RandomWalk) does), so it depends only on the seed,
 //! `i` and the length estimate `k` it started with; with a fixed estimate
 //! (`with_length_estimate(k, false)`) only on `(seed, i)`. Values of
 //! `choose` (threads with several alternatives) are drawn uniformly from the
 //! same stream: PCT orders threads, it says nothing about data choices.
 
-use crate::strategy::{Context, Outcome, Start, Strategy};
+use crate::strategy::{Capabilities, Context, Outcome, Start, Strategy};
 use rand::{Rng, SeedableRng};
 use rand_chacha::ChaCha8Rng;
 use std::collections::BTreeMap;
@@ -143,10 +143,6 @@ impl Strategy for Pct {
         "pct"
     }
 
-    fn seed(&self) -> u64 {
-        self.seed
-    }
-
     fn begin(&mut self, executions: u64) -> Option<Start> {
         self.rng = ChaCha8Rng::seed_from_u64(self.seed);
         self.rng.set_stream(executions);
@@ -192,6 +188,21 @@ impl Strategy for Pct {
     fn end(&mut self, _outcome: &Outcome) {
         self.longest = Some(self.longest.unwrap_or(0).max(self.steps));
     }
+
+    fn capabilities(&self) -> Option<&dyn Capabilities> {
+        Some(self)
+    }
+
+    fn capabilities_mut(&mut self) -> Option<&mut dyn Capabilities> {
+        Some(self)
+    }
+}
+
+/// The seed.
+impl Capabilities for Pct {
+    fn seed(&self) -> u64 {
+        self.seed
+    }
 }
 
 #[cfg(test)]
@@ -199,7 +210,7 @@ mod tests {
     use super::*;
     use crate::explorer::{Config, Explorer};
     use crate::model::{reg, Model, ModelBuilder};
-    use crate::strategies::{Recorder, Replay};
+    use crate::strategies::{Recording, Replay};
     use wasmrace_trace::FailureKind;
 
     /// The classic depth-2 ordering bug: main writes `x = 1` then `x = 0`;
@@ -303,8 +314,8 @@ mod tests {
     #[test]
     fn the_same_seed_gives_the_same_schedules() {
         let run = |seed| {
-            let mut rec = Recorder::new(Pct::new(seed, 3));
-            sample(window_bug(), &mut rec, 200);
+            let mut rec = Recording::new(Pct::new(seed, 3));
+            crate::strategies::pos::testing::sample_rec(window_bug(), &mut rec, 200);
             rec.executions()
                 .iter()
                 .map(|e| e.decisions.clone())

@@ -1,9 +1,8 @@
-//! A wrapper strategy that measures what another strategy does, for
-//! `wasmrace bench` (metrics are wrappers too, like shuttle's scheduler
-//! wrappers): executions, failing executions, the first failing one and when
+//! An observer that measures what a strategy does, for `wasmrace bench`
+//! (the explorer runs it beside any strategy): executions, failing executions, the first failing one and when
 //! it ended, and the distinct partial orders (Mazurkiewicz traces) covered,
 //! each remembered as a 128-bit canonical hash instead of the whole
-//! happens-before relation that [`PartialOrders`](super::PartialOrders)
+//! happens-before relation that [`PartialOrders`](crate::strategies::PartialOrders)
 //! keeps.
 //!
 //! **The canonical hash.** Events are named as in `PartialOrders`:
@@ -22,19 +21,20 @@
 //! from the same event that wrote it, which the conflict sets alone cannot
 //! when no other thread touched the object.
 //!
-//! **Resumed executions.** A strategy that resumes after a prefix sees only
-//! the new steps; the wrapper keeps the previous execution's steps and cuts
+//! **Resumed executions.** An execution resumed after a prefix shows the
+//! observer only the new steps; it keeps the previous execution's steps and cuts
 //! them to the prefix, as `PartialOrders` does, so the hash always covers the
 //! whole execution. States the strategy saves (`Start::Saved`) keep their
 //! history as a chain of shared segments, each holding the steps since the
 //! previous save of the same execution: SES saves dozens of states per
-//! execution, and a full copy each made this wrapper, not the strategy, the
+//! execution, and a full copy each made this measure, not the strategy, the
 //! bench's largest memory user (0.5 GB of 0.85 on `world_hello_100`).
 //!
 //! The clock is read only to time the first failure, never to decide.
 
+use crate::observer::Observer;
 use crate::program::StepInfo;
-use crate::strategy::{BoundHit, Context, Outcome, Start, Strategy};
+use crate::strategy::{Context, Outcome, Start};
 use std::collections::{BTreeMap, BTreeSet};
 use std::sync::Arc;
 use std::time::{Duration, Instant};
@@ -79,10 +79,9 @@ impl Segment {
     }
 }
 
-/// Measures the wrapped strategy; see the module documentation.
+/// Measures an exploration; see the module documentation.
 #[derive(Debug)]
-pub struct Metrics<S> {
-    inner: S,
+pub struct Metrics {
     steps: Vec<StepRec>,
     /// Every access of the current execution's steps, in step order:
     /// object and whether it was shared (a read or a shared sync, which
@@ -96,7 +95,7 @@ pub struct Metrics<S> {
     first_failure_after: Option<Duration>,
     started: Instant,
     last_order: Option<u128>,
-    /// The history of the states the inner strategy saved, per id, to hash
+    /// The history of the states the strategy saved, per id, to hash
     /// whole executions after a `Start::Saved`.
     saved: BTreeMap<u64, Arc<Segment>>,
     /// The chain that holds a prefix of the current history (the last save
@@ -104,11 +103,16 @@ pub struct Metrics<S> {
     frozen: Option<Arc<Segment>>,
 }
 
-impl<S: Strategy> Metrics<S> {
-    /// Wraps `inner`; the time to the first failure counts from here.
-    pub fn new(inner: S) -> Self {
+impl Default for Metrics {
+    fn default() -> Self {
+        Self::new()
+    }
+}
+
+impl Metrics {
+    /// A new measure; the time to the first failure counts from here.
+    pub fn new() -> Self {
         Metrics {
-            inner,
             steps: Vec::new(),
             accesses: Vec::new(),
             orders: BTreeSet::new(),
@@ -163,14 +167,6 @@ impl<S: Strategy> Metrics<S> {
     /// The canonical hash of the last execution that was not abandoned.
     pub fn last_order(&self) -> Option<u128> {
         self.last_order
-    }
-
-    pub fn inner(&self) -> &S {
-        &self.inner
-    }
-
-    pub fn into_inner(self) -> S {
-        self.inner
     }
 
     fn truncate(&mut self, len: usize) {
@@ -266,15 +262,8 @@ impl<S: Strategy> Metrics<S> {
     }
 }
 
-impl<S: Strategy> Strategy for Metrics<S> {
-    fn name(&self) -> &str {
-        self.inner.name()
-    }
-    fn seed(&self) -> u64 {
-        self.inner.seed()
-    }
-    fn begin(&mut self, executions: u64) -> Option<Start> {
-        let start = self.inner.begin(executions)?;
+impl Observer for Metrics {
+    fn begin(&mut self, start: Start, _prefix: &[Decision]) {
         // A resumed execution keeps the prefix it shares with the last one.
         let keep = match start {
             Start::Fresh => 0,
@@ -295,15 +284,14 @@ impl<S: Strategy> Strategy for Metrics<S> {
             }
         };
         self.truncate(keep);
-        Some(start)
     }
-    fn decide(&mut self, ctx: &Context<'_>) -> Option<Decision> {
-        let d = self.inner.decide(ctx)?;
+
+    fn decided(&mut self, ctx: &Context<'_>, _decision: Decision) {
         // The explorer replayed or restored the prefix up to here.
         self.truncate(ctx.step);
-        Some(d)
     }
-    fn observe(&mut self, step: &StepInfo) {
+
+    fn step(&mut self, step: &StepInfo) {
         self.accesses
             .extend(step.accesses.iter().map(|a| (a.obj, a.kind.is_shared())));
         self.steps.push(StepRec {
@@ -311,10 +299,29 @@ impl<S: Strategy> Strategy for Metrics<S> {
             alt: step.alt,
             accesses_end: self.accesses.len(),
         });
-        self.inner.observe(step)
     }
-    fn end(&mut self, outcome: &Outcome) {
-        self.inner.end(outcome);
+
+    fn saved(&mut self, id: u64, depth: usize) {
+        debug_assert_eq!(depth, self.steps.len(), "saved before the step ran");
+        let (steps_from, accesses_from) = self
+            .frozen
+            .as_ref()
+            .map_or((0, 0), |f| (f.steps_len, f.accesses_len));
+        let seg = match &self.frozen {
+            Some(f) if steps_from == self.steps.len() => f.clone(),
+            _ => Arc::new(Segment {
+                parent: self.frozen.take(),
+                steps: self.steps[steps_from..].to_vec(),
+                accesses: self.accesses[accesses_from..].to_vec(),
+                steps_len: self.steps.len(),
+                accesses_len: self.accesses.len(),
+            }),
+        };
+        self.frozen = Some(seg.clone());
+        self.saved.insert(id, seg);
+    }
+
+    fn end(&mut self, outcome: &Outcome, _path: &[Decision]) {
         self.executions += 1;
         match outcome {
             Outcome::Abandoned => {
@@ -334,44 +341,6 @@ impl<S: Strategy> Strategy for Metrics<S> {
         self.orders.insert(hash);
         self.last_order = Some(hash);
     }
-    fn exhausted(&self) -> bool {
-        self.inner.exhausted()
-    }
-    fn bound_hit(&self) -> Option<BoundHit> {
-        self.inner.bound_hit()
-    }
-    fn active(&self) -> &str {
-        self.inner.active()
-    }
-    fn wants_state_hash(&self) -> bool {
-        self.inner.wants_state_hash()
-    }
-    fn observe_state(&mut self, hash: Option<[u8; 32]>) {
-        self.inner.observe_state(hash)
-    }
-    fn save_request(&mut self) -> Option<u64> {
-        let id = self.inner.save_request()?;
-        let (steps_from, accesses_from) = self
-            .frozen
-            .as_ref()
-            .map_or((0, 0), |f| (f.steps_len, f.accesses_len));
-        let seg = match &self.frozen {
-            Some(f) if steps_from == self.steps.len() => f.clone(),
-            _ => Arc::new(Segment {
-                parent: self.frozen.take(),
-                steps: self.steps[steps_from..].to_vec(),
-                accesses: self.accesses[accesses_from..].to_vec(),
-                steps_len: self.steps.len(),
-                accesses_len: self.accesses.len(),
-            }),
-        };
-        self.frozen = Some(seg.clone());
-        self.saved.insert(id, seg);
-        Some(id)
-    }
-    fn stats(&self) -> Vec<crate::strategy::Stat> {
-        self.inner.stats()
-    }
 }
 
 #[cfg(test)]
@@ -383,24 +352,45 @@ mod tests {
     use crate::strategies::{Dfs, MicroBenchmark, PartialOrders, Pos, RandomWalk};
     use crate::strategy::Strategy;
 
-    /// Explores `model` with `strategy` wrapped twice (metrics outside,
-    /// partial orders inside, so both see the same executions), without
-    /// stopping at bugs.
+    /// Both measures of one exploration, and the strategy's name.
+    struct Both(Metrics, PartialOrders, String);
+
+    impl std::ops::Deref for Both {
+        type Target = Metrics;
+        fn deref(&self) -> &Metrics {
+            &self.0
+        }
+    }
+
+    impl Both {
+        fn inner(&self) -> &PartialOrders {
+            &self.1
+        }
+        fn name(&self) -> &str {
+            &self.2
+        }
+    }
+
+    /// Explores `model` with `strategy`, observed by both measures (so both
+    /// see the same executions), without stopping at bugs.
     fn both<S: Strategy>(
         model: Model,
-        strategy: S,
+        mut strategy: S,
         budget: u64,
         snapshot_every_cost: Option<u64>,
-    ) -> (Metrics<PartialOrders<S>>, Report) {
-        let mut m = Metrics::new(PartialOrders::new(strategy));
+    ) -> (Both, Report) {
+        let mut measures = (Metrics::new(), PartialOrders::new());
         let cfg = Config {
             max_executions: budget,
             stop_on_first_bug: false,
             snapshot_every_cost,
             ..Config::default()
         };
-        let r = Explorer::new(model, cfg).run(&mut m).unwrap();
-        (m, r)
+        let r = Explorer::new(model, cfg)
+            .run_observed(&mut strategy, &mut measures)
+            .unwrap();
+        let (m, po) = measures;
+        (Both(m, po, strategy.name().to_string()), r)
     }
 
     fn assert_same_count(name: &str, model: impl Fn() -> Model, expected: Option<usize>) {

@@ -65,7 +65,7 @@
 
 use crate::prefix_tree::{NodeId, PrefixTree, NIL};
 use crate::state_cache::StateCache;
-use crate::strategy::{BoundHit, Context, Start, Stat, Strategy};
+use crate::strategy::{BoundHit, Capabilities, Context, Start, Stat, Strategy};
 use wasmrace_trace::{mix64, Decision, OpKind};
 
 /// Options of [`Dfs`].
@@ -467,6 +467,18 @@ impl Strategy for Dfs {
         Some(d)
     }
 
+    fn capabilities(&self) -> Option<&dyn Capabilities> {
+        Some(self)
+    }
+
+    fn capabilities_mut(&mut self) -> Option<&mut dyn Capabilities> {
+        Some(self)
+    }
+}
+
+/// Exhaustion, the preemption bound, the optional state cache and its
+/// counters.
+impl Capabilities for Dfs {
     fn exhausted(&self) -> bool {
         self.exhausted
     }

@@ -71,7 +71,7 @@
 //! exploration.
 
 use crate::program::{Pending, StepInfo};
-use crate::strategy::{Context, Outcome, Start, Strategy};
+use crate::strategy::{Capabilities, Context, Outcome, Start, Strategy};
 use rand::{Rng, SeedableRng};
 use rand_chacha::ChaCha8Rng;
 use std::collections::{BTreeSet, VecDeque};
@@ -510,10 +510,6 @@ impl Strategy for Procrastination {
         "procrastination"
     }
 
-    fn seed(&self) -> u64 {
-        self.seed
-    }
-
     fn begin(&mut self, executions: u64) -> Option<Start> {
         self.rng = ChaCha8Rng::seed_from_u64(self.seed);
         self.rng.set_stream(executions);
@@ -605,6 +601,21 @@ impl Strategy for Procrastination {
                 self.queue.push_back(job);
             }
         }
+    }
+
+    fn capabilities(&self) -> Option<&dyn Capabilities> {
+        Some(self)
+    }
+
+    fn capabilities_mut(&mut self) -> Option<&mut dyn Capabilities> {
+        Some(self)
+    }
+}
+
+/// The seed.
+impl Capabilities for Procrastination {
+    fn seed(&self) -> u64 {
+        self.seed
     }
 }
 

@@ -37,9 +37,9 @@
 //! our defaults are `c1 = 10`, `c2 = 3` (like the paper's iterative random
 //! baseline, which samples `3^i` executions in round `i`).
 
-use super::delaying::{DelayCursor, DelayingExplorer};
 use crate::program::StepInfo;
-use crate::strategy::{Context, Outcome, Start, Stat, Strategy};
+use crate::strategies::delaying::explorer::{DelayCursor, DelayingExplorer};
+use crate::strategy::{Capabilities, Context, Outcome, Start, Stat, Strategy};
 use rand::{Rng, SeedableRng};
 use rand_chacha::ChaCha8Rng;
 use std::collections::BTreeMap;
@@ -197,10 +197,6 @@ impl<E: DelayingExplorer + Clone> Strategy for Ss<E> {
         "ss"
     }
 
-    fn seed(&self) -> u64 {
-        self.seed
-    }
-
     fn begin(&mut self, _executions: u64) -> Option<Start> {
         if self.exhausted {
             return None;
@@ -295,6 +291,21 @@ impl<E: DelayingExplorer + Clone> Strategy for Ss<E> {
         self.last_failed = matches!(outcome, Outcome::Failed(_));
     }
 
+    fn capabilities(&self) -> Option<&dyn Capabilities> {
+        Some(self)
+    }
+
+    fn capabilities_mut(&mut self) -> Option<&mut dyn Capabilities> {
+        Some(self)
+    }
+}
+
+/// The seed, exhaustion (past the last delay bound) and the counters.
+impl<E: DelayingExplorer + Clone> Capabilities for Ss<E> {
+    fn seed(&self) -> u64 {
+        self.seed
+    }
+
     fn exhausted(&self) -> bool {
         self.exhausted
     }
@@ -312,7 +323,7 @@ impl<E: DelayingExplorer + Clone> Strategy for Ss<E> {
 mod tests {
     use super::*;
     use crate::model::{Model, ModelBuilder};
-    use crate::strategies::{Recorder, RoundRobin};
+    use crate::strategies::{Recording, RoundRobin};
     use crate::{Config, Explorer};
 
     /// Main spawns two threads that each write twice.
@@ -358,8 +369,8 @@ mod tests {
     fn samples_take_bound_plus_one_executions_and_resume_at_the_delay() {
         let opts = SsOptions { c1: 2, c2: 2 };
         // Bound 0: 2 samples of 1 execution; bound 1: 4 samples of 2.
-        let mut rec = Recorder::new(Ss::new(RoundRobin::new(), 1, opts));
-        let report = Explorer::new(two_writers(), cfg(10)).run(&mut rec).unwrap();
+        let mut rec = Recording::new(Ss::new(RoundRobin::new(), 1, opts));
+        let report = rec.run(&mut Explorer::new(two_writers(), cfg(10))).unwrap();
         assert_eq!(report.executions, 10);
         let starts: Vec<Start> = rec.executions().iter().map(|r| r.start).collect();
         assert_eq!(&starts[..3], &[Start::Fresh, Start::Fresh, Start::Fresh]);
@@ -403,9 +414,8 @@ mod tests {
     #[test]
     fn the_same_seed_samples_the_same_executions() {
         let run = |seed| {
-            let mut rec = Recorder::new(Ss::new(RoundRobin::new(), seed, SsOptions::default()));
-            Explorer::new(two_writers(), cfg(200))
-                .run(&mut rec)
+            let mut rec = Recording::new(Ss::new(RoundRobin::new(), seed, SsOptions::default()));
+            rec.run(&mut Explorer::new(two_writers(), cfg(200)))
                 .unwrap();
             rec.executions()
                 .iter()

@@ -1,0 +1,431 @@
+//! The exploration loop: runs a strategy against a program, one execution
+//! after another, within explicit bounds; resumes executions from held
+//! snapshots or by replaying a prefix; starts them from states saved at the
+//! strategy's request; hashes states for strategies that cache them; stops
+//! at the first bug (by default). Three rooms: the loop over executions
+//! (here), the current path with its snapshots (`path.rs`) and the saved
+//! states (`saved.rs`).
+
+mod path;
+mod saved;
+
+use crate::observer::Observer;
+use crate::program::{Program, Status};
+use crate::strategy::{BoundHit, Context, Outcome, Start, Stat, Strategy};
+use path::PathSnapshots;
+use saved::{SavedStates, Taken};
+use std::time::{Duration, Instant};
+use wasmrace_trace::{Decision, Failure, FailureKind};
+
+/// Every bound of an exploration. Hitting one is reported with the name of
+/// the knob that raises it.
+#[derive(Clone, Debug)]
+pub struct Config {
+    /// Executions to run at most (`--max-executions`). Default 100,000.
+    pub max_executions: u64,
+    /// Steps per execution at most (`--max-steps`); an execution that takes
+    /// more fails as a possible livelock. Default 10,000.
+    pub max_steps: u64,
+    /// Wall-clock budget for the whole exploration (`--time-budget`). Only
+    /// checked between executions; a run cut by time is not reproducible in
+    /// length, which the report says. Default: none.
+    pub time_budget: Option<Duration>,
+    /// Snapshot policy: take a snapshot after a step once this much cost
+    /// (instructions for wasm) has accumulated since the previous one on the
+    /// current path. `Some(0)` snapshots after every step, `None` never;
+    /// without a snapshot, a resumed execution is replayed from the start.
+    /// Default `Some(200_000)`: cheaper to replay than to copy below that.
+    pub snapshot_every_cost: Option<u64>,
+    /// Snapshots held at most along the current path (oldest beyond that are
+    /// dropped). Default 64.
+    pub max_snapshots: usize,
+    /// Stop at the first failing execution. Default true.
+    pub stop_on_first_bug: bool,
+    /// Saved states (`Strategy::save_request`, e.g. SES's frontier) held
+    /// as snapshots at most (`--max-saved-snapshots`); beyond that a saved
+    /// state keeps only its prefix and is replayed when started from, which
+    /// is slower, never wrong. Default 65,536.
+    pub max_saved_snapshots: usize,
+    /// Bytes of saved snapshots held at most (`--saved-snapshots-mb`, as
+    /// `Program::snapshot_bytes` counts them); past it, as past the count,
+    /// saved states keep only their prefix. Default 512 MiB.
+    pub max_saved_bytes: usize,
+}
+
+impl Default for Config {
+    fn default() -> Self {
+        Config {
+            max_executions: 100_000,
+            max_steps: 10_000,
+            time_budget: None,
+            snapshot_every_cost: Some(200_000),
+            max_snapshots: 64,
+            stop_on_first_bug: true,
+            max_saved_snapshots: 65_536,
+            max_saved_bytes: 512 << 20,
+        }
+    }
+}
+
+/// A failing execution: the failure and the decisions that lead to it.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub struct Bug {
+    pub failure: Failure,
+    /// The strategy that ran the failing execution (`Strategy::active`).
+    pub found_by: String,
+    pub schedule: Vec<Decision>,
+    /// 1-based index of the execution that found it.
+    pub execution: u64,
+}
+
+#[derive(Clone, Debug, Default)]
+pub struct Report {
+    pub executions: u64,
+    /// Steps the program ran, replayed prefixes included.
+    pub steps: u64,
+    /// Steps run only to get back to a resume point.
+    pub replayed_steps: u64,
+    pub snapshots_taken: u64,
+    pub restores: u64,
+    pub bugs: Vec<Bug>,
+    /// Executions that failed (the hit count used by sampling statistics).
+    pub failing_executions: u64,
+    /// The strategy explored its whole space (within its own bound).
+    pub exhausted: bool,
+    /// The explorer bound that ended the run early, if one did.
+    pub stopped_by: Option<BoundHit>,
+    /// A bound of the strategy that pruned part of the space, if one did.
+    pub strategy_bound: Option<BoundHit>,
+    /// States saved at the strategy's request (`Strategy::save_request`):
+    /// with a snapshot, and with only their prefix (over
+    /// `max_saved_snapshots` or `max_saved_bytes`, or a program that cannot
+    /// snapshot).
+    pub saved_with_snapshot: u64,
+    pub saved_as_prefix: u64,
+    /// Executions started from a saved state (`Start::Saved`), by restoring
+    /// its snapshot and by replaying its prefix.
+    pub saved_restored: u64,
+    pub saved_replayed: u64,
+    /// State hashes computed for strategies that asked for them
+    /// (`Strategy::wants_state_hash`).
+    pub state_hashes: u64,
+    /// The strategy's own counters at the end of the run (`Strategy::stats`:
+    /// states explored, cache hits, ...).
+    pub strategy_stats: Vec<Stat>,
+    pub elapsed: Duration,
+}
+
+impl Report {
+    pub fn first_bug(&self) -> Option<&Bug> {
+        self.bugs.first()
+    }
+}
+
+#[derive(Debug, thiserror::Error)]
+pub enum ExploreError<E: std::error::Error + 'static> {
+    #[error(transparent)]
+    Program(E),
+    #[error("strategy `{strategy}` chose thread `{thread}` (alternative {alt}) at step {step}, which is not enabled")]
+    InvalidDecision {
+        strategy: String,
+        thread: String,
+        alt: u32,
+        step: usize,
+    },
+    #[error("strategy `{strategy}` asked to resume after {prefix_len} steps, but the previous execution had only {len}")]
+    BadResume {
+        strategy: String,
+        prefix_len: usize,
+        len: usize,
+    },
+    #[error("strategy `{strategy}` asked to start from saved state {id}, which it never saved or already used")]
+    UnknownSaved { strategy: String, id: u64 },
+    #[error("the program reports running with no enabled thread at step {step} (a program must report a deadlock itself)")]
+    NoEnabledThread { step: usize },
+}
+
+/// Progress notifications, e.g. for a progress bar. Called after each
+/// execution with the executions run so far.
+pub type ProgressFn<'a> = dyn FnMut(&Report) + 'a;
+
+pub struct Explorer<P: Program> {
+    pub program: P,
+    pub config: Config,
+}
+
+impl<P: Program> Explorer<P> {
+    pub fn new(program: P, config: Config) -> Self {
+        Explorer { program, config }
+    }
+
+    pub fn run(&mut self, strategy: &mut dyn Strategy) -> Result<Report, ExploreError<P::Error>> {
+        self.run_with(strategy, &mut (), &mut |_| {})
+    }
+
+    pub fn run_with_progress(
+        &mut self,
+        strategy: &mut dyn Strategy,
+        progress: &mut ProgressFn<'_>,
+    ) -> Result<Report, ExploreError<P::Error>> {
+        self.run_with(strategy, &mut (), progress)
+    }
+
+    /// Runs `strategy` with `observer` beside it (e.g. [`Metrics`](crate::strategies::Metrics)).
+    pub fn run_observed<O: Observer + ?Sized>(
+        &mut self,
+        strategy: &mut dyn Strategy,
+        observer: &mut O,
+    ) -> Result<Report, ExploreError<P::Error>> {
+        self.run_with(strategy, observer, &mut |_| {})
+    }
+
+    /// Runs `strategy` with `observer` beside it, calling `progress` after
+    /// each execution.
+    pub fn run_with<O: Observer + ?Sized>(
+        &mut self,
+        strategy: &mut dyn Strategy,
+        observer: &mut O,
+        progress: &mut ProgressFn<'_>,
+    ) -> Result<Report, ExploreError<P::Error>> {
+        let cfg = self.config.clone();
+        let mut run = Run {
+            path: PathSnapshots::new(cfg.snapshot_every_cost, cfg.max_snapshots),
+            saved: SavedStates::new(&cfg),
+            program: &mut self.program,
+            cfg: &cfg,
+            strategy,
+            observer,
+            report: Report::default(),
+            started: Instant::now(),
+        };
+        run.executions(progress)?;
+        let mut report = run.report;
+        report.strategy_bound = run.strategy.bound_hit();
+        report.strategy_stats = run.strategy.stats();
+        report.elapsed = run.started.elapsed();
+        Ok(report)
+    }
+}
+
+/// One run of the exploration loop: the strategy and its observer, the
+/// current path with its snapshots, the saved states and the report.
+struct Run<'a, P: Program, O: ?Sized> {
+    program: &'a mut P,
+    cfg: &'a Config,
+    strategy: &'a mut dyn Strategy,
+    observer: &'a mut O,
+    path: PathSnapshots<P::Snapshot>,
+    saved: SavedStates<P::Snapshot>,
+    report: Report,
+    started: Instant,
+}
+
+impl<P: Program, O: Observer + ?Sized> Run<'_, P, O> {
+    /// The loop over executions, until the strategy is done, a bound is hit
+    /// or (by default) a bug is found.
+    fn executions(&mut self, progress: &mut ProgressFn<'_>) -> Result<(), ExploreError<P::Error>> {
+        loop {
+            // Ask the strategy first: a strategy that has just finished its
+            // space must be reported exhausted, not "stopped by a bound",
+            // even when the bound is reached at the same time. An execution
+            // begun and then cut by a bound is simply never run.
+            let Some(start) = self.strategy.begin(self.report.executions) else {
+                self.report.exhausted = self.strategy.exhausted();
+                return Ok(());
+            };
+            if let Some(hit) = self.bound_reached() {
+                self.report.stopped_by = Some(hit);
+                return Ok(());
+            }
+            self.report.executions += 1;
+            self.start(start)?;
+            self.observer.begin(start, self.path.decisions());
+            let outcome = self.execution()?;
+            self.strategy.end(&outcome);
+            self.observer.end(&outcome, self.path.decisions());
+            if let Outcome::Failed(failure) = outcome {
+                self.report.failing_executions += 1;
+                if self.report.bugs.is_empty() || !self.cfg.stop_on_first_bug {
+                    self.report.bugs.push(Bug {
+                        failure,
+                        found_by: self.strategy.active().to_string(),
+                        schedule: self.path.decisions().to_vec(),
+                        execution: self.report.executions,
+                    });
+                }
+                if self.cfg.stop_on_first_bug {
+                    return Ok(());
+                }
+            }
+            progress(&self.report);
+        }
+    }
+
+    /// The explorer bound (executions, time) that ends the run now, if one
+    /// does.
+    fn bound_reached(&self) -> Option<BoundHit> {
+        if self.report.executions >= self.cfg.max_executions {
+            return Some(BoundHit {
+                bound: "executions",
+                value: self.cfg.max_executions,
+                knob: "--max-executions",
+            });
+        }
+        let budget = self.cfg.time_budget?;
+        (self.started.elapsed() >= budget).then_some(BoundHit {
+            bound: "time budget (seconds)",
+            value: budget.as_secs(),
+            knob: "--time-budget",
+        })
+    }
+
+    /// Gets the program to where the execution starts.
+    fn start(&mut self, start: Start) -> Result<(), ExploreError<P::Error>> {
+        match start {
+            Start::Fresh => {
+                self.path
+                    .reset(self.program)
+                    .map_err(ExploreError::Program)?;
+                self.saved.truncate_path(0);
+            }
+            Start::Resume { prefix_len } => {
+                if prefix_len > self.path.len() {
+                    return Err(ExploreError::BadResume {
+                        strategy: self.strategy.name().to_string(),
+                        prefix_len,
+                        len: self.path.len(),
+                    });
+                }
+                self.path
+                    .rewind(self.program, prefix_len, &[], &mut self.report)
+                    .map_err(ExploreError::Program)?;
+                self.saved.truncate_path(prefix_len);
+            }
+            Start::Saved { id } => {
+                let Some(mut taken) = self.saved.take(id) else {
+                    return Err(ExploreError::UnknownSaved {
+                        strategy: self.strategy.name().to_string(),
+                        id,
+                    });
+                };
+                self.start_saved(&mut taken)?;
+                self.saved.adopt_path(&taken);
+            }
+        }
+        Ok(())
+    }
+
+    /// Gets the program to a saved state: restores its snapshot when it has
+    /// one, else replays its prefix from the deepest snapshot the prefix
+    /// shares with the current path.
+    fn start_saved(
+        &mut self,
+        taken: &mut Taken<P::Snapshot>,
+    ) -> Result<(), ExploreError<P::Error>> {
+        let prefix = &taken.prefix;
+        match taken.snapshot.take() {
+            Some(snap) => {
+                self.program.restore(&snap).map_err(ExploreError::Program)?;
+                self.report.restores += 1;
+                self.report.saved_restored += 1;
+                // Kept for backtracking below the saved state.
+                self.path.start_at(prefix, snap);
+            }
+            None => {
+                self.report.saved_replayed += 1;
+                let lcp = self
+                    .path
+                    .decisions()
+                    .iter()
+                    .zip(prefix)
+                    .take_while(|(a, (b, _))| *a == b)
+                    .count();
+                self.path
+                    .rewind(self.program, lcp, &prefix[lcp..], &mut self.report)
+                    .map_err(ExploreError::Program)?;
+            }
+        }
+        Ok(())
+    }
+
+    /// Runs the current execution to its end, one decision at a time.
+    fn execution(&mut self) -> Result<Outcome, ExploreError<P::Error>> {
+        loop {
+            match self.program.status() {
+                Status::Running => {}
+                Status::Finished => return Ok(Outcome::Finished),
+                Status::Failed(f) => return Ok(Outcome::Failed(f.clone())),
+            }
+            if self.path.len() as u64 >= self.cfg.max_steps {
+                let who = self.path.last().map(|(t, _)| self.program.thread_name(t));
+                return Ok(Outcome::Failed(Failure::new(
+                    FailureKind::StepLimit,
+                    who,
+                    format!(
+                        "execution exceeded `{}` steps (possible livelock); raise --max-steps",
+                        self.cfg.max_steps
+                    ),
+                )));
+            }
+            if !self.step()? {
+                return Ok(Outcome::Abandoned);
+            }
+        }
+    }
+
+    /// Asks the strategy for a decision and takes it; false when the
+    /// strategy abandoned the execution.
+    fn step(&mut self) -> Result<bool, ExploreError<P::Error>> {
+        if let Some(caps) = self.strategy.capabilities_mut() {
+            if caps.wants_state_hash() {
+                let hash = self.program.state_hash();
+                self.report.state_hashes += u64::from(hash.is_some());
+                caps.observe_state(hash);
+            }
+        }
+        let step = self.path.len();
+        let ctx = Context {
+            step,
+            threads: self.program.threads(),
+            last: self.path.last(),
+            prefix: self.path.decisions(),
+        };
+        if ctx.enabled().next().is_none() {
+            return Err(ExploreError::NoEnabledThread { step });
+        }
+        let Some(d) = self.strategy.decide(&ctx) else {
+            return Ok(false);
+        };
+        let valid = ctx
+            .thread(d.tid)
+            .is_some_and(|t| t.pending.enabled && d.alt < t.pending.alts);
+        if !valid {
+            return Err(ExploreError::InvalidDecision {
+                strategy: self.strategy.name().to_string(),
+                thread: self.program.thread_name(d.tid),
+                alt: d.alt,
+                step,
+            });
+        }
+        self.observer.decided(&ctx, d);
+        let save = self
+            .strategy
+            .capabilities_mut()
+            .and_then(|c| c.save_request());
+        if let Some(id) = save {
+            self.saved
+                .save(id, self.program, &self.path, &mut self.report)
+                .map_err(ExploreError::Program)?;
+            self.observer.saved(id, step);
+        }
+        let info = self.program.step(d).map_err(ExploreError::Program)?;
+        self.report.steps += 1;
+        self.strategy.observe(info);
+        self.observer.step(info);
+        let (op, cost) = (info.op, info.cost);
+        self.path
+            .push(self.program, d, op, cost, &mut self.report)
+            .map_err(ExploreError::Program)?;
+        Ok(true)
+    }
+}

@@ -1,0 +1,180 @@
+//! The current path of an exploration: its decisions, the operation each
+//! ran, the cost accumulated along it, and the snapshots held on it; and the
+//! one way back to a prefix of it (restore the deepest snapshot the target
+//! shares with the path, or reset, then replay the rest).
+
+use super::Report;
+use crate::program::{Program, Status};
+use wasmrace_trace::{Decision, OpKind, Tid};
+
+/// A decision and the operation it ran (for preemption accounting after a
+/// resume: a switch after `yield_now` is not a preemption).
+pub(crate) type PathStep = (Decision, Option<OpKind>);
+
+/// See the module documentation.
+pub(crate) struct PathSnapshots<S> {
+    decisions: Vec<Decision>,
+    ops: Vec<Option<OpKind>>,
+    /// Cost accumulated from the start, per prefix length (`costs[i]` after
+    /// `i + 1` steps).
+    costs: Vec<u64>,
+    /// Snapshots along the path: (prefix length, snapshot), shallowest
+    /// first.
+    snaps: Vec<(usize, S)>,
+    /// `Config::snapshot_every_cost` and `Config::max_snapshots`.
+    every: Option<u64>,
+    max: usize,
+}
+
+impl<S> PathSnapshots<S> {
+    pub(crate) fn new(every: Option<u64>, max: usize) -> Self {
+        PathSnapshots {
+            decisions: Vec::new(),
+            ops: Vec::new(),
+            costs: Vec::new(),
+            snaps: Vec::new(),
+            every,
+            max,
+        }
+    }
+
+    pub(crate) fn decisions(&self) -> &[Decision] {
+        &self.decisions
+    }
+
+    pub(crate) fn ops(&self) -> &[Option<OpKind>] {
+        &self.ops
+    }
+
+    pub(crate) fn len(&self) -> usize {
+        self.decisions.len()
+    }
+
+    /// The thread that took the last step and the operation it ran.
+    pub(crate) fn last(&self) -> Option<(Tid, Option<OpKind>)> {
+        let d = self.decisions.last()?;
+        Some((d.tid, self.ops.last().copied().flatten()))
+    }
+
+    /// Back to the program's initial state, with an empty path.
+    pub(crate) fn reset<P>(&mut self, program: &mut P) -> Result<(), P::Error>
+    where
+        P: Program<Snapshot = S>,
+    {
+        program.reset()?;
+        self.decisions.clear();
+        self.ops.clear();
+        self.costs.clear();
+        self.snaps.clear();
+        Ok(())
+    }
+
+    /// Gets the program to the first `keep` steps of the current path
+    /// followed by `then`: restores the deepest snapshot held within those
+    /// `keep` steps (or resets), then replays the rest, counting replayed
+    /// steps in `report`. The path becomes that prefix.
+    pub(crate) fn rewind<P>(
+        &mut self,
+        program: &mut P,
+        keep: usize,
+        then: &[PathStep],
+        report: &mut Report,
+    ) -> Result<(), P::Error>
+    where
+        P: Program<Snapshot = S>,
+    {
+        while self.snaps.last().is_some_and(|(len, _)| *len > keep) {
+            self.snaps.pop();
+        }
+        let from = match self.snaps.last() {
+            Some((len, snap)) => {
+                program.restore(snap)?;
+                report.restores += 1;
+                *len
+            }
+            None => {
+                program.reset()?;
+                0
+            }
+        };
+        self.costs.truncate(from);
+        for i in from..keep {
+            let d = self.decisions[i];
+            self.replay(program, d, report)?;
+        }
+        self.decisions.truncate(keep);
+        self.ops.truncate(keep);
+        for &(d, op) in then {
+            self.replay(program, d, report)?;
+            self.decisions.push(d);
+            self.ops.push(op);
+        }
+        Ok(())
+    }
+
+    /// Replays one step to get back to a start point.
+    fn replay<P: Program>(
+        &mut self,
+        program: &mut P,
+        d: Decision,
+        report: &mut Report,
+    ) -> Result<(), P::Error> {
+        let info = program.step(d)?;
+        report.steps += 1;
+        report.replayed_steps += 1;
+        self.costs
+            .push(self.costs.last().copied().unwrap_or(0) + info.cost);
+        Ok(())
+    }
+
+    /// Starts from a restored snapshot of the state `path` leads to: the
+    /// path becomes `path`, with that snapshot held for backtracking below
+    /// it (costs before it count as zero, as nothing older can be restored).
+    pub(crate) fn start_at(&mut self, path: &[PathStep], snap: S) {
+        let len = path.len();
+        self.decisions.clear();
+        self.ops.clear();
+        self.decisions.extend(path.iter().map(|(d, _)| *d));
+        self.ops.extend(path.iter().map(|(_, op)| *op));
+        self.snaps.clear();
+        self.snaps.push((len, snap));
+        self.costs.clear();
+        self.costs.resize(len, 0);
+    }
+
+    /// Records a step just taken, and takes a snapshot after it when the
+    /// cost since the previous one reached the policy's threshold.
+    pub(crate) fn push<P>(
+        &mut self,
+        program: &mut P,
+        d: Decision,
+        op: Option<OpKind>,
+        cost: u64,
+        report: &mut Report,
+    ) -> Result<(), P::Error>
+    where
+        P: Program<Snapshot = S>,
+    {
+        self.decisions.push(d);
+        self.ops.push(op);
+        let acc = self.costs.last().copied().unwrap_or(0) + cost;
+        self.costs.push(acc);
+        let Some(every) = self.every else {
+            return Ok(());
+        };
+        let since = match self.snaps.last() {
+            Some((len, _)) if *len > 0 => self.costs[*len - 1],
+            _ => 0,
+        };
+        if acc - since >= every && matches!(program.status(), Status::Running) {
+            if let Some(s) = program.snapshot()? {
+                report.snapshots_taken += 1;
+                self.snaps.push((self.decisions.len(), s));
+                if self.snaps.len() > self.max {
+                    self.snaps.remove(0);
+                }
+            }
+        }
+        Ok(())
+    }
+}
