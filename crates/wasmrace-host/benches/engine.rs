@@ -106,8 +106,7 @@ fn bench(c: &mut Criterion) {
                 let t = p
                     .threads()
                     .iter()
-                    .filter(|t| t.pending.enabled)
-                    .last()
+                    .rfind(|t| t.pending.enabled)
                     .unwrap()
                     .tid;
                 let start = std::time::Instant::now();

@@ -507,7 +507,7 @@ fn explore(guest: &Guest, test: &str, opts: &CheckOptions, json: bool) -> Result
     // them or every 100 ms, whichever comes first.
     let mut last_draw = Instant::now();
     let mut progress = |r: &Report| {
-        if r.executions % 1000 == 0 || last_draw.elapsed() >= Duration::from_millis(100) {
+        if r.executions.is_multiple_of(1000) || last_draw.elapsed() >= Duration::from_millis(100) {
             bar.set_position(r.executions);
             last_draw = Instant::now();
         }
