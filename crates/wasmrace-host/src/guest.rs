@@ -6,7 +6,6 @@ use crate::config::HostConfig;
 use crate::error::{one_line, runtime, HostError};
 use crate::hooks::{make_linker, HostState};
 use crate::load::{self, Analysis};
-use crate::program::WasmProgram;
 use std::path::Path;
 use std::sync::Arc;
 use wasmtime::{Engine, InstancePre};
@@ -95,18 +94,6 @@ impl Guest {
     /// Whether the compiled module came from the on-disk cache.
     pub fn from_cache(&self) -> bool {
         self.inner.from_cache
-    }
-
-    /// A program that runs test `test`, ready for exploration.
-    pub fn program(&self, test: &str) -> Result<WasmProgram, HostError> {
-        if !self.tests().iter().any(|t| t == test) {
-            return Err(HostError::UnknownTest {
-                name: self.inner.name.clone(),
-                test: test.into(),
-                available: format!("`{}`", self.tests().join("`, `")),
-            });
-        }
-        WasmProgram::new(self.inner.clone(), test)
     }
 }
 

@@ -11,7 +11,7 @@ mod segment;
 mod views;
 
 use crate::error::{runtime, HostError};
-use crate::guest::GuestInner;
+use crate::guest::{Guest, GuestInner};
 use crate::hooks::{Exports, HostState, Mode};
 use crate::ops::Op;
 use crate::snapshot::{self, Snapshot};
@@ -51,6 +51,22 @@ impl std::fmt::Debug for WasmProgram {
             .field("test", &self.test)
             .field("steps", &self.steps)
             .finish()
+    }
+}
+
+// Here rather than in guest.rs so that dependencies point one way:
+// program -> guest, never back.
+impl Guest {
+    /// A program that runs test `test`, ready for exploration.
+    pub fn program(&self, test: &str) -> Result<WasmProgram, HostError> {
+        if !self.tests().iter().any(|t| t == test) {
+            return Err(HostError::UnknownTest {
+                name: self.inner.name.clone(),
+                test: test.into(),
+                available: format!("`{}`", self.tests().join("`, `")),
+            });
+        }
+        WasmProgram::new(self.inner.clone(), test)
     }
 }
 

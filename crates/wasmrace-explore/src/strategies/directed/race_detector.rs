@@ -76,6 +76,14 @@ struct AccessKey {
 #[derive(Clone, Debug, Default)]
 pub struct HybridDetector {
     clocks: BTreeMap<Tid, VectorClock>,
+    sync: SyncEdges,
+    memory: MemoryEvents,
+}
+
+/// The synchronisation half of the detector: locksets and the clocks that
+/// carry happens-before edges from one thread to another.
+#[derive(Clone, Debug, Default)]
+struct SyncEdges {
     /// Locks each thread holds, and whether in shared (read) mode: the `L`
     /// of its memory events.
     locksets: BTreeMap<Tid, BTreeMap<Oid, bool>>,
@@ -92,6 +100,11 @@ pub struct HybridDetector {
     notified: BTreeMap<Tid, VectorClock>,
     /// Joined clock of every arrival at each barrier generation.
     generations: BTreeMap<Oid, VectorClock>,
+}
+
+/// The memory half: earlier accesses and the racing pairs found.
+#[derive(Clone, Debug, Default)]
+struct MemoryEvents {
     /// Earlier memory accesses per object, with the epoch of the latest.
     accesses: BTreeMap<Oid, BTreeMap<AccessKey, u64>>,
     pairs: BTreeSet<SitePair>,
@@ -106,26 +119,24 @@ impl HybridDetector {
     /// Forgets the previous execution's clocks and accesses (each execution
     /// is a fresh start), keeping the racing pairs found so far.
     pub fn begin_execution(&mut self) {
-        let pairs = std::mem::take(&mut self.pairs);
-        let events = self.events;
-        *self = HybridDetector {
-            pairs,
-            events,
-            ..Self::default()
-        };
+        self.clocks.clear();
+        self.sync = SyncEdges::default();
+        self.memory.accesses.clear();
     }
 
     /// The racing pairs of statements found so far.
     pub fn racing_pairs(&self) -> &BTreeSet<SitePair> {
-        &self.pairs
+        &self.memory.pairs
     }
 
     /// Memory events checked so far, over all executions.
     pub fn events(&self) -> u64 {
-        self.events
+        self.memory.events
     }
 
-    /// Processes one step of the current execution.
+    /// Processes one step of the current execution: the edges it receives
+    /// (RCV events), its memory events (MEM), then the edges and locks it
+    /// hands on (SND events, locksets).
     pub fn observe(&mut self, step: &StepInfo) {
         let t = step.tid;
         // Updated in place (disjoint from the other fields borrowed below):
@@ -140,9 +151,31 @@ impl HybridDetector {
             .map(|a| a.obj)
             .collect();
         let role = step.op.map_or(SyncRole::None, |k| k.role());
+        self.sync.incoming(role, step, &syncs, clock);
+        self.memory.check(step, clock, self.sync.locksets.get(&t));
+        self.sync.outgoing(role, step, &syncs, clock);
+        // Thread start: the child's first event follows the spawn.
+        if !step.spawned.is_empty() {
+            let clock = clock.clone();
+            for &child in &step.spawned {
+                self.clocks.insert(child, clock.clone());
+            }
+        }
+    }
+}
 
-        // RCV events: join the sender's clock before this step's accesses, so
-        // that a receive is ordered after everything its send follows.
+impl SyncEdges {
+    /// RCV events: joins into `clock` what happened before this step in
+    /// other threads, before the step's memory events, so that a receive is
+    /// ordered after everything its send follows.
+    fn incoming(
+        &mut self,
+        role: SyncRole,
+        step: &StepInfo,
+        syncs: &[Oid],
+        clock: &mut VectorClock,
+    ) {
+        let t = step.tid;
         match role {
             SyncRole::Receive => {
                 if let Some(c) = step.message.and_then(|m| self.sent.get(&m)) {
@@ -150,7 +183,7 @@ impl HybridDetector {
                 }
             }
             SyncRole::Join => {
-                for o in &syncs {
+                for o in syncs {
                     if let Some(c) = self.exits.get(o) {
                         join_into(clock, c);
                     }
@@ -166,14 +199,14 @@ impl HybridDetector {
                 // before the release; taking the joined clock now orders
                 // nothing too early, as the thread does nothing more until
                 // the release (the last arrival is the release).
-                for o in &syncs {
+                for o in syncs {
                     let g = self.generations.entry(*o).or_default();
                     join_into(g, clock);
                     join_into(clock, g);
                 }
             }
             SyncRole::BarrierDepart => {
-                for o in &syncs {
+                for o in syncs {
                     if let Some(g) = self.generations.get(o) {
                         join_into(clock, g);
                     }
@@ -181,10 +214,86 @@ impl HybridDetector {
             }
             _ => {}
         }
+    }
 
-        // MEM events, with the lockset held while the step runs.
+    /// SND events and locksets: what this step hands on to other threads.
+    fn outgoing(&mut self, role: SyncRole, step: &StepInfo, syncs: &[Oid], clock: &VectorClock) {
+        let t = step.tid;
+        match role {
+            SyncRole::Acquire { shared } => {
+                let held = self.locksets.entry(t).or_default();
+                for o in syncs {
+                    held.insert(*o, shared);
+                }
+            }
+            SyncRole::Release => {
+                let held = self.locksets.entry(t).or_default();
+                for o in syncs {
+                    held.remove(o);
+                }
+            }
+            SyncRole::WaitRelease => {
+                // The wait's accesses are the condvar and the mutex; the
+                // mutex is the one this thread holds.
+                let held = self.locksets.entry(t).or_default();
+                let (mutexes, cvs): (Vec<Oid>, Vec<Oid>) =
+                    syncs.iter().partition(|o| held.contains_key(o));
+                for m in &mutexes {
+                    held.remove(m);
+                }
+                self.released.insert(t, mutexes);
+                for cv in cvs {
+                    self.waiters.entry(cv).or_default().push(t);
+                }
+            }
+            SyncRole::WaitReacquire => {
+                let again = self.released.remove(&t).unwrap_or_default();
+                self.locksets
+                    .entry(t)
+                    .or_default()
+                    .extend(again.into_iter().map(|m| (m, false)));
+                for cv in syncs {
+                    if let Some(ws) = self.waiters.get_mut(cv) {
+                        ws.retain(|&w| w != t);
+                    }
+                }
+            }
+            SyncRole::NotifyOne => {
+                for cv in syncs {
+                    let ws = self.waiters.entry(*cv).or_default();
+                    if (step.alt as usize) < ws.len() {
+                        let w = ws.remove(step.alt as usize);
+                        self.notified.insert(w, clock.clone());
+                    }
+                }
+            }
+            SyncRole::NotifyAll => {
+                for cv in syncs {
+                    for w in self.waiters.remove(cv).unwrap_or_default() {
+                        self.notified.insert(w, clock.clone());
+                    }
+                }
+            }
+            SyncRole::Send => {
+                if let Some(m) = step.message {
+                    self.sent.insert(m, clock.clone());
+                }
+            }
+            SyncRole::Exit => {
+                self.exits.insert(Oid::liveness(t), clock.clone());
+                self.locksets.remove(&t);
+            }
+            _ => {}
+        }
+    }
+}
+
+impl MemoryEvents {
+    /// MEM events: each read or write of the step against the earlier
+    /// accesses to its object, with the lockset `held` while it runs.
+    fn check(&mut self, step: &StepInfo, clock: &VectorClock, held: Option<&BTreeMap<Oid, bool>>) {
+        let t = step.tid;
         let epoch = clock[&t];
-        let held = self.locksets.get(&t);
         let lockset = |write: bool| -> BTreeSet<Oid> {
             held.map(|h| {
                 h.iter()
@@ -224,81 +333,6 @@ impl HybridDetector {
                 },
                 epoch,
             );
-        }
-
-        // Locksets, and the SND events this step is.
-        match role {
-            SyncRole::Acquire { shared } => {
-                let held = self.locksets.entry(t).or_default();
-                for o in &syncs {
-                    held.insert(*o, shared);
-                }
-            }
-            SyncRole::Release => {
-                let held = self.locksets.entry(t).or_default();
-                for o in &syncs {
-                    held.remove(o);
-                }
-            }
-            SyncRole::WaitRelease => {
-                // The wait's accesses are the condvar and the mutex; the
-                // mutex is the one this thread holds.
-                let held = self.locksets.entry(t).or_default();
-                let (mutexes, cvs): (Vec<Oid>, Vec<Oid>) =
-                    syncs.iter().partition(|o| held.contains_key(o));
-                for m in &mutexes {
-                    held.remove(m);
-                }
-                self.released.insert(t, mutexes);
-                for cv in cvs {
-                    self.waiters.entry(cv).or_default().push(t);
-                }
-            }
-            SyncRole::WaitReacquire => {
-                let again = self.released.remove(&t).unwrap_or_default();
-                self.locksets
-                    .entry(t)
-                    .or_default()
-                    .extend(again.into_iter().map(|m| (m, false)));
-                for cv in &syncs {
-                    if let Some(ws) = self.waiters.get_mut(cv) {
-                        ws.retain(|&w| w != t);
-                    }
-                }
-            }
-            SyncRole::NotifyOne => {
-                for cv in &syncs {
-                    let ws = self.waiters.entry(*cv).or_default();
-                    if (step.alt as usize) < ws.len() {
-                        let w = ws.remove(step.alt as usize);
-                        self.notified.insert(w, clock.clone());
-                    }
-                }
-            }
-            SyncRole::NotifyAll => {
-                for cv in &syncs {
-                    for w in self.waiters.remove(cv).unwrap_or_default() {
-                        self.notified.insert(w, clock.clone());
-                    }
-                }
-            }
-            SyncRole::Send => {
-                if let Some(m) = step.message {
-                    self.sent.insert(m, clock.clone());
-                }
-            }
-            SyncRole::Exit => {
-                self.exits.insert(Oid::liveness(t), clock.clone());
-                self.locksets.remove(&t);
-            }
-            _ => {}
-        }
-        // Thread start: the child's first event follows the spawn.
-        if !step.spawned.is_empty() {
-            let clock = clock.clone();
-            for &child in &step.spawned {
-                self.clocks.insert(child, clock.clone());
-            }
         }
     }
 }
