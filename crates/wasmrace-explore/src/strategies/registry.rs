@@ -3,6 +3,13 @@
 //! strategy. The CLI (`--strategy`, its help and its option checks),
 //! `check`, `bench` and the reports all read the strategies from here, so
 //! that they cannot drift apart.
+//!
+//! To add a strategy: write it in its family's folder with a `pub const
+//! DESCRIPTOR: Descriptor` (name, help line, the [`Knob`]s it takes and
+//! their defaults, `build`, `describe`, `options_json`), add the file to
+//! the family's `mod.rs`, and add one line to [`REGISTRY`]. A strategy
+//! whose option no knob covers also needs a [`Knob`], a field of
+//! [`StrategyOptions`] and a flag in the CLI's `check` command.
 
 use super::delaying::ExplorerKind;
 use super::{basic_pos, pos, pos_star};
