@@ -119,13 +119,9 @@ mod tests {
     /// is the CLI's, the portfolio, opening with DFS bounded at 2.
     #[test]
     fn documented_preemption_bound_is_the_library_default() {
-        assert_eq!(
-            wasmrace_host::CheckOptions::default().strategy,
-            wasmrace_host::StrategyChoice::Portfolio {
-                preemption_bound: Some(2),
-                opening_executions: 1000,
-            }
-        );
+        let default = wasmrace_host::CheckOptions::default().strategy;
+        assert_eq!(default, wasmrace_host::StrategyChoice::named("portfolio"));
+        assert_eq!(default.options().preemption_bound, Some(Some(2)));
         let help = Cli::command()
             .find_subcommand_mut("check")
             .unwrap()
@@ -161,5 +157,84 @@ mod tests {
         ] {
             assert!(help.contains(&expected), "missing {expected:?} in {help}");
         }
+    }
+
+    /// Every default a registered strategy declares is the one the help
+    /// states: a strategy whose default differs from the prose (or from
+    /// another strategy's taking the same option) fails here.
+    #[test]
+    fn every_registered_default_is_the_documented_one() {
+        use wasmrace_explore::strategies::registry::{Knob, REGISTRY};
+        let help = Cli::command()
+            .find_subcommand_mut("check")
+            .unwrap()
+            .render_long_help()
+            .to_string()
+            .split_whitespace()
+            .collect::<Vec<_>>()
+            .join(" ");
+        for d in REGISTRY {
+            let o = &d.defaults;
+            for t in d.takes {
+                let stated = match t.knob {
+                    Knob::PreemptionBound => vec![format!(
+                        "at most N preemptions (dfs only) [default: {}]",
+                        o.preemption_bound.flatten().expect(d.name)
+                    )],
+                    Knob::Depth => vec![format!(
+                        "Priority change points of `--strategy pct` [default: {}]",
+                        o.depth.expect(d.name)
+                    )],
+                    Knob::StateCache => {
+                        assert_eq!(o.state_cache, Some(false), "{}: off unless given", d.name);
+                        vec!["Do not explore a state twice".to_string()]
+                    }
+                    Knob::DelayBound => {
+                        assert_eq!(o.delay_bound, Some(None), "{}", d.name);
+                        vec!["at most N delays (ses only) [default: no bound,".to_string()]
+                    }
+                    Knob::Explorer => vec![format!(
+                        "`--strategy ses` and `ss` [default: {}]",
+                        o.explorer.expect(d.name).name()
+                    )],
+                    Knob::CacheMb => vec![format!(
+                        "turns the cache off [default: {}]",
+                        o.cache_mb.expect(d.name)
+                    )],
+                    Knob::Samples => vec![
+                        format!("c1 * c2^d) [default: {}]", o.c1.expect(d.name)),
+                        format!("(c2) [default: {}]", o.c2.expect(d.name)),
+                    ],
+                };
+                for s in stated {
+                    assert!(help.contains(&s), "{}: missing {s:?} in {help}", d.name);
+                }
+            }
+        }
+    }
+
+    /// `--strategy` accepts exactly the registered names, each with its
+    /// line of help, the registry's default first.
+    #[test]
+    fn strategy_values_are_the_registry() {
+        use wasmrace_explore::strategies::registry::{default_descriptor, NAMES, REGISTRY};
+        let cmd = Cli::command();
+        let check = cmd.find_subcommand("check").unwrap();
+        let arg = check
+            .get_arguments()
+            .find(|a| a.get_id() == "strategy")
+            .unwrap();
+        let values = arg.get_possible_values();
+        let names: Vec<&str> = values.iter().map(|v| v.get_name()).collect();
+        assert_eq!(names, NAMES);
+        assert_eq!(names, wasmrace_host::STRATEGY_NAMES);
+        for (v, d) in values.iter().zip(REGISTRY) {
+            assert_eq!(
+                v.get_help().map(|h| h.to_string()).as_deref(),
+                Some(d.about)
+            );
+        }
+        let default: Vec<_> = arg.get_default_values().iter().collect();
+        assert_eq!(default, [default_descriptor().name]);
     }
 }

@@ -7,67 +7,13 @@ use std::fmt::Write;
 use std::path::{Path, PathBuf};
 use std::time::Duration;
 use wasmrace_explore::{BoundHit, Report};
-use wasmrace_host::strategies::ExplorerKind;
 use wasmrace_host::StrategyChoice;
 use wasmrace_trace::{render_trace, Failure, TraceEvent};
 
-/// The strategy and the option that shapes it, e.g. `dfs, preemption bound 2`.
+/// The strategy and the option that shapes it, e.g. `dfs, preemption bound 2`
+/// (the strategy's descriptor says it).
 pub fn strategy_description(strategy: &StrategyChoice, seed: u64) -> String {
-    match strategy {
-        StrategyChoice::Dfs {
-            preemption_bound: Some(b),
-        } => format!("dfs, preemption bound {b}"),
-        StrategyChoice::Dfs {
-            preemption_bound: None,
-        } => "dfs, unbounded".into(),
-        StrategyChoice::Random => format!("random, seed {seed}"),
-        StrategyChoice::Pct { depth } => format!("pct, depth {depth}, seed {seed}"),
-        StrategyChoice::BasicPos => format!("basic-pos, seed {seed}"),
-        StrategyChoice::Pos => format!("pos, seed {seed}"),
-        StrategyChoice::PosStar => format!("pos-star, seed {seed}"),
-        StrategyChoice::RaceFuzzer => format!("racefuzzer, seed {seed}"),
-        StrategyChoice::Procrastination => format!("procrastination, seed {seed}"),
-        StrategyChoice::Portfolio {
-            preemption_bound: Some(b),
-            ..
-        } => {
-            format!("portfolio: dfs with preemption bound {b}, then pos, pct, random; seed {seed}")
-        }
-        StrategyChoice::Portfolio {
-            preemption_bound: None,
-            ..
-        } => format!("portfolio: unbounded dfs, then pos, pct, random; seed {seed}"),
-        StrategyChoice::DfsStateCache {
-            preemption_bound,
-            cache_mb,
-        } => match preemption_bound {
-            Some(b) => format!("dfs, preemption bound {b}, state cache {cache_mb} MiB"),
-            None => format!("dfs, unbounded, state cache {cache_mb} MiB"),
-        },
-        StrategyChoice::Ses {
-            explorer,
-            delay_bound,
-            cache_mb,
-        } => {
-            let bound = match delay_bound {
-                Some(b) => format!("delay bound {b}"),
-                None => "no delay bound".to_string(),
-            };
-            // Only PRR draws from the seed.
-            let seed = match explorer {
-                ExplorerKind::ProbabilisticRoundRobin => format!(", seed {seed}"),
-                _ => String::new(),
-            };
-            format!(
-                "ses, explorer {}, {bound}, state cache {cache_mb} MiB{seed}",
-                explorer.name()
-            )
-        }
-        StrategyChoice::Ss { explorer, c1, c2 } => format!(
-            "ss, explorer {}, {c1} x {c2}^delays samples per delay bound, seed {seed}",
-            explorer.name()
-        ),
-    }
+    strategy.describe(seed)
 }
 
 /// The real races RaceFuzzer created, one per line, or nothing.
@@ -360,12 +306,16 @@ pub fn command_line(words: &[String]) -> String {
 #[cfg(test)]
 mod tests {
     use super::*;
+    use wasmrace_host::strategies::StrategyOptions;
     use wasmrace_trace::{FailureKind, Waiting};
 
     #[test]
     fn describes_strategies() {
-        let dfs = |b| StrategyChoice::Dfs {
-            preemption_bound: b,
+        let dfs = |b| {
+            StrategyChoice::named("dfs").with(&StrategyOptions {
+                preemption_bound: Some(b),
+                ..StrategyOptions::NONE
+            })
         };
         assert_eq!(
             strategy_description(&dfs(Some(2)), 9),
@@ -373,7 +323,7 @@ mod tests {
         );
         assert_eq!(strategy_description(&dfs(None), 9), "dfs, unbounded");
         assert_eq!(
-            strategy_description(&StrategyChoice::Random, 9),
+            strategy_description(&StrategyChoice::named("random"), 9),
             "random, seed 9"
         );
     }

@@ -118,20 +118,25 @@ fn bench(c: &mut Criterion) {
 /// no strategy more than 20% per step over random walk.
 fn strategies(c: &mut Criterion) {
     use wasmrace_explore::{Config, Explorer};
+    use wasmrace_host::strategies::StrategyOptions;
     use wasmrace_host::StrategyChoice;
     let g = guest();
     let mut group = c.benchmark_group("strategy_per_step");
     let choices = [
-        StrategyChoice::Random,
-        StrategyChoice::Dfs {
-            preemption_bound: Some(2),
-        },
-        StrategyChoice::Pct { depth: 3 },
-        StrategyChoice::BasicPos,
-        StrategyChoice::Pos,
-        StrategyChoice::PosStar,
-        StrategyChoice::RaceFuzzer,
-        StrategyChoice::Procrastination,
+        StrategyChoice::named("random"),
+        StrategyChoice::named("dfs").with(&StrategyOptions {
+            preemption_bound: Some(Some(2)),
+            ..StrategyOptions::NONE
+        }),
+        StrategyChoice::named("pct").with(&StrategyOptions {
+            depth: Some(3),
+            ..StrategyOptions::NONE
+        }),
+        StrategyChoice::named("basic-pos"),
+        StrategyChoice::named("pos"),
+        StrategyChoice::named("pos-star"),
+        StrategyChoice::named("racefuzzer"),
+        StrategyChoice::named("procrastination"),
         StrategyChoice::default_portfolio(),
     ];
     for choice in choices {

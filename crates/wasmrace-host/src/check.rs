@@ -5,213 +5,115 @@
 use crate::error::HostError;
 use crate::guest::Guest;
 use crate::program::WasmProgram;
-use wasmrace_explore::strategies::{
-    BasicPos, Dfs, DfsOptions, Divergence, ExplorerKind, Pct, Portfolio, Pos, PosStar,
-    Procrastination, RaceFuzzer, RandomWalk, RealRace, Replay, Ses, SesOptions, Ss, SsOptions,
-};
+use wasmrace_explore::strategies::registry::{self, Descriptor, StrategyOptions};
+use wasmrace_explore::strategies::{Divergence, RealRace, Replay};
 use wasmrace_explore::{Config, ExploreError, Explorer, Program, Report, Status, Strategy};
 use wasmrace_trace::{Decision, Failure, Schedule, ScheduleStep, TraceEvent};
 
-/// Which strategy `check` runs.
-#[derive(Clone, Debug, PartialEq, Eq)]
-pub enum StrategyChoice {
-    /// Concuerror-style DFS (Algorithm 1) with iterative preemption bounding
-    /// and blocking avoidance; `None` explores every interleaving.
-    Dfs { preemption_bound: Option<u32> },
-    /// Uniform random walk among enabled threads, seeded.
-    Random,
-    /// PCT with `depth` priority change points (ASPLOS 2010).
-    Pct { depth: u32 },
-    /// Partial-order sampling with fixed priorities (CAV 2018).
-    BasicPos,
-    /// POS: priorities of events racing with the executed one are redrawn.
-    Pos,
-    /// POS*: as POS, but reads do not race with reads.
-    PosStar,
-    /// RaceFuzzer: a hybrid race detector, then race-directed scheduling
-    /// (PLDI 2008). Real races are reported even when nothing fails.
-    RaceFuzzer,
-    /// PULSE procrastination (Erlang 2011), first order.
-    Procrastination,
-    /// The default: DFS with iterative preemption bounding for
-    /// `opening_executions` executions, then POS, PCT and random walk in
-    /// turns of 100 executions until the budget is spent.
-    Portfolio {
-        preemption_bound: Option<u32>,
-        opening_executions: u64,
-    },
-    /// Stratified exhaustive search with a delaying explorer (FSE 2015,
-    /// Fig. 5): every execution with 0 delays, then 1, ..., up to
-    /// `delay_bound` (`None`: until nothing is left), pruning states already
-    /// explored with a cache of at most `cache_mb` MiB of state hashes.
-    Ses {
-        explorer: ExplorerKind,
-        delay_bound: Option<u32>,
-        cache_mb: u64,
-    },
-    /// Stratified sampling with a delaying explorer (FSE 2015, Fig. 7):
-    /// `c1 · c2^db` samples with `db` delays at uniform positions, for
-    /// `db = 0, 1, ...` until the budget is spent.
-    Ss {
-        explorer: ExplorerKind,
-        c1: u64,
-        c2: u64,
-    },
-    /// [`Dfs`](StrategyChoice::Dfs) with a state cache of at most
-    /// `cache_mb` MiB (`--state-cache`): a state already explored is not
-    /// explored again. Reported as `dfs`.
-    DfsStateCache {
-        preemption_bound: Option<u32>,
-        cache_mb: u64,
-    },
+/// Which strategy `check` runs: a registered strategy
+/// ([`registry`](wasmrace_explore::strategies::registry)) with its options,
+/// resolved (the defaults filled in, options it does not take dropped), so
+/// that two choices that run alike compare equal.
+#[derive(Clone)]
+pub struct StrategyChoice {
+    descriptor: &'static Descriptor,
+    options: StrategyOptions,
+}
+
+impl PartialEq for StrategyChoice {
+    fn eq(&self, other: &Self) -> bool {
+        self.descriptor.name == other.descriptor.name && self.options == other.options
+    }
+}
+
+impl Eq for StrategyChoice {}
+
+impl std::fmt::Debug for StrategyChoice {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_struct("StrategyChoice")
+            .field("name", &self.descriptor.name)
+            .field("options", &self.options)
+            .finish()
+    }
 }
 
 /// The strategy names the CLI accepts, in the order `--help` lists them.
-pub const STRATEGY_NAMES: &[&str] = &[
-    "portfolio",
-    "dfs",
-    "random",
-    "pct",
-    "basic-pos",
-    "pos",
-    "pos-star",
-    "racefuzzer",
-    "procrastination",
-    "ses",
-    "ss",
-];
+pub const STRATEGY_NAMES: &[&str] = registry::NAMES;
 
 impl StrategyChoice {
-    pub fn name(&self) -> &'static str {
-        match self {
-            StrategyChoice::Dfs { .. } => "dfs",
-            StrategyChoice::Random => "random",
-            StrategyChoice::Pct { .. } => "pct",
-            StrategyChoice::BasicPos => "basic-pos",
-            StrategyChoice::Pos => "pos",
-            StrategyChoice::PosStar => "pos-star",
-            StrategyChoice::RaceFuzzer => "racefuzzer",
-            StrategyChoice::Procrastination => "procrastination",
-            StrategyChoice::Portfolio { .. } => "portfolio",
-            StrategyChoice::Ses { .. } => "ses",
-            StrategyChoice::Ss { .. } => "ss",
-            StrategyChoice::DfsStateCache { .. } => "dfs",
-        }
-    }
-
-    /// SES with the run-to-completion explorer (the paper's best at deep
-    /// bugs), no delay bound and a 256 MiB cache.
-    pub fn default_ses() -> Self {
-        let o = SesOptions::default();
-        StrategyChoice::Ses {
-            explorer: ExplorerKind::RunToCompletion,
-            delay_bound: o.delay_bound,
-            cache_mb: o.cache_mb,
-        }
-    }
-
-    /// SS with the run-to-completion explorer, `c1 = 10`, `c2 = 3`.
-    pub fn default_ss() -> Self {
-        let o = SsOptions::default();
-        StrategyChoice::Ss {
-            explorer: ExplorerKind::RunToCompletion,
-            c1: o.c1,
-            c2: o.c2,
-        }
-    }
-
-    /// The portfolio as `wasmrace check` runs it by default.
-    pub fn default_portfolio() -> Self {
-        StrategyChoice::Portfolio {
-            preemption_bound: Some(2),
-            opening_executions: 1000,
+    /// `descriptor`'s strategy with `given` where set and its defaults
+    /// elsewhere.
+    pub fn new(descriptor: &'static Descriptor, given: &StrategyOptions) -> Self {
+        StrategyChoice {
+            descriptor,
+            options: descriptor.resolve(given),
         }
     }
 
     /// The strategy called `name` (one of [`STRATEGY_NAMES`]) with the
     /// parameters `wasmrace check` uses when given no other flags; `None`
     /// for an unknown name. `wasmrace bench` selects strategies this way, so
-    /// a strategy added here and to `STRATEGY_NAMES` is benchmarked too.
+    /// a registered strategy is benchmarked too.
     pub fn from_name(name: &str) -> Option<Self> {
-        Some(match name {
-            "portfolio" => StrategyChoice::default_portfolio(),
-            "dfs" => StrategyChoice::Dfs {
-                preemption_bound: Some(2),
-            },
-            "random" => StrategyChoice::Random,
-            "pct" => StrategyChoice::Pct {
-                depth: Pct::DEFAULT_DEPTH,
-            },
-            "basic-pos" => StrategyChoice::BasicPos,
-            "pos" => StrategyChoice::Pos,
-            "pos-star" => StrategyChoice::PosStar,
-            "racefuzzer" => StrategyChoice::RaceFuzzer,
-            "procrastination" => StrategyChoice::Procrastination,
-            "ses" => StrategyChoice::default_ses(),
-            "ss" => StrategyChoice::default_ss(),
-            _ => return None,
-        })
+        registry::find(name).map(|d| Self::new(d, &StrategyOptions::NONE))
+    }
+
+    /// The built-in strategy called `name`, with its defaults.
+    ///
+    /// # Panics
+    ///
+    /// If no strategy is called `name`; [`from_name`](Self::from_name)
+    /// returns `None` instead.
+    pub fn named(name: &str) -> Self {
+        Self::from_name(name).unwrap_or_else(|| panic!("no strategy is called `{name}`"))
+    }
+
+    /// This strategy with `given`'s options where set, its own elsewhere.
+    pub fn with(&self, given: &StrategyOptions) -> Self {
+        Self::new(self.descriptor, &given.or(&self.options))
+    }
+
+    /// The strategy's descriptor.
+    pub fn descriptor(&self) -> &'static Descriptor {
+        self.descriptor
+    }
+
+    /// The options it runs with, resolved.
+    pub fn options(&self) -> &StrategyOptions {
+        &self.options
+    }
+
+    /// Its name, as in reports and schedule files (`dfs`, `pos-star`).
+    pub fn name(&self) -> &'static str {
+        self.descriptor.name
+    }
+
+    /// The strategy and the options that shape it, for report headers
+    /// (`dfs, preemption bound 2`).
+    pub fn describe(&self, seed: u64) -> String {
+        (self.descriptor.describe)(&self.options, seed)
+    }
+
+    /// SES with the run-to-completion explorer (the paper's best at deep
+    /// bugs), no delay bound and a 256 MiB cache.
+    pub fn default_ses() -> Self {
+        Self::named("ses")
+    }
+
+    /// SS with the run-to-completion explorer, `c1 = 10`, `c2 = 3`.
+    pub fn default_ss() -> Self {
+        Self::named("ss")
+    }
+
+    /// The portfolio as `wasmrace check` runs it by default.
+    pub fn default_portfolio() -> Self {
+        Self::new(registry::default_descriptor(), &StrategyOptions::NONE)
     }
 
     /// Builds the strategy, seeded, for embedders who drive an `Explorer`
     /// themselves.
     pub fn build(&self, seed: u64) -> Box<dyn Strategy> {
-        match self {
-            StrategyChoice::Dfs { preemption_bound } => Box::new(Dfs::new(DfsOptions {
-                preemption_bound: *preemption_bound,
-            })),
-            StrategyChoice::Random => Box::new(RandomWalk::new(seed)),
-            StrategyChoice::Pct { depth } => Box::new(Pct::new(seed, *depth)),
-            StrategyChoice::BasicPos => Box::new(BasicPos::new(seed)),
-            StrategyChoice::Pos => Box::new(Pos::new(seed)),
-            StrategyChoice::PosStar => Box::new(PosStar::new(seed)),
-            StrategyChoice::RaceFuzzer => Box::new(RaceFuzzer::new(seed)),
-            StrategyChoice::Procrastination => Box::new(Procrastination::new(seed)),
-            StrategyChoice::Portfolio {
-                preemption_bound,
-                opening_executions,
-            } => {
-                let opening: Box<dyn Strategy> = Box::new(Dfs::new(DfsOptions {
-                    preemption_bound: *preemption_bound,
-                }));
-                let members: Vec<(Box<dyn Strategy>, u64)> = vec![
-                    (Box::new(Pos::new(seed)), 100),
-                    (Box::new(Pct::new(seed, Pct::DEFAULT_DEPTH)), 100),
-                    (Box::new(RandomWalk::new(seed)), 100),
-                ];
-                Box::new(Portfolio::new(
-                    Some((opening, *opening_executions)),
-                    members,
-                    seed,
-                ))
-            }
-            StrategyChoice::Ses {
-                explorer,
-                delay_bound,
-                cache_mb,
-            } => Box::new(Ses::new(
-                explorer.build(seed),
-                seed,
-                SesOptions {
-                    delay_bound: *delay_bound,
-                    cache_mb: *cache_mb,
-                },
-            )),
-            StrategyChoice::Ss { explorer, c1, c2 } => Box::new(Ss::new(
-                explorer.build(seed),
-                seed,
-                SsOptions { c1: *c1, c2: *c2 },
-            )),
-            StrategyChoice::DfsStateCache {
-                preemption_bound,
-                cache_mb,
-            } => Box::new(
-                Dfs::new(DfsOptions {
-                    preemption_bound: *preemption_bound,
-                })
-                .with_state_cache(*cache_mb),
-            ),
-        }
+        (self.descriptor.build)(&self.options, seed)
     }
 }
 
@@ -236,50 +138,18 @@ impl Default for CheckOptions {
 }
 
 impl CheckOptions {
-    /// The options that shaped the exploration, recorded in schedule files.
+    /// The options that shaped the exploration, recorded in schedule files:
+    /// `preemption_bound` (null for strategies without one), the explorer's
+    /// bounds, and the strategy's other options.
     pub fn to_json(&self) -> serde_json::Value {
-        let bound = match &self.strategy {
-            StrategyChoice::Dfs { preemption_bound }
-            | StrategyChoice::DfsStateCache {
-                preemption_bound, ..
-            }
-            | StrategyChoice::Portfolio {
-                preemption_bound, ..
-            } => {
-                serde_json::json!(preemption_bound)
-            }
-            _ => serde_json::Value::Null,
-        };
-        let mut json = serde_json::json!({
-            "preemption_bound": bound,
-            "max_steps": self.explore.max_steps,
-            "max_executions": self.explore.max_executions,
-        });
-        // Options of the strategies that have them, only for those.
-        let extra = match &self.strategy {
-            StrategyChoice::Ses {
-                explorer,
-                delay_bound,
-                cache_mb,
-            } => serde_json::json!({
-                "explorer": explorer.name(),
-                "delay_bound": delay_bound,
-                "cache_mb": cache_mb,
-            }),
-            StrategyChoice::Ss { explorer, c1, c2 } => serde_json::json!({
-                "explorer": explorer.name(),
-                "c1": c1,
-                "c2": c2,
-            }),
-            StrategyChoice::DfsStateCache { cache_mb, .. } => serde_json::json!({
-                "state_cache_mb": cache_mb,
-            }),
-            _ => serde_json::json!({}),
-        };
-        if let (Some(j), serde_json::Value::Object(e)) = (json.as_object_mut(), extra) {
-            j.extend(e);
-        }
-        json
+        let mut json = serde_json::Map::new();
+        json.insert("preemption_bound".into(), serde_json::Value::Null);
+        json.insert("max_steps".into(), self.explore.max_steps.into());
+        json.insert("max_executions".into(), self.explore.max_executions.into());
+        json.extend((self.strategy.descriptor.options_json)(
+            &self.strategy.options,
+        ));
+        serde_json::Value::Object(json)
     }
 }
 
@@ -552,5 +422,102 @@ mod tests {
         );
         assert_eq!(opts.strategy.name(), "portfolio");
         assert_eq!(opts.to_json()["preemption_bound"], 2);
+    }
+
+    /// Every registered strategy's report header and schedule-file options,
+    /// as the per-strategy code before the registry wrote them.
+    #[test]
+    fn headers_and_options_json_are_unchanged() {
+        let cases = [
+            (
+                "portfolio",
+                "portfolio: dfs with preemption bound 2, then pos, pct, random; seed 5",
+                r#""preemption_bound":2"#,
+            ),
+            ("dfs", "dfs, preemption bound 2", r#""preemption_bound":2"#),
+            ("random", "random, seed 5", r#""preemption_bound":null"#),
+            ("pct", "pct, depth 3, seed 5", r#""preemption_bound":null"#),
+            (
+                "basic-pos",
+                "basic-pos, seed 5",
+                r#""preemption_bound":null"#,
+            ),
+            ("pos", "pos, seed 5", r#""preemption_bound":null"#),
+            ("pos-star", "pos-star, seed 5", r#""preemption_bound":null"#),
+            (
+                "racefuzzer",
+                "racefuzzer, seed 5",
+                r#""preemption_bound":null"#,
+            ),
+            (
+                "procrastination",
+                "procrastination, seed 5",
+                r#""preemption_bound":null"#,
+            ),
+            (
+                "ses",
+                "ses, explorer rtc, no delay bound, state cache 256 MiB",
+                r#""cache_mb":256,"delay_bound":null,"explorer":"rtc","preemption_bound":null"#,
+            ),
+            (
+                "ss",
+                "ss, explorer rtc, 10 x 3^delays samples per delay bound, seed 5",
+                r#""c1":10,"c2":3,"explorer":"rtc","preemption_bound":null"#,
+            ),
+        ];
+        assert_eq!(cases.map(|c| c.0), STRATEGY_NAMES);
+        for (name, header, json) in cases {
+            let opts = CheckOptions {
+                strategy: StrategyChoice::named(name),
+                explore: Config {
+                    max_executions: 7,
+                    max_steps: 9,
+                    ..Config::default()
+                },
+                ..CheckOptions::default()
+            };
+            assert_eq!(opts.strategy.describe(5), header);
+            let expected = format!(r#"{{"max_executions":7,"max_steps":9,{json}}}"#);
+            let expected: serde_json::Value = serde_json::from_str(&expected).unwrap();
+            assert_eq!(opts.to_json(), expected, "{name}");
+        }
+    }
+
+    /// Options set on a choice override its defaults; options its strategy
+    /// does not take are dropped, so equal runs compare equal.
+    #[test]
+    fn options_resolve_against_the_strategys_defaults() {
+        let cached = StrategyChoice::named("dfs").with(&StrategyOptions {
+            preemption_bound: Some(None),
+            state_cache: Some(true),
+            cache_mb: Some(3),
+            depth: Some(4),
+            ..StrategyOptions::NONE
+        });
+        assert_eq!(cached.describe(0), "dfs, unbounded, state cache 3 MiB");
+        assert_eq!(cached.options().depth, None);
+        let opts = CheckOptions {
+            strategy: cached,
+            ..CheckOptions::default()
+        };
+        assert_eq!(opts.to_json()["state_cache_mb"], 3);
+        assert_eq!(opts.to_json()["preemption_bound"], serde_json::Value::Null);
+        let prr = StrategyChoice::named("ses").with(&StrategyOptions {
+            explorer: Some(wasmrace_explore::ExplorerKind::ProbabilisticRoundRobin),
+            delay_bound: Some(Some(2)),
+            ..StrategyOptions::NONE
+        });
+        assert_eq!(
+            prr.describe(3),
+            "ses, explorer prr, delay bound 2, state cache 256 MiB, seed 3"
+        );
+        assert_eq!(
+            StrategyChoice::named("pct").with(&StrategyOptions {
+                c1: Some(4),
+                ..StrategyOptions::NONE
+            }),
+            StrategyChoice::named("pct")
+        );
+        assert_eq!(StrategyChoice::from_name("dfs-ish"), None);
     }
 }

@@ -4,6 +4,7 @@
 
 use std::path::PathBuf;
 use wasmrace_explore::{Program, Status};
+use wasmrace_host::strategies::StrategyOptions;
 use wasmrace_host::{check, CheckOptions, Guest, HostConfig, HostError, StrategyChoice};
 use wasmrace_trace::{Decision, FailureKind};
 
@@ -136,9 +137,10 @@ fn second_load_comes_from_the_cache_and_behaves_the_same() {
     assert!(b.from_cache(), "compiled module is reused");
     assert_eq!(a.module_hash(), b.module_hash());
     let opts = CheckOptions {
-        strategy: StrategyChoice::Dfs {
-            preemption_bound: Some(1),
-        },
+        strategy: StrategyChoice::named("dfs").with(&StrategyOptions {
+            preemption_bound: Some(Some(1)),
+            ..StrategyOptions::NONE
+        }),
         ..CheckOptions::default()
     };
     let ra = check(&a, "lost_update", &opts).unwrap();
@@ -194,9 +196,10 @@ fn hand_written_guest_runs_against_the_abi() {
     let g = load_wat("hand", HAND_WRITTEN).unwrap();
     assert_eq!(g.tests(), ["lost_update"]);
     let opts = CheckOptions {
-        strategy: StrategyChoice::Dfs {
-            preemption_bound: None,
-        },
+        strategy: StrategyChoice::named("dfs").with(&StrategyOptions {
+            preemption_bound: Some(None),
+            ..StrategyOptions::NONE
+        }),
         ..CheckOptions::default()
     };
     let out = check(&g, "lost_update", &opts).unwrap();
@@ -242,10 +245,12 @@ fn host_side_bookkeeping_explores_like_the_trampolines() {
             ..wasmrace_explore::Config::default()
         };
         let mut explorer = wasmrace_explore::Explorer::new(p, config);
-        let mut dfs = StrategyChoice::Dfs {
-            preemption_bound: None,
-        }
-        .build(0);
+        let mut dfs = StrategyChoice::named("dfs")
+            .with(&StrategyOptions {
+                preemption_bound: Some(None),
+                ..StrategyOptions::NONE
+            })
+            .build(0);
         let r = explorer.run(&mut *dfs).unwrap();
         assert!(r.exhausted);
         reports.push((r.executions, r.failing_executions, r.steps));
@@ -377,9 +382,10 @@ fn guests_that_change_tables_are_explored_without_snapshots() {
         .unwrap()
         .is_some());
     let opts = CheckOptions {
-        strategy: StrategyChoice::Dfs {
-            preemption_bound: None,
-        },
+        strategy: StrategyChoice::named("dfs").with(&StrategyOptions {
+            preemption_bound: Some(None),
+            ..StrategyOptions::NONE
+        }),
         explore: wasmrace_explore::Config {
             snapshot_every_cost: Some(0),
             stop_on_first_bug: false,
@@ -457,9 +463,10 @@ fn phase_is_a_scheduling_point_that_names_its_step() {
     // The bug (main reads before the worker writes) is found and replayed
     // through the phase step.
     let opts = CheckOptions {
-        strategy: StrategyChoice::Dfs {
-            preemption_bound: None,
-        },
+        strategy: StrategyChoice::named("dfs").with(&StrategyOptions {
+            preemption_bound: Some(None),
+            ..StrategyOptions::NONE
+        }),
         ..CheckOptions::default()
     };
     let bug = check(&g, "phased", &opts).unwrap().bug.expect("found");

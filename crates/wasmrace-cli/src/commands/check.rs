@@ -7,11 +7,13 @@ use crate::output;
 use crate::report;
 use crate::Verdict;
 use anyhow::{bail, Context, Result};
+use clap::builder::{PossibleValue, PossibleValuesParser};
 use indicatif::{ProgressBar, ProgressDrawTarget, ProgressState, ProgressStyle};
 use std::io::IsTerminal;
 use std::path::{Path, PathBuf};
 use std::time::{Duration, Instant};
-use wasmrace_explore::strategies::{ExplorerKind, SesOptions, SsOptions};
+use wasmrace_explore::strategies::registry::{self, Knob, StrategyOptions, REGISTRY};
+use wasmrace_explore::strategies::ExplorerKind;
 use wasmrace_explore::{Config, Report};
 use wasmrace_host::{CheckOptions, CheckOutcome, Guest, HostError, StrategyChoice};
 
@@ -38,39 +40,24 @@ Examples:
   wasmrace check app.wasm --strategy dfs --unbounded --state-cache
   wasmrace check app.wasm --json | jq '.tests[].bug.failure'";
 
-#[derive(clap::ValueEnum, Clone, Copy, Debug, PartialEq, Eq)]
-pub enum StrategyArg {
-    /// DFS with iterative preemption bounding for 1,000 executions, then
-    /// POS, PCT and random walk in turns until the budget is spent
-    Portfolio,
-    /// Depth-first search over interleavings with iterative preemption
-    /// bounding: exhaustive within the bound (Concuerror, ICST 2013)
-    Dfs,
-    /// Random walks among the enabled threads, reproducible by --seed
-    Random,
-    /// Probabilistic concurrency testing with --depth change points
-    /// (ASPLOS 2010)
-    Pct,
-    /// Partial-order sampling with fixed random priorities (CAV 2018)
-    BasicPos,
-    /// Partial-order sampling: priorities of racing events are redrawn
-    Pos,
-    /// POS where reads do not race with reads
-    PosStar,
-    /// Race detection, then race-directed scheduling (PLDI 2008); reports
-    /// real races even when nothing fails (see --races)
-    Racefuzzer,
-    /// PULSE procrastination: postpone a decision past a conflicting one
-    /// (Erlang Workshop 2011)
-    Procrastination,
-    /// Stratified exhaustive search with a delaying explorer: all executions
-    /// with 0 delays, then 1, 2, ... (see --explorer, --delay-bound), pruned
-    /// by a cache of visited states (--cache-mb) (FSE 2015)
-    Ses,
-    /// Stratified sampling with a delaying explorer: c1 * c2^d executions
-    /// with d delays at random places, d = 0, 1, ... (see --explorer, --c1,
-    /// --c2) (FSE 2015)
-    Ss,
+/// `--strategy`'s values: the registry's strategies, each with its line
+/// of help.
+fn strategy_values() -> PossibleValuesParser {
+    PossibleValuesParser::new(
+        REGISTRY
+            .iter()
+            .map(|d| PossibleValue::new(d.name).help(d.about)),
+    )
+}
+
+/// The defaults of the strategy called `name`, for help texts.
+fn defaults(name: &str) -> StrategyOptions {
+    registry::find(name).map_or(StrategyOptions::NONE, |d| d.defaults)
+}
+
+/// An optional value as help texts state it.
+fn shown<T: std::fmt::Display>(value: Option<T>) -> String {
+    value.map_or_else(|| "none".to_string(), |v| v.to_string())
 }
 
 #[derive(clap::ValueEnum, Clone, Copy, Debug, PartialEq, Eq)]
@@ -113,17 +100,20 @@ pub struct CheckCommand {
     #[arg(long, value_name = "NAME")]
     test: Option<String>,
     /// Exploration strategy
-    #[arg(long, value_enum, default_value_t = StrategyArg::Portfolio)]
-    strategy: StrategyArg,
-    /// Priority change points of `--strategy pct` [default: 3]
-    #[arg(long, value_name = "D")]
+    #[arg(long, value_parser = strategy_values(), default_value = registry::default_descriptor().name)]
+    strategy: String,
+    #[arg(long, value_name = "D", help = format!(
+        "Priority change points of `--strategy pct` [default: {}]",
+        shown(defaults("pct").depth)
+    ))]
     depth: Option<u32>,
     /// What a real race found by `--strategy racefuzzer` is
     #[arg(long, value_enum, default_value_t = RacesArg::Warn)]
     races: RacesArg,
-    /// Explore interleavings with at most N preemptions (dfs only)
-    /// [default: 2]
-    #[arg(long, value_name = "N", conflicts_with = "unbounded")]
+    #[arg(long, value_name = "N", conflicts_with = "unbounded", help = format!(
+        "Explore interleavings with at most N preemptions (dfs only) [default: {}]",
+        shown(defaults("dfs").preemption_bound.flatten())
+    ))]
     preemption_bound: Option<u32>,
     /// Explore every interleaving, without a preemption bound (dfs only)
     #[arg(long)]
@@ -132,25 +122,35 @@ pub struct CheckCommand {
     /// (dfs only; capped by --cache-mb)
     #[arg(long)]
     state_cache: bool,
-    /// Delaying explorer of `--strategy ses` and `ss` [default: rtc]
-    #[arg(long, value_enum)]
+    #[arg(long, value_enum, help = format!(
+        "Delaying explorer of `--strategy ses` and `ss` [default: {}]",
+        shown(defaults("ses").explorer.map(|e| e.name()))
+    ))]
     explorer: Option<ExplorerArg>,
-    /// Explore executions with at most N delays (ses only) [default: no
-    /// bound, until every reachable state is explored]
-    #[arg(long, value_name = "N")]
+    #[arg(long, value_name = "N", help = format!(
+        "Explore executions with at most N delays (ses only) [default: {}]",
+        match defaults("ses").delay_bound.flatten() {
+            Some(b) => b.to_string(),
+            None => "no bound, until every reachable state is explored".to_string(),
+        }
+    ))]
     delay_bound: Option<u32>,
-    /// Memory for the cache of explored states, in MiB (ses, and dfs with
-    /// --state-cache); when full, new states replace old ones; 0 turns the
-    /// cache off [default: 256]
-    #[arg(long, value_name = "MIB")]
+    #[arg(long, value_name = "MIB", help = format!(
+        "Memory for the cache of explored states, in MiB (ses, and dfs with --state-cache); \
+         when full, new states replace old ones; 0 turns the cache off [default: {}]",
+        shown(defaults("ses").cache_mb)
+    ))]
     cache_mb: Option<u64>,
-    /// Executions with no delay sampled by `--strategy ss` (c1 of
-    /// numsamples(d) = c1 * c2^d) [default: 10]
-    #[arg(long, value_name = "N")]
+    #[arg(long, value_name = "N", help = format!(
+        "Executions with no delay sampled by `--strategy ss` (c1 of numsamples(d) = c1 * c2^d) \
+         [default: {}]",
+        shown(defaults("ss").c1)
+    ))]
     c1: Option<u64>,
-    /// Growth of the samples per extra delay of `--strategy ss` (c2)
-    /// [default: 3]
-    #[arg(long, value_name = "N")]
+    #[arg(long, value_name = "N", help = format!(
+        "Growth of the samples per extra delay of `--strategy ss` (c2) [default: {}]",
+        shown(defaults("ss").c2)
+    ))]
     c2: Option<u64>,
     /// States saved for later (ses's frontier) kept as snapshots at most;
     /// beyond that they are replayed from their prefix
@@ -271,91 +271,20 @@ impl CheckCommand {
 
     fn options(&self) -> Result<CheckOptions> {
         let defaults = CheckOptions::default();
-        let bound = if self.unbounded {
-            None
-        } else {
-            match (self.preemption_bound, &defaults.strategy) {
-                (Some(b), _) => Some(b),
-                (
-                    None,
-                    StrategyChoice::Portfolio {
-                        preemption_bound, ..
-                    },
-                ) => *preemption_bound,
-                (None, _) => Some(2),
-            }
-        };
-        let bounded = matches!(self.strategy, StrategyArg::Dfs | StrategyArg::Portfolio);
-        if !bounded && (self.preemption_bound.is_some() || self.unbounded) {
-            bail!("`--preemption-bound` and `--unbounded` only apply to `--strategy dfs` and `portfolio`");
-        }
+        let descriptor = registry::find(&self.strategy)
+            .with_context(|| format!("unknown strategy `{}`", self.strategy))?;
+        let given = self.strategy_options();
         // Options given to a strategy that ignores them are refused, even
         // when their value is the default: the user meant something.
-        if self.depth.is_some() && self.strategy != StrategyArg::Pct {
-            bail!("`--depth` only applies to `--strategy pct`");
+        for knob in Knob::ALL {
+            if given.is_set(knob) && !descriptor.accepts(knob, &given) {
+                bail!("{}", refusal(knob));
+            }
+            if let Some(message) = out_of_range(knob, &given) {
+                bail!("{message}");
+            }
         }
-        let depth = self.depth.unwrap_or(3);
-        if depth == 0 {
-            bail!("`--depth` must be at least 1");
-        }
-        let ses = self.strategy == StrategyArg::Ses;
-        let ss = self.strategy == StrategyArg::Ss;
-        let dfs = self.strategy == StrategyArg::Dfs;
-        if self.state_cache && !dfs {
-            bail!("`--state-cache` only applies to `--strategy dfs` (`ses` always caches states)");
-        }
-        if self.delay_bound.is_some() && !ses {
-            bail!("`--delay-bound` only applies to `--strategy ses`");
-        }
-        if self.explorer.is_some() && !(ses || ss) {
-            bail!("`--explorer` only applies to `--strategy ses` and `ss`");
-        }
-        let explorer = self.explorer.unwrap_or(ExplorerArg::Rtc);
-        if self.cache_mb.is_some() && !(ses || self.state_cache) {
-            bail!("`--cache-mb` only applies to `--strategy ses` and to `--state-cache`");
-        }
-        let cache_mb = self.cache_mb.unwrap_or(SesOptions::default().cache_mb);
-        if (self.c1.is_some() || self.c2.is_some()) && !ss {
-            bail!("`--c1` and `--c2` only apply to `--strategy ss`");
-        }
-        let ss_defaults = SsOptions::default();
-        let (c1, c2) = (
-            self.c1.unwrap_or(ss_defaults.c1),
-            self.c2.unwrap_or(ss_defaults.c2),
-        );
-        if c1 == 0 || c2 == 0 {
-            bail!("`--c1` and `--c2` must be at least 1");
-        }
-        let strategy = match self.strategy {
-            StrategyArg::Portfolio => StrategyChoice::Portfolio {
-                preemption_bound: bound,
-                opening_executions: 1000,
-            },
-            StrategyArg::Dfs if self.state_cache => StrategyChoice::DfsStateCache {
-                preemption_bound: bound,
-                cache_mb,
-            },
-            StrategyArg::Dfs => StrategyChoice::Dfs {
-                preemption_bound: bound,
-            },
-            StrategyArg::Ses => StrategyChoice::Ses {
-                explorer: explorer.kind(),
-                delay_bound: self.delay_bound,
-                cache_mb,
-            },
-            StrategyArg::Ss => StrategyChoice::Ss {
-                explorer: explorer.kind(),
-                c1,
-                c2,
-            },
-            StrategyArg::Random => StrategyChoice::Random,
-            StrategyArg::Pct => StrategyChoice::Pct { depth },
-            StrategyArg::BasicPos => StrategyChoice::BasicPos,
-            StrategyArg::Pos => StrategyChoice::Pos,
-            StrategyArg::PosStar => StrategyChoice::PosStar,
-            StrategyArg::Racefuzzer => StrategyChoice::RaceFuzzer,
-            StrategyArg::Procrastination => StrategyChoice::Procrastination,
-        };
+        let strategy = StrategyChoice::new(descriptor, &given);
         if self.max_executions == 0 {
             bail!("`--max-executions` must be at least 1");
         }
@@ -377,6 +306,23 @@ impl CheckCommand {
                 ..defaults.explore
             },
         })
+    }
+
+    /// The strategy options given on the command line, `None` where not.
+    fn strategy_options(&self) -> StrategyOptions {
+        StrategyOptions {
+            preemption_bound: match (self.unbounded, self.preemption_bound) {
+                (true, _) => Some(None),
+                (false, b) => b.map(Some),
+            },
+            state_cache: self.state_cache.then_some(true),
+            depth: self.depth,
+            explorer: self.explorer.map(ExplorerArg::kind),
+            delay_bound: self.delay_bound.map(Some),
+            cache_mb: self.cache_mb,
+            c1: self.c1,
+            c2: self.c2,
+        }
     }
 
     /// The command that replays a schedule: the module as the user named
@@ -477,6 +423,81 @@ impl CheckCommand {
     }
 }
 
+/// Why `knob` given to a strategy that does not take it is refused, from
+/// what the registry's descriptors declare: e.g. "`--explorer` only applies
+/// to `--strategy ses` and `ss`".
+fn refusal(knob: Knob) -> String {
+    let mut names: Vec<&str> = REGISTRY
+        .iter()
+        .filter(|d| {
+            d.takes
+                .iter()
+                .any(|t| t.knob == knob && t.only_with.is_none())
+        })
+        .map(|d| d.name)
+        .collect();
+    names.sort_unstable();
+    let strategies: Vec<String> = names
+        .iter()
+        .enumerate()
+        .map(|(i, name)| match i {
+            0 => format!("`--strategy {name}`"),
+            _ => format!("`{name}`"),
+        })
+        .collect();
+    // Strategies that take the knob only with another one set (DFS takes
+    // `--cache-mb` with `--state-cache`) are named by that other knob.
+    let mut with: Vec<Knob> = REGISTRY
+        .iter()
+        .flat_map(|d| d.takes)
+        .filter(|t| t.knob == knob)
+        .filter_map(|t| t.only_with)
+        .collect();
+    with.sort_unstable();
+    with.dedup();
+    let mut targets: Vec<String> = Vec::new();
+    if !strategies.is_empty() {
+        targets.push(and_list(&strategies));
+    }
+    for k in with {
+        let to = if targets.is_empty() { "" } else { "to " };
+        targets.push(format!("{to}`{}`", k.flags()[0]));
+    }
+    let flags: Vec<String> = knob.flags().iter().map(|f| format!("`{f}`")).collect();
+    let verb = if flags.len() > 1 { "apply" } else { "applies" };
+    let notes: String = REGISTRY
+        .iter()
+        .flat_map(|d| d.always.iter().map(move |a| (d.name, a)))
+        .filter(|(_, (k, _))| *k == knob)
+        .map(|(name, (_, words))| format!(" (`{name}` {words})"))
+        .collect();
+    format!(
+        "{} only {verb} to {}{notes}",
+        and_list(&flags),
+        targets.join(" and ")
+    )
+}
+
+/// `a`, `a and b`, `a, b and c`.
+fn and_list(items: &[String]) -> String {
+    match items {
+        [] => String::new(),
+        [one] => one.clone(),
+        [init @ .., last] => format!("{} and {last}", init.join(", ")),
+    }
+}
+
+/// The complaint about a value of `knob` no strategy can run with.
+fn out_of_range(knob: Knob, given: &StrategyOptions) -> Option<&'static str> {
+    match knob {
+        Knob::Depth if given.depth == Some(0) => Some("`--depth` must be at least 1"),
+        Knob::Samples if given.c1 == Some(0) || given.c2 == Some(0) => {
+            Some("`--c1` and `--c2` must be at least 1")
+        }
+        _ => None,
+    }
+}
+
 /// Runs one test's exploration, with a progress bar on stderr when a person
 /// is watching (stderr is a terminal and the output is not JSON).
 fn explore(guest: &Guest, test: &str, opts: &CheckOptions, json: bool) -> Result<CheckOutcome> {
@@ -515,4 +536,28 @@ fn explore(guest: &Guest, test: &str, opts: &CheckOptions, json: bool) -> Result
     let result = wasmrace_host::check_with_progress(guest, test, opts, &mut progress);
     bar.finish_and_clear();
     Ok(result?)
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    /// The refusals come from what the descriptors declare; these are the
+    /// messages users have always seen.
+    #[test]
+    fn refusals_are_generated_from_the_registry() {
+        let all: Vec<String> = Knob::ALL.into_iter().map(refusal).collect();
+        assert_eq!(
+            all,
+            [
+                "`--preemption-bound` and `--unbounded` only apply to `--strategy dfs` and `portfolio`",
+                "`--depth` only applies to `--strategy pct`",
+                "`--state-cache` only applies to `--strategy dfs` (`ses` always caches states)",
+                "`--delay-bound` only applies to `--strategy ses`",
+                "`--explorer` only applies to `--strategy ses` and `ss`",
+                "`--cache-mb` only applies to `--strategy ses` and to `--state-cache`",
+                "`--c1` and `--c2` only apply to `--strategy ss`",
+            ]
+        );
+    }
 }

@@ -12,6 +12,8 @@
 //! - [`measuring`]: [`Metrics`], [`PartialOrders`], [`Recorder`], run by the
 //!   explorer beside any strategy.
 //! - [`Portfolio`] combines strategies; [`Replay`] follows a schedule.
+//! - [`registry`]: every built-in strategy by name, one [`Descriptor`] each
+//!   (declared in the strategy's file), for the CLI, `check` and `bench`.
 //!
 //! Every module keeps its old path too (`strategies::dfs`,
 //! `strategies::pos`, ...), so embedders' imports keep working.
@@ -20,6 +22,7 @@ pub mod delaying;
 pub mod directed;
 pub mod measuring;
 pub mod portfolio;
+pub mod registry;
 pub mod replay;
 pub mod sampling;
 pub mod systematic;
@@ -43,6 +46,7 @@ pub use measuring::{
     Metrics, MicroBenchmark, PartialOrders, RecordStats, Recorded, Recorder, Recording,
 };
 pub use portfolio::Portfolio;
+pub use registry::{Descriptor, Knob, StrategyOptions, Takes, REGISTRY};
 pub use replay::{Divergence, DivergenceReason, Replay};
 pub use sampling::{BasicPos, Pct, Pos, PosStar, RandomWalk, SampleCount, Ss, SsOptions};
 pub use systematic::{Dfs, DfsOptions, Ses, SesOptions};

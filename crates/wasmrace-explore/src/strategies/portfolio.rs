@@ -10,8 +10,58 @@
 //! execution afresh, so they can be interleaved freely.
 
 use crate::program::StepInfo;
+use crate::strategies::registry::{Descriptor, Knob, StrategyOptions, Takes};
+use crate::strategies::{Dfs, DfsOptions, Pct, Pos, RandomWalk};
 use crate::strategy::{BoundHit, Capabilities, Context, Outcome, Start, Strategy};
 use wasmrace_trace::Decision;
+
+/// `portfolio` in the [registry](crate::strategies::registry), the
+/// default: DFS with `--preemption-bound` (default 2) for
+/// [`OPENING_EXECUTIONS`] executions, then POS, PCT and random walk in
+/// turns of 100 executions.
+pub const DESCRIPTOR: Descriptor = Descriptor {
+    name: "portfolio",
+    about: "DFS with iterative preemption bounding for 1,000 executions, then POS, PCT and \
+            random walk in turns until the budget is spent",
+    takes: &[Takes::always(Knob::PreemptionBound)],
+    always: &[],
+    defaults: StrategyOptions {
+        preemption_bound: Some(Some(2)),
+        ..StrategyOptions::NONE
+    },
+    build: |o, seed| Box::new(default_portfolio(preemption_bound(o), seed)),
+    describe: |o, seed| match preemption_bound(o) {
+        Some(b) => {
+            format!("portfolio: dfs with preemption bound {b}, then pos, pct, random; seed {seed}")
+        }
+        None => format!("portfolio: unbounded dfs, then pos, pct, random; seed {seed}"),
+    },
+    options_json: |o| {
+        let mut json = serde_json::Map::new();
+        json.insert("preemption_bound".into(), preemption_bound(o).into());
+        json
+    },
+};
+
+/// Executions the opening DFS runs before the samplers take turns.
+pub const OPENING_EXECUTIONS: u64 = 1000;
+
+fn preemption_bound(o: &StrategyOptions) -> Option<u32> {
+    o.preemption_bound.unwrap_or(Some(2))
+}
+
+/// The portfolio `wasmrace check` runs: DFS bounded at `preemption_bound`
+/// for [`OPENING_EXECUTIONS`], then POS, PCT and random walk, 100
+/// executions a turn, all seeded with `seed`.
+pub fn default_portfolio(preemption_bound: Option<u32>, seed: u64) -> Portfolio {
+    let opening: Box<dyn Strategy> = Box::new(Dfs::new(DfsOptions { preemption_bound }));
+    let members: Vec<(Box<dyn Strategy>, u64)> = vec![
+        (Box::new(Pos::new(seed)), 100),
+        (Box::new(Pct::new(seed, Pct::DEFAULT_DEPTH)), 100),
+        (Box::new(RandomWalk::new(seed)), 100),
+    ];
+    Portfolio::new(Some((opening, OPENING_EXECUTIONS)), members, seed)
+}
 
 struct Member {
     strategy: Box<dyn Strategy>,

@@ -6,6 +6,7 @@
 use super::config;
 use wasmrace_host::strategies::{
     is_sound_at, DelayCursor, DelayingExplorer, ExplorerKind, Ses, SesOptions, Ss, SsOptions,
+    StrategyOptions,
 };
 use wasmrace_host::{
     check, check_with_strategy, replay, CheckOptions, Guest, StepInfo, StrategyChoice, ThreadView,
@@ -95,16 +96,19 @@ fn ses_and_dfs_with_a_state_cache_explore_the_same_states_of_mutex_counter() {
         };
         (stat("states explored").unwrap(), out.report.executions)
     };
-    let dfs = run(StrategyChoice::DfsStateCache {
-        preemption_bound: None,
-        cache_mb: 16,
-    });
+    let dfs = run(StrategyChoice::named("dfs").with(&StrategyOptions {
+        preemption_bound: Some(None),
+        state_cache: Some(true),
+        cache_mb: Some(16),
+        ..StrategyOptions::NONE
+    }));
     for explorer in ExplorerKind::ALL {
-        let ses = run(StrategyChoice::Ses {
-            explorer,
-            delay_bound: None,
-            cache_mb: 16,
-        });
+        let ses = run(StrategyChoice::named("ses").with(&StrategyOptions {
+            explorer: Some(explorer),
+            delay_bound: Some(None),
+            cache_mb: Some(16),
+            ..StrategyOptions::NONE
+        }));
         assert_eq!(ses.0, dfs.0, "{explorer:?}: the same reachable states");
     }
     assert!(dfs.0 > 100, "{dfs:?}");

@@ -71,6 +71,7 @@
 //! exploration.
 
 use crate::program::{Pending, StepInfo};
+use crate::strategies::registry::{Descriptor, StrategyOptions};
 use crate::strategy::{Capabilities, Context, Outcome, Start, Strategy};
 use rand::{Rng, SeedableRng};
 use rand_chacha::ChaCha8Rng;
@@ -78,6 +79,19 @@ use std::collections::{BTreeSet, VecDeque};
 use std::fmt;
 use std::sync::Arc;
 use wasmrace_trace::{Access, Decision, Oid, OpKind, Tid};
+
+/// `procrastination` in the [registry](crate::strategies::registry).
+pub const DESCRIPTOR: Descriptor = Descriptor {
+    name: "procrastination",
+    about:
+        "PULSE procrastination: postpone a decision past a conflicting one (Erlang Workshop 2011)",
+    takes: &[],
+    always: &[],
+    defaults: StrategyOptions::NONE,
+    build: |_, seed| Box::new(Procrastination::new(seed)),
+    describe: |_, seed| format!("procrastination, seed {seed}"),
+    options_json: |_| serde_json::Map::new(),
+};
 
 /// One scheduling decision, named the way the paper names them: by who does
 /// what to which objects, not by its position in the schedule.

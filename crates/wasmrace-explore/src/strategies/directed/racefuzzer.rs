@@ -27,11 +27,24 @@
 use crate::program::{StepInfo, ThreadView};
 use crate::strategies::race_detector::{HybridDetector, SitePair};
 use crate::strategies::random::RandomWalk;
+use crate::strategies::registry::{Descriptor, StrategyOptions};
 use crate::strategy::{Capabilities, Context, Start, Strategy};
 use rand::{Rng, SeedableRng};
 use rand_chacha::ChaCha8Rng;
 use std::collections::{BTreeMap, BTreeSet, VecDeque};
 use wasmrace_trace::{Decision, Oid, Tid};
+
+/// `racefuzzer` in the [registry](crate::strategies::registry).
+pub const DESCRIPTOR: Descriptor = Descriptor {
+    name: "racefuzzer",
+    about: "Race detection, then race-directed scheduling (PLDI 2008); reports real races even when nothing fails (see --races)",
+    takes: &[],
+    always: &[],
+    defaults: StrategyOptions::NONE,
+    build: |_, seed| Box::new(RaceFuzzer::new(seed)),
+    describe: |_, seed| format!("racefuzzer, seed {seed}"),
+    options_json: |_| serde_json::Map::new(),
+};
 
 /// The knobs of [`RaceFuzzer`].
 #[derive(Clone, Debug, PartialEq, Eq)]

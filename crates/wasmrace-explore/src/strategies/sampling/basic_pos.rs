@@ -15,8 +15,21 @@
 
 use super::pos::{pos_strategy, PosEngine, Variant};
 use crate::program::StepInfo;
+use crate::strategies::registry::{Descriptor, StrategyOptions};
 use crate::strategy::{Capabilities, Context, Start, Strategy};
 use wasmrace_trace::Decision;
+
+/// `basic-pos` in the [registry](crate::strategies::registry).
+pub const DESCRIPTOR: Descriptor = Descriptor {
+    name: "basic-pos",
+    about: "Partial-order sampling with fixed random priorities (CAV 2018)",
+    takes: &[],
+    always: &[],
+    defaults: StrategyOptions::NONE,
+    build: |_, seed| Box::new(BasicPos::new(seed)),
+    describe: |_, seed| format!("basic-pos, seed {seed}"),
+    options_json: |_| serde_json::Map::new(),
+};
 
 pos_strategy!(
     /// BasicPOS (Algorithm 2); see the module documentation.

@@ -36,11 +36,32 @@
 //! `choose` (threads with several alternatives) are drawn uniformly from the
 //! same stream: PCT orders threads, it says nothing about data choices.
 
+use crate::strategies::registry::{Descriptor, Knob, StrategyOptions, Takes};
 use crate::strategy::{Capabilities, Context, Outcome, Start, Strategy};
 use rand::{Rng, SeedableRng};
 use rand_chacha::ChaCha8Rng;
 use std::collections::BTreeMap;
 use wasmrace_trace::{Decision, Tid};
+
+/// `pct` in the [registry](crate::strategies::registry): `--depth`.
+pub const DESCRIPTOR: Descriptor = Descriptor {
+    name: "pct",
+    about: "Probabilistic concurrency testing with --depth change points (ASPLOS 2010)",
+    takes: &[Takes::always(Knob::Depth)],
+    always: &[],
+    defaults: StrategyOptions {
+        depth: Some(Pct::DEFAULT_DEPTH),
+        ..StrategyOptions::NONE
+    },
+    build: |o, seed| Box::new(Pct::new(seed, depth(o))),
+    describe: |o, seed| format!("pct, depth {}, seed {seed}", depth(o)),
+    // The depth is not recorded in schedule files (it never was).
+    options_json: |_| serde_json::Map::new(),
+};
+
+fn depth(o: &StrategyOptions) -> u32 {
+    o.depth.unwrap_or(Pct::DEFAULT_DEPTH)
+}
 
 /// PCT with bug depth `d`; see the module documentation.
 #[derive(Clone, Debug)]

@@ -47,11 +47,24 @@
 //! probability 1/48 and random walk 1/128; the tests reproduce both.
 
 use crate::program::StepInfo;
+use crate::strategies::registry::{Descriptor, StrategyOptions};
 use crate::strategy::{Capabilities, Context, Start, Strategy};
 use rand::{Rng, SeedableRng};
 use rand_chacha::ChaCha8Rng;
 use std::collections::BTreeMap;
 use wasmrace_trace::{Access, Decision, OpKind, Tid};
+
+/// `pos` in the [registry](crate::strategies::registry).
+pub const DESCRIPTOR: Descriptor = Descriptor {
+    name: "pos",
+    about: "Partial-order sampling: priorities of racing events are redrawn",
+    takes: &[],
+    always: &[],
+    defaults: StrategyOptions::NONE,
+    build: |_, seed| Box::new(Pos::new(seed)),
+    describe: |_, seed| format!("pos, seed {seed}"),
+    options_json: |_| serde_json::Map::new(),
+};
 
 /// Which of the paper's three algorithms a [`PosEngine`] runs.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]

@@ -10,8 +10,21 @@
 
 use super::pos::{pos_strategy, PosEngine, Variant};
 use crate::program::StepInfo;
+use crate::strategies::registry::{Descriptor, StrategyOptions};
 use crate::strategy::{Capabilities, Context, Start, Strategy};
 use wasmrace_trace::Decision;
+
+/// `pos-star` in the [registry](crate::strategies::registry).
+pub const DESCRIPTOR: Descriptor = Descriptor {
+    name: "pos-star",
+    about: "POS where reads do not race with reads",
+    takes: &[],
+    always: &[],
+    defaults: StrategyOptions::NONE,
+    build: |_, seed| Box::new(PosStar::new(seed)),
+    describe: |_, seed| format!("pos-star, seed {seed}"),
+    options_json: |_| serde_json::Map::new(),
+};
 
 pos_strategy!(
     /// POS with read-only events not racing with each other; see the module

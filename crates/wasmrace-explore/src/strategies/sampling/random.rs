@@ -7,10 +7,23 @@
 //! only on `(seed, i)`: the same seed gives the same schedules whatever the
 //! snapshot policy or the length of earlier executions.
 
+use crate::strategies::registry::{Descriptor, StrategyOptions};
 use crate::strategy::{Capabilities, Context, Start, Strategy};
 use rand::{Rng, SeedableRng};
 use rand_chacha::ChaCha8Rng;
 use wasmrace_trace::Decision;
+
+/// `random` in the [registry](crate::strategies::registry).
+pub const DESCRIPTOR: Descriptor = Descriptor {
+    name: "random",
+    about: "Random walks among the enabled threads, reproducible by --seed",
+    takes: &[],
+    always: &[],
+    defaults: StrategyOptions::NONE,
+    build: |_, seed| Box::new(RandomWalk::new(seed)),
+    describe: |_, seed| format!("random, seed {seed}"),
+    options_json: |_| serde_json::Map::new(),
+};
 
 #[derive(Clone, Debug)]
 pub struct RandomWalk {

@@ -39,6 +39,8 @@
 
 use crate::program::StepInfo;
 use crate::strategies::delaying::explorer::{DelayCursor, DelayingExplorer};
+use crate::strategies::delaying::ExplorerKind;
+use crate::strategies::registry::{Descriptor, Knob, StrategyOptions, Takes};
 use crate::strategy::{Capabilities, Context, Outcome, Start, Stat, Strategy};
 use rand::{Rng, SeedableRng};
 use rand_chacha::ChaCha8Rng;
@@ -56,11 +58,61 @@ pub struct SsOptions {
 
 impl Default for SsOptions {
     fn default() -> Self {
-        SsOptions { c1: 10, c2: 3 }
+        SsOptions::DEFAULT
     }
 }
 
+/// `ss` in the [registry](crate::strategies::registry): `--explorer`,
+/// `--c1`, `--c2`.
+pub const DESCRIPTOR: Descriptor = Descriptor {
+    name: "ss",
+    about: "Stratified sampling with a delaying explorer: c1 * c2^d executions with d delays at \
+            random places, d = 0, 1, ... (see --explorer, --c1, --c2) (FSE 2015)",
+    takes: &[Takes::always(Knob::Explorer), Takes::always(Knob::Samples)],
+    always: &[],
+    defaults: StrategyOptions {
+        explorer: Some(ExplorerKind::RunToCompletion),
+        c1: Some(SsOptions::DEFAULT.c1),
+        c2: Some(SsOptions::DEFAULT.c2),
+        ..StrategyOptions::NONE
+    },
+    build: |o, seed| {
+        let (explorer, opts) = ss_options(o);
+        Box::new(Ss::new(explorer.build(seed), seed, opts))
+    },
+    describe: |o, seed| {
+        let (explorer, opts) = ss_options(o);
+        format!(
+            "ss, explorer {}, {} x {}^delays samples per delay bound, seed {seed}",
+            explorer.name(),
+            opts.c1,
+            opts.c2
+        )
+    },
+    options_json: |o| {
+        let (explorer, opts) = ss_options(o);
+        let mut json = serde_json::Map::new();
+        json.insert("explorer".into(), explorer.name().into());
+        json.insert("c1".into(), opts.c1.into());
+        json.insert("c2".into(), opts.c2.into());
+        json
+    },
+};
+
+fn ss_options(o: &StrategyOptions) -> (ExplorerKind, SsOptions) {
+    let d = SsOptions::DEFAULT;
+    let explorer = o.explorer.unwrap_or(ExplorerKind::RunToCompletion);
+    let opts = SsOptions {
+        c1: o.c1.unwrap_or(d.c1),
+        c2: o.c2.unwrap_or(d.c2),
+    };
+    (explorer, opts)
+}
+
 impl SsOptions {
+    /// `c1 = 10`, `c2 = 3`.
+    pub const DEFAULT: SsOptions = SsOptions { c1: 10, c2: 3 };
+
     /// `numsamples(db) = c1 · c2^db`, saturating.
     pub fn num_samples(&self, db: u32) -> u64 {
         self.c1

@@ -65,6 +65,7 @@
 
 use crate::prefix_tree::{NodeId, PrefixTree, NIL};
 use crate::state_cache::StateCache;
+use crate::strategies::registry::{Descriptor, Knob, StrategyOptions, Takes};
 use crate::strategy::{BoundHit, Capabilities, Context, Start, Stat, Strategy};
 use wasmrace_trace::{mix64, Decision, OpKind};
 
@@ -74,6 +75,70 @@ pub struct DfsOptions {
     /// Explore only schedules with at most this many preemptions
     /// (`--preemption-bound`); `None` explores every schedule.
     pub preemption_bound: Option<u32>,
+}
+
+/// `dfs` in the [registry](crate::strategies::registry):
+/// `--preemption-bound` (default 2), `--state-cache`, and `--cache-mb` with
+/// it. Reported as `dfs` with or without the cache.
+pub const DESCRIPTOR: Descriptor = Descriptor {
+    name: "dfs",
+    about: "Depth-first search over interleavings with iterative preemption bounding: \
+            exhaustive within the bound (Concuerror, ICST 2013)",
+    takes: &[
+        Takes::always(Knob::PreemptionBound),
+        Takes::always(Knob::StateCache),
+        Takes {
+            knob: Knob::CacheMb,
+            only_with: Some(Knob::StateCache),
+        },
+    ],
+    always: &[],
+    defaults: StrategyOptions {
+        preemption_bound: Some(Some(2)),
+        state_cache: Some(false),
+        cache_mb: Some(crate::strategies::SesOptions::DEFAULT.cache_mb),
+        ..StrategyOptions::NONE
+    },
+    build: |o, _| {
+        let dfs = Dfs::new(DfsOptions {
+            preemption_bound: preemption_bound(o),
+        });
+        match state_cache_mb(o) {
+            Some(mb) => Box::new(dfs.with_state_cache(mb)),
+            None => Box::new(dfs),
+        }
+    },
+    describe: |o, _| {
+        let bound = match preemption_bound(o) {
+            Some(b) => format!("preemption bound {b}"),
+            None => "unbounded".into(),
+        };
+        match state_cache_mb(o) {
+            Some(mb) => format!("dfs, {bound}, state cache {mb} MiB"),
+            None => format!("dfs, {bound}"),
+        }
+    },
+    options_json: |o| {
+        let mut json = serde_json::Map::new();
+        json.insert("preemption_bound".into(), preemption_bound(o).into());
+        if let Some(mb) = state_cache_mb(o) {
+            json.insert("state_cache_mb".into(), mb.into());
+        }
+        json
+    },
+};
+
+/// The preemption bound of resolved options (DFS's default when unset).
+fn preemption_bound(o: &StrategyOptions) -> Option<u32> {
+    o.preemption_bound.unwrap_or(Some(2))
+}
+
+/// The state cache's size when the cache is on.
+fn state_cache_mb(o: &StrategyOptions) -> Option<u64> {
+    let mb = o
+        .cache_mb
+        .unwrap_or(crate::strategies::SesOptions::DEFAULT.cache_mb);
+    (o.state_cache == Some(true)).then_some(mb)
 }
 
 /// Deferred prefixes share their beginnings in a prefix tree.

@@ -50,6 +50,8 @@
 use crate::program::StepInfo;
 use crate::state_cache::StateCache;
 use crate::strategies::delaying::explorer::{choices, DelayCursor, DelayingExplorer};
+use crate::strategies::delaying::ExplorerKind;
+use crate::strategies::registry::{Descriptor, Knob, StrategyOptions, Takes};
 use crate::strategy::{BoundHit, Capabilities, Context, Start, Stat, Strategy};
 use std::collections::VecDeque;
 use wasmrace_trace::Decision;
@@ -65,13 +67,78 @@ pub struct SesOptions {
     pub cache_mb: u64,
 }
 
+impl SesOptions {
+    /// No delay bound, a 256 MiB cache.
+    pub const DEFAULT: SesOptions = SesOptions {
+        delay_bound: None,
+        cache_mb: 256,
+    };
+}
+
 impl Default for SesOptions {
     fn default() -> Self {
-        SesOptions {
-            delay_bound: None,
-            cache_mb: 256,
-        }
+        SesOptions::DEFAULT
     }
+}
+
+/// `ses` in the [registry](crate::strategies::registry): `--explorer`,
+/// `--delay-bound`, `--cache-mb`; it always caches states.
+pub const DESCRIPTOR: Descriptor = Descriptor {
+    name: "ses",
+    about: "Stratified exhaustive search with a delaying explorer: all executions with 0 delays, \
+            then 1, 2, ... (see --explorer, --delay-bound), pruned by a cache of visited states \
+            (--cache-mb) (FSE 2015)",
+    takes: &[
+        Takes::always(Knob::Explorer),
+        Takes::always(Knob::DelayBound),
+        Takes::always(Knob::CacheMb),
+    ],
+    always: &[(Knob::StateCache, "always caches states")],
+    defaults: StrategyOptions {
+        explorer: Some(ExplorerKind::RunToCompletion),
+        delay_bound: Some(SesOptions::DEFAULT.delay_bound),
+        cache_mb: Some(SesOptions::DEFAULT.cache_mb),
+        ..StrategyOptions::NONE
+    },
+    build: |o, seed| {
+        let (explorer, opts) = ses_options(o);
+        Box::new(Ses::new(explorer.build(seed), seed, opts))
+    },
+    describe: |o, seed| {
+        let (explorer, opts) = ses_options(o);
+        let bound = match opts.delay_bound {
+            Some(b) => format!("delay bound {b}"),
+            None => "no delay bound".to_string(),
+        };
+        // Only PRR draws from the seed.
+        let seed = match explorer {
+            ExplorerKind::ProbabilisticRoundRobin => format!(", seed {seed}"),
+            _ => String::new(),
+        };
+        format!(
+            "ses, explorer {}, {bound}, state cache {} MiB{seed}",
+            explorer.name(),
+            opts.cache_mb
+        )
+    },
+    options_json: |o| {
+        let (explorer, opts) = ses_options(o);
+        let mut json = serde_json::Map::new();
+        json.insert("explorer".into(), explorer.name().into());
+        json.insert("delay_bound".into(), opts.delay_bound.into());
+        json.insert("cache_mb".into(), opts.cache_mb.into());
+        json
+    },
+};
+
+fn ses_options(o: &StrategyOptions) -> (ExplorerKind, SesOptions) {
+    let d = SesOptions::DEFAULT;
+    let explorer = o.explorer.unwrap_or(ExplorerKind::RunToCompletion);
+    let opts = SesOptions {
+        delay_bound: o.delay_bound.unwrap_or(d.delay_bound),
+        cache_mb: o.cache_mb.unwrap_or(d.cache_mb),
+    };
+    (explorer, opts)
 }
 
 /// A state of the current path and what is left to explore from it: the
