@@ -36,5 +36,3 @@ pub const MEMORY_PAGES_EXPORT: &str = "__wasmrace_memory_pages";
 /// Prefix of the trampolines `add_trampolines` adds: `__wasmrace_enter_`
 /// followed by the name of the entry export it calls.
 pub const ENTER_PREFIX: &str = "__wasmrace_enter_";
-
-
