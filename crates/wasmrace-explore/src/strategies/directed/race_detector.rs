@@ -99,6 +99,7 @@ pub struct HybridDetector {
 }
 
 impl HybridDetector {
+    /// A detector that has seen nothing.
     pub fn new() -> Self {
         Self::default()
     }

@@ -104,6 +104,7 @@ impl RaceFuzzer {
         Self::with_options(seed, RaceFuzzerOptions::default())
     }
 
+    /// RaceFuzzer with `options`; `seed` seeds both phases' random choices.
     pub fn with_options(seed: u64, options: RaceFuzzerOptions) -> Self {
         RaceFuzzer {
             seed,
@@ -121,6 +122,7 @@ impl RaceFuzzer {
         }
     }
 
+    /// The options it runs with.
     pub fn options(&self) -> &RaceFuzzerOptions {
         &self.options
     }

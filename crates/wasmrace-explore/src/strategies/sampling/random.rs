@@ -12,6 +12,7 @@ use rand::{Rng, SeedableRng};
 use rand_chacha::ChaCha8Rng;
 use wasmrace_trace::Decision;
 
+/// Random walk; see the module documentation.
 #[derive(Clone, Debug)]
 pub struct RandomWalk {
     seed: u64,
@@ -19,6 +20,7 @@ pub struct RandomWalk {
 }
 
 impl RandomWalk {
+    /// The walk; execution `i` draws from ChaCha8 stream `i` of `seed`.
     pub fn new(seed: u64) -> Self {
         RandomWalk {
             seed,

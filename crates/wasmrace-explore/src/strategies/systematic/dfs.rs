@@ -135,6 +135,7 @@ pub struct Dfs {
 }
 
 impl Dfs {
+    /// DFS with `opts`.
     pub fn new(opts: DfsOptions) -> Self {
         Dfs {
             opts,
@@ -217,6 +218,7 @@ impl Dfs {
         key
     }
 
+    /// The options it runs with.
     pub fn options(&self) -> DfsOptions {
         self.opts
     }
