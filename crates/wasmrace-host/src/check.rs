@@ -13,6 +13,7 @@ use wasmrace_explore::{Config, ExploreError, Explorer, Program, Report, Status, 
 use wasmrace_trace::{Decision, Failure, Schedule, ScheduleStep, TraceEvent};
 
 /// Which strategy `check` runs.
+#[allow(missing_docs)] // being replaced by the strategy registry
 #[derive(Clone, Debug, PartialEq, Eq)]
 pub enum StrategyChoice {
     /// Concuerror-style DFS (Algorithm 1) with iterative preemption bounding
@@ -82,6 +83,7 @@ pub const STRATEGY_NAMES: &[&str] = &[
 ];
 
 impl StrategyChoice {
+    /// The name the CLI accepts and reports show (`dfs`, `pos`, ...).
     pub fn name(&self) -> &'static str {
         match self {
             StrategyChoice::Dfs { .. } => "dfs",
@@ -215,10 +217,17 @@ impl StrategyChoice {
     }
 }
 
+/// How [`check`] explores a test: the strategy, its seed and the
+/// explorer's bounds. The default is what `wasmrace check` runs with no
+/// options.
 #[derive(Clone, Debug)]
 pub struct CheckOptions {
+    /// The strategy. Default: the portfolio.
     pub strategy: StrategyChoice,
+    /// Seeds the strategy's random choices (unused by systematic ones); the
+    /// same seed and options give the same exploration. Default 0.
     pub seed: u64,
+    /// The explorer's bounds and snapshot policy.
     pub explore: Config,
 }
 
@@ -286,6 +295,7 @@ impl CheckOptions {
 /// A bug with everything needed to understand and reproduce it.
 #[derive(Clone, Debug)]
 pub struct BugReport {
+    /// What went wrong.
     pub failure: Failure,
     /// The strategy that found it (a portfolio names its member).
     pub found_by: String,
@@ -297,12 +307,19 @@ pub struct BugReport {
     pub execution: u64,
 }
 
+/// What [`check`] did and found.
 #[derive(Clone, Debug)]
 pub struct CheckOutcome {
+    /// The test explored.
     pub test: String,
+    /// The strategy's name (`StrategyChoice::name`).
     pub strategy: String,
+    /// The seed it ran with.
     pub seed: u64,
+    /// The explorer's report: executions, bounds hit, counters.
     pub report: Report,
+    /// The first bug, traced and with its schedule; `None` if none was
+    /// found.
     pub bug: Option<BugReport>,
     /// Real races RaceFuzzer created (empty for other strategies).
     pub races: Vec<RaceReport>,
@@ -318,6 +335,7 @@ pub struct RaceReport {
     pub object: String,
     /// Times the race was created, and in how many executions.
     pub count: u64,
+    /// Executions in which it was created.
     pub executions: u64,
     /// 1-based execution that created it first.
     pub first_execution: u64,
@@ -487,7 +505,9 @@ pub fn trace_schedule(
 pub struct ReplayOutcome {
     /// The failure the schedule led to, if it did.
     pub failure: Option<Failure>,
+    /// The interleaving replayed, step by step.
     pub trace: Vec<TraceEvent>,
+
     /// Where the schedule stopped fitting the program, if it did.
     pub divergence: Option<Divergence>,
     /// Steps replayed.

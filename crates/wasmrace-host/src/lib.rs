@@ -14,6 +14,8 @@
 //! # Ok::<(), wasmrace_host::HostError>(())
 //! ```
 
+#![deny(missing_docs)]
+
 pub mod bench;
 mod check;
 mod config;
