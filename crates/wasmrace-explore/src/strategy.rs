@@ -22,7 +22,7 @@ pub enum Start {
         prefix_len: usize,
     },
     /// From a state saved earlier at the strategy's request (see
-    /// [`Strategy::save_request`]), with the decisions that led there as the
+    /// [`Capabilities::save_request`]), with the decisions that led there as the
     /// execution's prefix. The explorer restores the state's snapshot when it
     /// kept one, or else replays its prefix (from the deepest snapshot the
     /// prefix shares with the current path); strategies cannot tell the

@@ -41,7 +41,7 @@ pub struct Config {
     pub max_snapshots: usize,
     /// Stop at the first failing execution. Default true.
     pub stop_on_first_bug: bool,
-    /// Saved states (`Strategy::save_request`, e.g. SES's frontier) held
+    /// Saved states (`Capabilities::save_request`, e.g. SES's frontier) held
     /// as snapshots at most (`--max-saved-snapshots`); beyond that a saved
     /// state keeps only its prefix and is replayed when started from, which
     /// is slower, never wrong. Default 65,536.
@@ -105,7 +105,7 @@ pub struct Report {
     pub stopped_by: Option<BoundHit>,
     /// A bound of the strategy that pruned part of the space, if one did.
     pub strategy_bound: Option<BoundHit>,
-    /// States saved at the strategy's request (`Strategy::save_request`):
+    /// States saved at the strategy's request (`Capabilities::save_request`):
     /// with a snapshot, and with only their prefix (over
     /// `max_saved_snapshots` or `max_saved_bytes`, or a program that cannot
     /// snapshot).
@@ -119,7 +119,7 @@ pub struct Report {
     /// `saved_restored`).
     pub saved_replayed: u64,
     /// State hashes computed for strategies that asked for them
-    /// (`Strategy::wants_state_hash`).
+    /// (`Capabilities::wants_state_hash`).
     pub state_hashes: u64,
     /// The strategy's own counters at the end of the run (`Strategy::stats`:
     /// states explored, cache hits, ...).
