@@ -28,8 +28,7 @@
 
 use std::collections::VecDeque;
 use wasmrace_host::strategies::{first_enabled, send_target, DelayingExplorer};
-use wasmrace_host::{StepInfo, ThreadView};
-use wasmrace_trace::{ThreadPath, Tid};
+use wasmrace_host::{StepInfo, ThreadPath, ThreadView, Tid};
 
 /// The phase name the chain's master announces.
 pub const INIT_DONE: &str = "init-done";
