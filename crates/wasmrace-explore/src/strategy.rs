@@ -104,7 +104,6 @@ pub struct BoundHit {
     pub bound: &'static str,
     /// The bound's value in that unit.
     pub value: u64,
-
     /// Name of the config field / CLI flag that raises it (`--preemption-bound`).
     pub knob: &'static str,
 }

@@ -341,12 +341,10 @@ pub struct BenchSettings {
 
 /// What a benchmark run found: per cell, per test, per strategy; what
 /// `wasmrace bench --format json` writes.
-
 #[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
 pub struct BenchResults {
     /// The options that shaped the results.
     pub settings: BenchSettings,
-
     /// The hit ratio a miss counts as: one over the executions of all seeds.
     pub miss_ratio: f64,
     /// Rows with a bug (the geometric means' population).

@@ -507,7 +507,6 @@ pub struct ReplayOutcome {
     pub failure: Option<Failure>,
     /// The interleaving replayed, step by step.
     pub trace: Vec<TraceEvent>,
-
     /// Where the schedule stopped fitting the program, if it did.
     pub divergence: Option<Divergence>,
     /// Steps replayed.

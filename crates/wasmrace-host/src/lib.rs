@@ -27,7 +27,6 @@
 //! let mut explorer = Explorer::new(guest.program("lost_update")?, Config::default());
 //! let mut metrics = Metrics::new();
 //! let report = explorer.run_observed(&mut Dfs::with_preemption_bound(2), &mut metrics)?;
-
 //! println!("{} distinct interleavings", metrics.distinct_orders());
 //! if let Some(bug) = report.first_bug() {
 //!     let (trace, _) = trace_schedule(&mut explorer.program, &bug.schedule)?;

@@ -125,7 +125,6 @@ fn main() {
     let bug = out.bug.expect("the custom explorer finds the bug");
     println!("\n{}\n", bug.failure);
     print!("{}", render_trace(&bug.trace));
-
     let replayed = wasmrace_host::replay(&guest, &bug.schedule, Config::default().max_steps)
         .expect("the schedule replays");
     assert!(replayed.reproduces(&bug.schedule));

@@ -15,7 +15,6 @@ pub struct Analysis {
     pub has_thread_start: bool,
     /// The module imports the `spawn` hook (so it needs a thread start).
     pub imports_spawn: bool,
-
     /// The code changes a table at run time (`table.set`, `table.grow`,
     /// ...). Snapshots hold memory, globals and host objects, not tables,
     /// so such a guest gets no snapshots: exploration replays instead.

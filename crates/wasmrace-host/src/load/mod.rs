@@ -46,9 +46,7 @@ pub const STACK_LOW_EXPORT: &str = "__wasmrace_stack_low";
 pub const STACK_REGION_EXPORT: &str = "__wasmrace_stack_region";
 /// The global holding the address of the running thread's Asyncify
 /// buffer, exported by instrumentation.
-
 pub const ASYNCIFY_DATA_EXPORT: &str = "__wasmrace_asyncify_data";
-
 /// The guest's view of its memory size in wasm pages (`virtualize_memory_size`).
 pub const MEMORY_PAGES_EXPORT: &str = "__wasmrace_memory_pages";
 /// Prefix of the trampolines `add_trampolines` adds: `__wasmrace_enter_`

@@ -289,7 +289,6 @@ impl Procrastination {
 
     /// Procrastination with `options`; `seed` seeds its random scheduler
     /// (base executions, and steps past the schedule being followed).
-
     pub fn with_options(seed: u64, options: ProcrastinationOptions) -> Self {
         Procrastination {
             seed,

@@ -200,7 +200,6 @@ macro_rules! pos_strategy {
         impl $ty {
             /// The strategy; execution `i` draws from stream `i` of `seed`.
             pub fn new(seed: u64) -> Self {
-
                 $ty(PosEngine::new(seed, $variant))
             }
         }
