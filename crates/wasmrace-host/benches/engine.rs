@@ -103,13 +103,7 @@ fn bench(c: &mut Criterion) {
             let mut total = std::time::Duration::ZERO;
             for _ in 0..iters {
                 p.restore(&mid).unwrap();
-                let t = p
-                    .threads()
-                    .iter()
-                    .filter(|t| t.pending.enabled)
-                    .last()
-                    .unwrap()
-                    .tid;
+                let t = p.threads().iter().rfind(|t| t.pending.enabled).unwrap().tid;
                 let start = std::time::Instant::now();
                 p.step(Decision::new(t, 0)).unwrap();
                 total += start.elapsed();

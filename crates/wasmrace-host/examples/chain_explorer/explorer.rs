@@ -105,7 +105,8 @@ impl ChainExplorer {
         self.order = v.into();
     }
 
-    fn to_front(&mut self, t: Tid) {
+    /// Moves `t` to the front of the order.
+    fn move_to_front(&mut self, t: Tid) {
         if let Some(i) = self.order.iter().position(|q| *q == t) {
             self.order.remove(i);
             self.order.push_front(t);
@@ -156,7 +157,7 @@ impl DelayingExplorer for ChainExplorer {
             && send_target(event, self.order.iter().copied()).map(role) == Some(Role::Client)
         {
             if let Some(&f) = self.order.iter().find(|t| role(**t) == Role::Injector) {
-                self.to_front(f);
+                self.move_to_front(f);
             }
         }
     }
