@@ -90,9 +90,11 @@ pub struct Report {
     pub steps: u64,
     /// Steps run only to get back to a resume point.
     pub replayed_steps: u64,
-    /// Snapshots taken of the current path (saved states not included).
+    /// Snapshots taken along the current path, to resume executions from
+    /// (those of saved states count in `saved_with_snapshot`).
     pub snapshots_taken: u64,
-    /// Snapshots restored to start an execution from a resume point.
+    /// Snapshots restored to start an execution (at a resume point or a
+    /// saved state).
     pub restores: u64,
     /// Bugs found, in the order found; at most one with
     /// `Config::stop_on_first_bug`.
