@@ -312,7 +312,7 @@ pub struct BugReport {
 pub struct CheckOutcome {
     /// The test explored.
     pub test: String,
-    /// The strategy's name (`StrategyChoice::name`).
+    /// The strategy's name (`portfolio`, `dfs`, ...).
     pub strategy: String,
     /// The seed it ran with.
     pub seed: u64,
