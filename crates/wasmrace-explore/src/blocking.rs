@@ -45,6 +45,7 @@ pub struct WithoutBlockingAvoidance<P: Program> {
 }
 
 impl<P: Program> WithoutBlockingAvoidance<P> {
+    /// `inner` with blocking avoidance turned off.
     pub fn new(inner: P) -> Self {
         let mut w = WithoutBlockingAvoidance {
             inner,
@@ -57,14 +58,17 @@ impl<P: Program> WithoutBlockingAvoidance<P> {
         w
     }
 
+    /// The wrapped program.
     pub fn inner(&self) -> &P {
         &self.inner
     }
 
+    /// The wrapped program, mutably (e.g. to turn its tracing on).
     pub fn inner_mut(&mut self) -> &mut P {
         &mut self.inner
     }
 
+    /// Unwraps the program.
     pub fn into_inner(self) -> P {
         self.inner
     }

@@ -6,6 +6,8 @@
 //! explicit bounds. [`model`] is a small pure-Rust program language used to
 //! unit-test strategies exactly.
 
+#![deny(missing_docs)]
+
 pub mod blocking;
 pub mod explorer;
 pub mod model;

@@ -8,6 +8,7 @@ use wasmrace_trace::{Access, Decision, Failure, OpKind, Tid};
 /// The operation a live thread will perform when it is next scheduled.
 #[derive(Clone, Debug, PartialEq, Eq)]
 pub struct Pending {
+    /// What the operation is.
     pub op: OpKind,
     /// Whether the operation can run now (a held lock, an empty mailbox or a
     /// join on a live thread make it disabled).
@@ -26,7 +27,9 @@ pub struct Pending {
 /// A live (not yet exited) thread and its pending operation.
 #[derive(Clone, Debug, PartialEq, Eq)]
 pub struct ThreadView {
+    /// The thread.
     pub tid: Tid,
+    /// What it does when next scheduled.
     pub pending: Pending,
 }
 
@@ -44,11 +47,16 @@ pub enum Status {
 /// What one step did, as seen by strategies.
 #[derive(Clone, Debug, Default, PartialEq, Eq)]
 pub struct StepInfo {
+    /// The thread that ran.
     pub tid: Tid,
+    /// The alternative taken (see [`Decision::alt`]).
     pub alt: u32,
+    /// The operation the thread ran: `Some` for every step a program
+    /// reports, `None` only in `StepInfo::default()`.
     pub op: Option<OpKind>,
     /// Objects actually touched and how (a failed compare-exchange reads).
     pub accesses: Vec<Access>,
+    /// Stable id of the call site in the guest (see [`Pending::site`]).
     pub site: u64,
     /// Threads this step created, in creation order.
     pub spawned: Vec<Tid>,
@@ -79,17 +87,27 @@ pub struct StepInfo {
 ///   returns `Ok(None)`; after `restore(s)` the program behaves exactly as it
 ///   did when `s` was taken.
 pub trait Program {
+    /// A saved state of the program, restorable any number of times.
     type Snapshot;
+    /// Why the program could not run (a host failure, never a guest bug:
+    /// those are [`Status::Failed`]).
     type Error: std::error::Error + Send + Sync + 'static;
 
+    /// Starts a new execution from the initial state.
     fn reset(&mut self) -> Result<(), Self::Error>;
+    /// Live threads in creation order, blocked ones included.
     fn threads(&self) -> &[ThreadView];
+    /// Where the current execution stands.
     fn status(&self) -> &Status;
+    /// Runs one enabled decision and says what the step did.
     fn step(&mut self, decision: Decision) -> Result<&StepInfo, Self::Error>;
 
+    /// A snapshot of the current state, or `None` if the program cannot
+    /// take one (the default).
     fn snapshot(&mut self) -> Result<Option<Self::Snapshot>, Self::Error> {
         Ok(None)
     }
+    /// Returns to the state `snapshot` was taken in.
     fn restore(&mut self, snapshot: &Self::Snapshot) -> Result<(), Self::Error>;
     /// Bytes a snapshot holds (an upper bound: pages it shares with other
     /// snapshots count in full), for memory budgets. 0 when unknown.

@@ -71,6 +71,7 @@ impl StateCache {
         self.len
     }
 
+    /// Whether no state is held.
     pub fn is_empty(&self) -> bool {
         self.len == 0
     }
@@ -95,6 +96,7 @@ impl StateCache {
         self.cap_slots
     }
 
+    /// Whether the state hashed to `h` is held (no hit is counted).
     pub fn contains(&self, h: &[u8; 32]) -> bool {
         if *h == [0; 32] {
             return self.has_zero;

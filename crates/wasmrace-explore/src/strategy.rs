@@ -17,16 +17,22 @@ pub enum Start {
     /// explorer gets there by restoring a snapshot it holds or by replaying
     /// those decisions, without asking the strategy; the strategy's next
     /// `decide` is for step `prefix_len`.
-    Resume { prefix_len: usize },
+    Resume {
+        /// Decisions of the previous execution kept.
+        prefix_len: usize,
+    },
     /// From a state saved earlier at the strategy's request (see
-    /// [`Strategy::save_request`]), with the decisions that led there as the
+    /// [`Capabilities::save_request`]), with the decisions that led there as the
     /// execution's prefix. The explorer restores the state's snapshot when it
     /// kept one, or else replays its prefix (from the deepest snapshot the
     /// prefix shares with the current path); strategies cannot tell the
     /// difference. Starting from a saved state uses it up: to start there
     /// again, save it again. The strategy's next `decide` is for the step
     /// after the prefix.
-    Saved { id: u64 },
+    Saved {
+        /// The id the strategy gave the state when it asked to save it.
+        id: u64,
+    },
 }
 
 /// A counter a strategy keeps about its own work (states explored, cache
@@ -35,10 +41,12 @@ pub enum Start {
 pub struct Stat {
     /// Lowercase, e.g. `states explored`.
     pub name: &'static str,
+    /// The count at the end of the run.
     pub value: u64,
 }
 
 impl Stat {
+    /// The counter `name` with `value`.
     pub fn new(name: &'static str, value: u64) -> Self {
         Stat { name, value }
     }
@@ -66,10 +74,13 @@ impl Context<'_> {
             .flat_map(|t| (0..t.pending.alts).map(move |a| Decision::new(t.tid, a)))
     }
 
+    /// The live thread `tid`, or `None` if it exited or never existed.
     pub fn thread(&self, tid: Tid) -> Option<&ThreadView> {
         self.threads.iter().find(|t| t.tid == tid)
     }
 
+    /// Whether running `next` now preempts the thread that took the last
+    /// step (see [`crate::is_preemption`]).
     pub fn is_preemption(&self, next: Tid) -> bool {
         crate::program::is_preemption(self.threads, self.last, next)
     }
@@ -78,7 +89,9 @@ impl Context<'_> {
 /// How an execution ended, as reported to the strategy.
 #[derive(Clone, Debug, PartialEq, Eq)]
 pub enum Outcome {
+    /// Every thread exited.
     Finished,
+    /// The execution failed (a bug).
     Failed(Failure),
     /// The strategy gave up on this execution (`decide` returned `None`).
     Abandoned,
@@ -87,7 +100,9 @@ pub enum Outcome {
 /// A bound that cut exploration short, and the knob that raises it.
 #[derive(Clone, Debug, PartialEq, Eq)]
 pub struct BoundHit {
+    /// What is bounded, lowercase with its unit, e.g. `preemptions`.
     pub bound: &'static str,
+    /// The bound's value in that unit.
     pub value: u64,
     /// Name of the config field / CLI flag that raises it (`--preemption-bound`).
     pub knob: &'static str,

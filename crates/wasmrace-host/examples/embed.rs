@@ -1,11 +1,11 @@
 //! Embedding the host: load a guest, explore one test with a strategy of
-//! your choice through the explore crate's `Explorer`, and print the bug's
-//! interleaving. Run with
+//! your choice through an `Explorer`, and print the bug's interleaving.
+//! Everything comes from `wasmrace_host`, the only dependency an embedder
+//! needs. Run with
 //! `cargo run -p wasmrace-host --example embed -- app.wasm TEST`.
 
-use wasmrace_explore::strategies::{Dfs, RandomWalk};
-use wasmrace_explore::{Config, Explorer, Strategy};
-use wasmrace_host::{trace_schedule, Guest, HostConfig};
+use wasmrace_host::strategies::{Dfs, RandomWalk};
+use wasmrace_host::{render_trace, trace_schedule, Config, Explorer, Guest, HostConfig, Strategy};
 
 fn main() -> Result<(), Box<dyn std::error::Error>> {
     let args: Vec<String> = std::env::args().collect();
@@ -36,7 +36,7 @@ fn main() -> Result<(), Box<dyn std::error::Error>> {
         println!("bug: {}", bug.failure);
         // Replay the failing schedule with tracing on for a readable trace.
         let (trace, _) = trace_schedule(&mut explorer.program, &bug.schedule)?;
-        print!("{}", wasmrace_trace::render_trace(&trace));
+        print!("{}", render_trace(&trace));
     }
     Ok(())
 }

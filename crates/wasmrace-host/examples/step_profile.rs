@@ -5,9 +5,7 @@
 //! difference between two values of N divided by the extra steps is the
 //! cost of one step.
 
-use wasmrace_explore::{Program, Status};
-use wasmrace_host::{Guest, HostConfig};
-use wasmrace_trace::Decision;
+use wasmrace_host::{Decision, Guest, HostConfig, Program, Status};
 
 fn main() {
     let n: u64 = std::env::args()

@@ -37,6 +37,7 @@ pub struct BenchModule {
     pub program: String,
     /// The name used in error messages (a path, usually).
     pub source: String,
+    /// The wasm module as built (not yet instrumented).
     pub bytes: std::sync::Arc<[u8]>,
     /// The tests to run, with what is known about them; `None` runs every
     /// test the module exports.
@@ -46,6 +47,7 @@ pub struct BenchModule {
 /// A test and what is known about it.
 #[derive(Clone, Debug, Default, PartialEq, Eq, Serialize, Deserialize)]
 pub struct TestInfo {
+    /// The test's name, without the `wasmrace_test_` prefix.
     pub test: String,
     /// The suite family (`sctbench`, `dpor`, ...), for grouping.
     #[serde(default, skip_serializing_if = "Option::is_none")]
@@ -80,6 +82,7 @@ pub struct BenchOptions {
     /// Wall-clock budget per cell (`--time-budget`); a cell cut by it is not
     /// reproducible in length. Default: none.
     pub cell_time_budget: Option<Duration>,
+    /// How modules are loaded (wasm-opt, cache, limits).
     pub host: HostConfig,
 }
 
@@ -106,29 +109,62 @@ impl Default for BenchOptions {
     }
 }
 
+/// Why a benchmark run could not start or could not finish.
 #[derive(Debug, thiserror::Error)]
 pub enum BenchError {
+    /// A module failed to load.
     #[error(transparent)]
     Host(#[from] HostError),
+    /// A strategy name no strategy has.
     #[error("unknown strategy `{name}`; the strategies are: {known}")]
-    UnknownStrategy { name: String, known: String },
+    UnknownStrategy {
+        /// The name given.
+        name: String,
+        /// The known names, in backticks, comma-separated.
+        known: String,
+    },
+    /// A strategy listed twice (its columns would be the same).
     #[error("strategy `{name}` is listed twice")]
-    DuplicateStrategy { name: String },
+    DuplicateStrategy {
+        /// The name given twice.
+        name: String,
+    },
+    /// An empty strategy list.
     #[error("no strategies to compare; give at least one")]
     NoStrategies,
+    /// A count that must be positive is 0.
     #[error("`{option}` must be at least 1")]
-    Zero { option: &'static str },
+    Zero {
+        /// The option's flag, e.g. `--seeds`.
+        option: &'static str,
+    },
+    /// The test patterns match no test of any module.
     #[error("no test matches {patterns}; the tests are: {available}")]
-    NoMatch { patterns: String, available: String },
+    NoMatch {
+        /// The patterns given.
+        patterns: String,
+        /// Every test of the modules.
+        available: String,
+    },
+    /// No module was given.
     #[error("no modules to benchmark")]
     NoModules,
+    /// Two modules have the same program name.
     #[error("program `{program}` is given twice")]
-    DuplicateProgram { program: String },
+    DuplicateProgram {
+        /// The name both have.
+        program: String,
+    },
+    /// A cell's exploration failed (a host error, not a bug in the test).
     #[error("exploring test `{test}` of `{program}` with `{strategy}` failed: {message}")]
     Explore {
+        /// The module's program name.
         program: String,
+        /// The test explored.
         test: String,
+        /// The strategy's name.
         strategy: String,
+        /// The error, rendered.
         message: String,
     },
 }
@@ -159,11 +195,15 @@ pub fn parse_strategies(list: &str) -> Result<Vec<StrategyChoice>, BenchError> {
 pub struct BenchProgress {
     /// Modules loaded (instrumented and compiled, or read from the cache).
     pub modules_loaded: usize,
+    /// Modules to load.
     pub modules: usize,
+    /// Cells (test × strategy × seed) finished.
     pub cells_done: usize,
+    /// Cells to run.
     pub cells: usize,
     /// Executions run so far, and the most there will be.
     pub executions_done: u64,
+    /// The most executions there will be (cells may stop early).
     pub executions_planned: u64,
 }
 
@@ -171,9 +211,11 @@ pub struct BenchProgress {
 /// between two runs with the same options.
 #[derive(Clone, Debug, Default, PartialEq, Serialize, Deserialize)]
 pub struct Timing {
+    /// Executions run over time spent exploring.
     pub executions_per_second: f64,
     /// Mean and median time to the first bug, over the runs that found one.
     pub first_bug_ms_mean: Option<f64>,
+    /// Median time to the first bug, in milliseconds.
     pub first_bug_ms_median: Option<f64>,
     /// Time spent exploring.
     pub elapsed_ms: f64,
@@ -182,12 +224,20 @@ pub struct Timing {
 /// One test × strategy × seed run.
 #[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
 pub struct CellResult {
+    /// The module's program name.
     pub program: String,
+    /// The test.
     pub test: String,
+    /// The strategy's name.
     pub strategy: String,
+    /// Which of the cell's seeds, from 0.
     pub seed_index: u32,
+    /// The seed the strategy ran with ([`cell_seed`]: derived from the base
+    /// seed, the program, the test, the strategy and the seed index).
     pub seed: u64,
+    /// Executions run.
     pub executions: u64,
+    /// Executions that failed.
     pub failing_executions: u64,
     /// 1-based index of the first failing execution.
     pub first_bug_execution: Option<u64>,
@@ -195,6 +245,7 @@ pub struct CellResult {
     pub first_bug_kind: Option<String>,
     /// The strategy that ran it (a portfolio names its member).
     pub first_bug_found_by: Option<String>,
+    /// Distinct partial orders (Mazurkiewicz traces) among the executions.
     pub distinct_orders: u64,
     /// The strategy explored its whole space.
     pub exhausted: bool,
@@ -203,16 +254,20 @@ pub struct CellResult {
     pub pruned_by: Option<String>,
     /// The flag of an explorer bound that ended the run, if one did.
     pub stopped_by: Option<String>,
+    /// Wall-clock measurements.
     pub timing: Timing,
 }
 
 /// One strategy on one test, over its runs (seeds).
 #[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
 pub struct RowCell {
+    /// The strategy's name.
     pub strategy: String,
     /// Runs aggregated: the number of seeds, or 1 for a strategy without one.
     pub runs: u32,
+    /// Executions over all runs.
     pub executions: u64,
+    /// Failing executions over all runs.
     pub failing_executions: u64,
     /// Failing executions over executions, all runs pooled.
     pub hit_ratio: f64,
@@ -221,6 +276,7 @@ pub struct RowCell {
     /// Mean and median index of the first failing execution, over the runs
     /// that found a bug.
     pub first_bug_mean: Option<f64>,
+    /// Median index of the first failing execution (see `first_bug_mean`).
     pub first_bug_median: Option<f64>,
     /// Mean distinct partial orders per run.
     pub distinct_orders: f64,
@@ -228,13 +284,16 @@ pub struct RowCell {
     pub exhausted: bool,
     /// ...but a bound of the strategy pruned it (the flag raising it).
     pub pruned_by: Option<String>,
+    /// Wall-clock measurements over all runs.
     pub timing: Timing,
 }
 
 /// One test: every strategy's aggregate.
 #[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
 pub struct RowResult {
+    /// The module's program name.
     pub program: String,
+    /// The test and what is known about it.
     #[serde(flatten)]
     pub info: TestInfo,
     /// The highest hit ratio of the row.
@@ -251,30 +310,40 @@ pub struct RowResult {
 /// One strategy over the whole suite.
 #[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
 pub struct StrategyTotal {
+    /// The strategy's name.
     pub strategy: String,
     /// Geometric mean of the hit ratios over the rows with a bug, a miss
     /// counting as [`BenchResults::miss_ratio`].
     pub geomean_hit_ratio: f64,
     /// Rows with a bug where this strategy found it at least once.
     pub bugs_found: u32,
+    /// Wall-clock measurements over the whole suite.
     pub timing: Timing,
 }
 
 /// The options that shaped the results (not `jobs`, which does not).
 #[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
 pub struct BenchSettings {
+    /// Executions per cell.
     pub executions: u64,
+    /// Seeds per test and strategy.
     pub seeds: u32,
+    /// The seed every cell seed is derived from.
     pub base_seed: u64,
+    /// Steps per execution at most.
     pub max_steps: u64,
+    /// The strategies' names, in column order.
     pub strategies: Vec<String>,
     /// Seconds; set only when a time budget made the run unreproducible.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub cell_time_budget_secs: Option<f64>,
 }
 
+/// What a benchmark run found: per cell, per test, per strategy; what
+/// `wasmrace bench --format json` writes.
 #[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
 pub struct BenchResults {
+    /// The options that shaped the results.
     pub settings: BenchSettings,
     /// The hit ratio a miss counts as: one over the executions of all seeds.
     pub miss_ratio: f64,

@@ -117,10 +117,17 @@ impl StrategyChoice {
     }
 }
 
+/// How [`check`] explores a test: the strategy, its seed and the
+/// explorer's bounds. The default is what `wasmrace check` runs with no
+/// options.
 #[derive(Clone, Debug)]
 pub struct CheckOptions {
+    /// The strategy. Default: the portfolio.
     pub strategy: StrategyChoice,
+    /// Seeds the strategy's random choices (unused by systematic ones); the
+    /// same seed and options give the same exploration. Default 0.
     pub seed: u64,
+    /// The explorer's bounds and snapshot policy.
     pub explore: Config,
 }
 
@@ -156,6 +163,7 @@ impl CheckOptions {
 /// A bug with everything needed to understand and reproduce it.
 #[derive(Clone, Debug)]
 pub struct BugReport {
+    /// What went wrong.
     pub failure: Failure,
     /// The strategy that found it (a portfolio names its member).
     pub found_by: String,
@@ -167,12 +175,19 @@ pub struct BugReport {
     pub execution: u64,
 }
 
+/// What [`check`] did and found.
 #[derive(Clone, Debug)]
 pub struct CheckOutcome {
+    /// The test explored.
     pub test: String,
+    /// The strategy's name (`portfolio`, `dfs`, ...).
     pub strategy: String,
+    /// The seed it ran with.
     pub seed: u64,
+    /// The explorer's report: executions, bounds hit, counters.
     pub report: Report,
+    /// The first bug, traced and with its schedule; `None` if none was
+    /// found.
     pub bug: Option<BugReport>,
     /// Real races RaceFuzzer created (empty for other strategies).
     pub races: Vec<RaceReport>,
@@ -188,6 +203,7 @@ pub struct RaceReport {
     pub object: String,
     /// Times the race was created, and in how many executions.
     pub count: u64,
+    /// Executions in which it was created.
     pub executions: u64,
     /// 1-based execution that created it first.
     pub first_execution: u64,
@@ -357,6 +373,7 @@ pub fn trace_schedule(
 pub struct ReplayOutcome {
     /// The failure the schedule led to, if it did.
     pub failure: Option<Failure>,
+    /// The interleaving replayed, step by step.
     pub trace: Vec<TraceEvent>,
     /// Where the schedule stopped fitting the program, if it did.
     pub divergence: Option<Divergence>,

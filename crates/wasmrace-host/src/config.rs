@@ -3,6 +3,8 @@
 
 use std::path::PathBuf;
 
+/// How the host loads and runs a guest: per-step fuel, memory limits,
+/// thread slot sizes, the module cache and `wasm-opt`.
 #[derive(Clone, Debug, PartialEq, Eq)]
 pub struct HostConfig {
     /// Wasm instructions one step may run before it is declared a runaway
@@ -38,6 +40,9 @@ impl Default for HostConfig {
     }
 }
 
+/// The default module cache: `$WASMRACE_CACHE_DIR`, else
+/// `$XDG_CACHE_HOME/wasmrace`, else `~/.cache/wasmrace`; `None` when none of
+/// these variables is set.
 pub fn default_cache_dir() -> Option<PathBuf> {
     if let Some(d) = std::env::var_os("WASMRACE_CACHE_DIR") {
         return Some(PathBuf::from(d));

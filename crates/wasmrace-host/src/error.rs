@@ -4,61 +4,137 @@
 
 use std::path::PathBuf;
 
+/// Why the host could not load, instrument or run a guest, or replay a
+/// schedule. Never a bug in the guest: those are `Failure`s. `name` is the
+/// module's name as given to [`Guest::load`](crate::Guest::load) (its path,
+/// usually).
 #[derive(Debug, thiserror::Error)]
 pub enum HostError {
+    /// A file could not be read or written.
     #[error("cannot read `{path}`: {cause}")]
     Io {
+        /// The file.
         path: PathBuf,
+        /// The operating system's error.
         // Not named `source`: the cause is already in the message, and a
         // `source` would make error chains print it twice.
         cause: std::io::Error,
     },
+    /// The module is not valid wasm.
     #[error("`{name}` is not valid wasm: {message} (at byte offset {offset})")]
     Invalid {
+        /// The module's name.
         name: String,
+        /// The validator's message.
         message: String,
+        /// Byte offset of the problem in the module.
         offset: usize,
     },
+    /// The module imports from outside the `wasmrace` hook module.
     #[error("`{name}` imports {imports} from outside the `wasmrace` hook namespace; hooks are a guest's only door to the outside world: build for `wasm32-unknown-unknown` (not WASI), use the wasmrace guest SDK instead of I/O, and drop bindings such as wasm-bindgen")]
-    ForbiddenImports { name: String, imports: String },
+    ForbiddenImports {
+        /// The module's name.
+        name: String,
+        /// The offending imports (module and name), comma-separated.
+        imports: String,
+    },
+    /// The module imports hooks this host does not provide.
     #[error("`{name}` imports unknown hook(s) {hooks}; this host provides {provided} (is the guest SDK newer than this wasmrace?)")]
     UnknownHook {
+        /// The module's name.
         name: String,
+        /// The unknown hooks, comma-separated.
         hooks: String,
+        /// Every hook this host provides.
         provided: String,
     },
+    /// The module does not export its memory.
     #[error("`{name}` does not export its memory as `memory`")]
-    NoMemory { name: String },
+    NoMemory {
+        /// The module's name.
+        name: String,
+    },
+    /// The module exports no test.
     #[error("`{name}` has no tests: export functions `wasmrace_test_<name>` with no parameters and no results (the SDK's `#[wasmrace::test]` does this)")]
-    NoTests { name: String },
+    NoTests {
+        /// The module's name.
+        name: String,
+    },
+    /// The module spawns threads but has no thread entry point.
     #[error("`{name}` spawns threads but does not export `__wasmrace_thread_start`; build it with the wasmrace guest SDK")]
-    NoThreadStart { name: String },
+    NoThreadStart {
+        /// The module's name.
+        name: String,
+    },
+    /// No test of that name.
     #[error("no test `{test}` in `{name}`; its tests are: {available}")]
     UnknownTest {
+        /// The module's name.
         name: String,
+        /// The test asked for.
         test: String,
+        /// The module's tests, comma-separated.
         available: String,
     },
+    /// No `wasm-opt` binary was found.
     #[error("`wasm-opt` (Binaryen) is needed to instrument guests and was not found (looked for `{tried}`); install it with `apt-get install binaryen` or `brew install binaryen`, or point `WASMRACE_WASM_OPT` at it")]
-    WasmOptMissing { tried: String },
+    WasmOptMissing {
+        /// The binary looked for.
+        tried: String,
+    },
+    /// `wasm-opt` failed.
     #[error("`wasm-opt` failed to instrument `{name}` with Asyncify: {message}")]
-    WasmOpt { name: String, message: String },
+    WasmOpt {
+        /// The module's name.
+        name: String,
+        /// What `wasm-opt` said.
+        message: String,
+    },
+    /// A walrus pass failed.
     #[error("instrumenting `{name}` failed: {message}")]
-    Instrument { name: String, message: String },
+    Instrument {
+        /// The module's name.
+        name: String,
+        /// What went wrong.
+        message: String,
+    },
+    /// wasmtime could not compile the instrumented module.
     #[error("compiling `{name}` failed: {message}")]
-    Compile { name: String, message: String },
+    Compile {
+        /// The module's name.
+        name: String,
+        /// wasmtime's message.
+        message: String,
+    },
+    /// wasmtime failed at run time, or the explorer reported an error.
     #[error("the runtime failed: {message}")]
-    Runtime { message: String },
+    Runtime {
+        /// What went wrong.
+        message: String,
+    },
+    /// A schedule file recorded on another module.
     #[error("schedule was recorded on a module with blake3 `{expected}`, but `{name}` has blake3 `{found}`; rebuild the schedule with `wasmrace check` on this module")]
     ScheduleModule {
+        /// The module's name.
         name: String,
+        /// The blake3 hash the schedule recorded.
         expected: String,
+        /// The blake3 hash of the module given.
         found: String,
     },
+    /// A schedule file could not be read.
     #[error(transparent)]
     Schedule(#[from] wasmrace_trace::ScheduleError),
+    /// A decision names a thread or alternative that is not enabled.
     #[error("decision for thread `{thread}` (alternative {alt}) at step {step} is not enabled")]
-    InvalidDecision { thread: String, alt: u32, step: u64 },
+    InvalidDecision {
+        /// The thread's name.
+        thread: String,
+        /// The alternative asked for.
+        alt: u32,
+        /// 0-based index of the step in the execution.
+        step: u64,
+    },
 }
 
 /// Folds a multi-line message (a tool's stderr, an error chain) onto one line.

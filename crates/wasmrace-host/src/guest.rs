@@ -73,6 +73,8 @@ impl Guest {
         })
     }
 
+    /// The name errors and reports use: the path given to
+    /// [`Guest::load`], or the name given to [`Guest::from_bytes`].
     pub fn name(&self) -> &str {
         &self.inner.name
     }
@@ -87,6 +89,7 @@ impl Guest {
         &self.inner.module_hash
     }
 
+    /// The configuration the guest was loaded with; its programs use it.
     pub fn config(&self) -> &HostConfig {
         &self.inner.config
     }

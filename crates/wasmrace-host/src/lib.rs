@@ -1,8 +1,11 @@
 //! The wasmrace host: loads a guest compiled to wasm, audits and instruments
 //! it, and runs its tests one hook call at a time under wasmtime, with exact
 //! snapshots, restore and state hashes. [`WasmProgram`] implements
-//! `wasmrace_explore::Program`, so every exploration strategy runs on it;
-//! [`check`] and [`replay`] are the high-level entry points embedders use.
+//! [`Program`], so every exploration strategy runs on it; [`check`] and
+//! [`replay`] are the high-level entry points embedders use. What an
+//! embedder needs from the explore and trace crates is re-exported here
+//! ([`Explorer`], [`Strategy`], [`Observer`], [`render_trace`], ...), so
+//! `wasmrace-host` is its only dependency.
 //!
 //! ```no_run
 //! use wasmrace_host::{Guest, HostConfig, CheckOptions, StrategyChoice};
@@ -13,6 +16,26 @@
 //! }
 //! # Ok::<(), wasmrace_host::HostError>(())
 //! ```
+//!
+//! Or drive the exploration yourself, with any [`Strategy`] (one of your
+//! own included) and [`Observer`]s beside it (see `examples/embed.rs`):
+//!
+//! ```no_run
+//! use wasmrace_host::strategies::Dfs;
+//! use wasmrace_host::{render_trace, trace_schedule, Config, Explorer, Guest, HostConfig, Metrics};
+//! let guest = Guest::load("app.wasm".as_ref(), HostConfig::default())?;
+//! let mut explorer = Explorer::new(guest.program("lost_update")?, Config::default());
+//! let mut metrics = Metrics::new();
+//! let report = explorer.run_observed(&mut Dfs::with_preemption_bound(2), &mut metrics)?;
+//! println!("{} distinct interleavings", metrics.distinct_orders());
+//! if let Some(bug) = report.first_bug() {
+//!     let (trace, _) = trace_schedule(&mut explorer.program, &bug.schedule)?;
+//!     print!("{}", render_trace(&trace));
+//! }
+//! # Ok::<(), Box<dyn std::error::Error>>(())
+//! ```
+
+#![deny(missing_docs)]
 
 pub mod bench;
 mod check;
@@ -43,4 +66,17 @@ pub use snapshot::Snapshot;
 /// [`check_with_strategy`]. Re-exported so embedders need no direct
 /// dependency on `wasmrace-explore`.
 pub use wasmrace_explore::strategies;
-pub use wasmrace_explore::{Config, Report, Stat, StepInfo, Strategy, ThreadView};
+
+// What an embedder needs to drive an exploration itself (an `Explorer` over
+// a `WasmProgram`, with any `Strategy` or one of its own, and `Observer`s
+// beside it), re-exported so that `wasmrace-host` is its only dependency.
+pub use wasmrace_explore::{
+    is_preemption, BoundHit, Bug, Capabilities, Config, Context, ExploreError, Explorer, Metrics,
+    Observer, Outcome, Pending, Program, RealRace, Report, Start, Stat, Status, StepInfo, Strategy,
+    ThreadView, WithoutBlockingAvoidance,
+};
+// The vocabulary of results: failures, traces, schedules and ids.
+pub use wasmrace_trace::{
+    render_trace, Access, AccessKind, Decision, Failure, FailureKind, Oid, OpKind, Schedule,
+    ScheduleError, ScheduleStep, ThreadPath, Tid, TraceEvent, Waiting,
+};

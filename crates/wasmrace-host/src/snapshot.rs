@@ -30,6 +30,8 @@ impl Snapshot {
     pub fn stored_bytes(&self) -> usize {
         self.pages.iter().filter(|p| p.is_some()).count() * PAGE
     }
+    /// The guest's linear memory size when the snapshot was taken, in
+    /// bytes.
     pub fn memory_bytes(&self) -> usize {
         self.memory_bytes
     }

@@ -486,6 +486,9 @@ fn phase_is_a_scheduling_point_that_names_its_step() {
 /// Delaying explorers (SES, SS, custom explorers) through the host API.
 #[path = "host/delaying.rs"]
 mod delaying;
+/// An embedder's exploration through `wasmrace_host` paths only.
+#[path = "host/embedder.rs"]
+mod embedder;
 
 /// A guest that grows its memory after the start state (as a Rust guest's
 /// allocator does at its first allocation). `reset` rewinds the size the

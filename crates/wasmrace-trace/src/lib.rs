@@ -5,6 +5,8 @@
 //! speak these types, and a schedule file written by one version of the host
 //! is read back here.
 
+#![deny(missing_docs)]
+
 mod failure;
 mod ids;
 mod ops;

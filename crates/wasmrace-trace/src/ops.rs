@@ -15,9 +15,13 @@ use serde::{Deserialize, Serialize};
 #[derive(Clone, Copy, PartialEq, Eq, PartialOrd, Ord, Hash, Debug, Serialize, Deserialize)]
 #[serde(rename_all = "snake_case")]
 pub enum AccessKind {
+    /// Reads the object's value.
     Read,
+    /// Changes the object's value.
     Write,
+    /// An exclusive synchronization (see above).
     Sync,
+    /// A synchronization that commutes with reads and its own kind.
     SharedSync,
 }
 
@@ -34,25 +38,32 @@ impl AccessKind {
     }
 }
 
+/// One object an operation touches, and how. An operation's accesses
+/// decide which other operations it is dependent on ([`Access::conflicts`]).
 #[derive(Clone, Copy, PartialEq, Eq, PartialOrd, Ord, Hash, Debug)]
 pub struct Access {
+    /// The object touched.
     pub obj: Oid,
+    /// How it is touched.
     pub kind: AccessKind,
 }
 
 impl Access {
+    /// A read of `obj`.
     pub fn read(obj: Oid) -> Self {
         Access {
             obj,
             kind: AccessKind::Read,
         }
     }
+    /// A write of `obj`.
     pub fn write(obj: Oid) -> Self {
         Access {
             obj,
             kind: AccessKind::Write,
         }
     }
+    /// An exclusive synchronization on `obj`.
     pub fn sync(obj: Oid) -> Self {
         Access {
             obj,
@@ -83,7 +94,10 @@ pub enum SyncRole {
     None,
     /// Acquires the lock its sync access names; `shared`: in read mode (an
     /// `RwLock` read guard), else exclusively.
-    Acquire { shared: bool },
+    Acquire {
+        /// Taken in read mode, shared with other readers.
+        shared: bool,
+    },
     /// Releases the lock its sync access names, in whichever mode it is held.
     Release,
     /// A condition-variable wait: releases the mutex among its sync
@@ -153,46 +167,87 @@ macro_rules! op_kinds {
 }
 
 op_kinds! {
+    /// Starts a new thread running a guest function.
     Spawn => "spawn", None;
+    /// Waits for a thread to exit (blocks until it has).
     Join => "join", Join;
+    /// A scheduling point that touches nothing (`wasmrace::yield_now`).
     Yield => "yield", None;
+    /// Retires a thread whose function returned (see above).
     Exit => "exit", Exit;
+    /// Puts a message in a thread's mailbox.
     Send => "send", Send;
+    /// Takes the oldest message from the own mailbox; blocks while it is empty.
     Recv => "recv", Receive;
+    /// Takes the oldest message from one sender; blocks while there is none.
     RecvFrom => "recv_from", Receive;
+    /// Creates a shared cell.
     CellNew => "cell.new", None;
+    /// Reads a shared cell (a read access).
     CellGet => "cell.get", None;
+    /// Writes a shared cell (a write access).
     CellSet => "cell.set", None;
+    /// Creates an atomic integer.
     AtomicNew => "atomic.new", None;
+    /// Reads an atomic integer.
     AtomicLoad => "atomic.load", None;
+    /// Writes an atomic integer.
     AtomicStore => "atomic.store", None;
+    /// Replaces an atomic integer's value, returning the old one.
     AtomicSwap => "atomic.swap", None;
+    /// Adds to an atomic integer (wrapping), returning the old value.
     AtomicFetchAdd => "atomic.fetch_add", None;
+    /// Writes an atomic integer if it holds the expected value.
     AtomicCompareExchange => "atomic.compare_exchange", None;
+    /// Creates a mutex.
     MutexNew => "mutex.new", None;
+    /// Acquires a mutex; blocks while another thread holds it.
     MutexLock => "mutex.lock", Acquire { shared: false };
+    /// Releases a mutex (its guard was dropped).
     MutexUnlock => "mutex.unlock", Release;
+    /// Creates a condition variable.
     CondvarNew => "condvar.new", None;
+    /// Releases the mutex and waits on the condvar (first half of a wait).
     CondvarWait => "condvar.wait", WaitRelease;
+    /// Re-acquires the mutex once notified (second half of a wait).
     CondvarWake => "condvar.wake", WaitReacquire;
+    /// Wakes one waiter of a condvar (`alt` picks which).
     CondvarNotifyOne => "condvar.notify_one", NotifyOne;
+    /// Wakes every waiter of a condvar.
     CondvarNotifyAll => "condvar.notify_all", NotifyAll;
+    /// Creates a shared key-value table.
     TableNew => "table.new", None;
+    /// Inserts or replaces a table entry.
     TableInsert => "table.insert", None;
+    /// Reads a table entry.
     TableGet => "table.get", None;
+    /// Removes a table entry.
     TableRemove => "table.remove", None;
+    /// Binds a name to a thread (Erlang-style registry).
     Register => "register", None;
+    /// Looks a registered name up.
     Whereis => "whereis", None;
+    /// Removes a registered name.
     Unregister => "unregister", None;
+    /// A nondeterministic choice among `n` values; the decision's `alt` is the value.
     Choose => "choose", None;
+    /// The guest announcing a named phase (see above).
     Phase => "phase", None;
+    /// A thread scheduled onto a blocking operation (see above).
     Block => "block", None;
+    /// Creates a reader-writer lock.
     RwLockNew => "rwlock.new", None;
+    /// Acquires an `RwLock` in read mode; blocks while a writer holds it.
     RwLockRead => "rwlock.read", Acquire { shared: true };
+    /// Acquires an `RwLock` exclusively; blocks while anyone holds it.
     RwLockWrite => "rwlock.write", Acquire { shared: false };
+    /// Releases a read guard.
     RwLockReadUnlock => "rwlock.read_unlock", Release;
+    /// Releases a write guard.
     RwLockWriteUnlock => "rwlock.write_unlock", Release;
+    /// Creates a barrier for `n` threads.
     BarrierNew => "barrier.new", None;
+    /// Arrives at a barrier (first half of a wait).
     BarrierWait => "barrier.wait", BarrierArrive;
     /// The second half of a barrier wait: leave once the generation was
     /// released.
@@ -221,11 +276,14 @@ mod tests {
 /// waiter `notify_one` wakes) and is 0 for operations without alternatives.
 #[derive(Clone, Copy, PartialEq, Eq, PartialOrd, Ord, Hash, Debug)]
 pub struct Decision {
+    /// The thread to run.
     pub tid: Tid,
+    /// Which alternative of its pending operation; 0 if it has none.
     pub alt: u32,
 }
 
 impl Decision {
+    /// Runs `tid`, taking alternative `alt`.
     pub fn new(tid: Tid, alt: u32) -> Self {
         Decision { tid, alt }
     }

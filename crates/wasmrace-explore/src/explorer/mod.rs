@@ -41,7 +41,7 @@ pub struct Config {
     pub max_snapshots: usize,
     /// Stop at the first failing execution. Default true.
     pub stop_on_first_bug: bool,
-    /// Saved states (`Strategy::save_request`, e.g. SES's frontier) held
+    /// Saved states (`Capabilities::save_request`, e.g. SES's frontier) held
     /// as snapshots at most (`--max-saved-snapshots`); beyond that a saved
     /// state keeps only its prefix and is replayed when started from, which
     /// is slower, never wrong. Default 65,536.
@@ -70,23 +70,34 @@ impl Default for Config {
 /// A failing execution: the failure and the decisions that lead to it.
 #[derive(Clone, Debug, PartialEq, Eq)]
 pub struct Bug {
+    /// What went wrong.
     pub failure: Failure,
     /// The strategy that ran the failing execution (`Strategy::active`).
     pub found_by: String,
+    /// The decisions from the initial state to the failure; replaying them
+    /// reproduces it.
     pub schedule: Vec<Decision>,
     /// 1-based index of the execution that found it.
     pub execution: u64,
 }
 
+/// What a run of the explorer did and found.
 #[derive(Clone, Debug, Default)]
 pub struct Report {
+    /// Executions started, the failing ones included.
     pub executions: u64,
     /// Steps the program ran, replayed prefixes included.
     pub steps: u64,
     /// Steps run only to get back to a resume point.
     pub replayed_steps: u64,
+    /// Snapshots taken along the current path, to resume executions from
+    /// (those of saved states count in `saved_with_snapshot`).
     pub snapshots_taken: u64,
+    /// Snapshots restored to start an execution (at a resume point or a
+    /// saved state).
     pub restores: u64,
+    /// Bugs found, in the order found; at most one with
+    /// `Config::stop_on_first_bug`.
     pub bugs: Vec<Bug>,
     /// Executions that failed (the hit count used by sampling statistics).
     pub failing_executions: u64,
@@ -96,72 +107,112 @@ pub struct Report {
     pub stopped_by: Option<BoundHit>,
     /// A bound of the strategy that pruned part of the space, if one did.
     pub strategy_bound: Option<BoundHit>,
-    /// States saved at the strategy's request (`Strategy::save_request`):
+    /// States saved at the strategy's request (`Capabilities::save_request`):
     /// with a snapshot, and with only their prefix (over
     /// `max_saved_snapshots` or `max_saved_bytes`, or a program that cannot
     /// snapshot).
     pub saved_with_snapshot: u64,
+    /// States saved with only their prefix (see `saved_with_snapshot`).
     pub saved_as_prefix: u64,
     /// Executions started from a saved state (`Start::Saved`), by restoring
     /// its snapshot and by replaying its prefix.
     pub saved_restored: u64,
+    /// Executions started from a saved state by replaying its prefix (see
+    /// `saved_restored`).
     pub saved_replayed: u64,
     /// State hashes computed for strategies that asked for them
-    /// (`Strategy::wants_state_hash`).
+    /// (`Capabilities::wants_state_hash`).
     pub state_hashes: u64,
     /// The strategy's own counters at the end of the run (`Strategy::stats`:
     /// states explored, cache hits, ...).
     pub strategy_stats: Vec<Stat>,
+    /// Wall-clock time of the run (not deterministic: never compare it).
     pub elapsed: Duration,
 }
 
 impl Report {
+    /// The first bug found, if any.
     pub fn first_bug(&self) -> Option<&Bug> {
         self.bugs.first()
     }
 }
 
+/// Why a run stopped without a report: the program failed to run (not a bug
+/// in the guest: the host itself failed) or the strategy broke its contract.
 #[derive(Debug, thiserror::Error)]
 pub enum ExploreError<E: std::error::Error + 'static> {
+    /// The program's own error (`Program::Error`).
     #[error(transparent)]
     Program(E),
+    /// The strategy chose a thread that is not enabled, or an alternative
+    /// out of range.
     #[error("strategy `{strategy}` chose thread `{thread}` (alternative {alt}) at step {step}, which is not enabled")]
     InvalidDecision {
+        /// The strategy's name.
         strategy: String,
+        /// The thread chosen.
         thread: String,
+        /// The alternative chosen.
         alt: u32,
+        /// 0-based index of the step in the execution.
         step: usize,
     },
+    /// The strategy asked to resume after more steps than the previous
+    /// execution ran.
     #[error("strategy `{strategy}` asked to resume after {prefix_len} steps, but the previous execution had only {len}")]
     BadResume {
+        /// The strategy's name.
         strategy: String,
+        /// The steps it asked to keep.
         prefix_len: usize,
+        /// The steps the previous execution ran.
         len: usize,
     },
+    /// The strategy asked to start from a saved state that does not exist
+    /// (never saved, or already used: saved states are used once).
     #[error("strategy `{strategy}` asked to start from saved state {id}, which it never saved or already used")]
-    UnknownSaved { strategy: String, id: u64 },
+    UnknownSaved {
+        /// The strategy's name.
+        strategy: String,
+        /// The id it asked for.
+        id: u64,
+    },
+    /// The program broke its contract: running, yet no thread is enabled.
     #[error("the program reports running with no enabled thread at step {step} (a program must report a deadlock itself)")]
-    NoEnabledThread { step: usize },
+    NoEnabledThread {
+        /// 0-based index of the step in the execution.
+        step: usize,
+    },
 }
 
 /// Progress notifications, e.g. for a progress bar. Called after each
 /// execution with the executions run so far.
 pub type ProgressFn<'a> = dyn FnMut(&Report) + 'a;
 
+/// Runs a [`Strategy`] against a [`Program`], one execution after another,
+/// within the bounds of its [`Config`]: takes and restores snapshots of the
+/// current path, keeps the states the strategy saves, and collects bugs.
 pub struct Explorer<P: Program> {
+    /// The program explored; still usable after a run, e.g. to replay a
+    /// bug's schedule with tracing on.
     pub program: P,
+    /// The bounds and snapshot policy of the next run.
     pub config: Config,
 }
 
 impl<P: Program> Explorer<P> {
+    /// An explorer of `program` within `config`.
     pub fn new(program: P, config: Config) -> Self {
         Explorer { program, config }
     }
 
+    /// Explores until the strategy is exhausted, a bound of `config` is
+    /// hit, or (with `stop_on_first_bug`) a bug is found.
     pub fn run(&mut self, strategy: &mut dyn Strategy) -> Result<Report, ExploreError<P::Error>> {
         self.run_with(strategy, &mut (), &mut |_| {})
     }
 
+    /// [`Explorer::run`], calling `progress` after each execution.
     pub fn run_with_progress(
         &mut self,
         strategy: &mut dyn Strategy,

@@ -21,6 +21,7 @@ pub struct ModelBuilder {
 }
 
 impl ModelBuilder {
+    /// An empty model: no variables, mutexes or threads yet.
     pub fn new() -> Self {
         Self::default()
     }
@@ -88,6 +89,8 @@ impl ModelBuilder {
         def
     }
 
+    /// Checks the definitions and builds the model; the first problem
+    /// found is the error.
     pub fn build(self) -> Result<Model, BuildError> {
         if let Some(e) = self.errors.into_iter().next() {
             return Err(e);

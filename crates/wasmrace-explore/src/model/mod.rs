@@ -62,18 +62,31 @@ pub struct MutexId(u32);
 #[derive(Clone, Copy, Debug, PartialEq, Eq, PartialOrd, Ord, Hash)]
 pub struct DefId(u32);
 
+/// A binary operator of [`Expr::Bin`]. Arithmetic wraps; comparisons and
+/// logic yield 0 or 1.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
 pub enum BinOp {
+    /// `a + b`, wrapping.
     Add,
+    /// `a - b`, wrapping.
     Sub,
+    /// `a * b`, wrapping.
     Mul,
+    /// `a == b`.
     Eq,
+    /// `a != b`.
     Ne,
+    /// `a < b` (signed).
     Lt,
+    /// `a <= b` (signed).
     Le,
+    /// `a > b` (signed).
     Gt,
+    /// `a >= b` (signed).
     Ge,
+    /// Both non-zero.
     And,
+    /// Either non-zero.
     Or,
 }
 
@@ -82,13 +95,17 @@ pub enum BinOp {
 /// non-zero value as true.
 #[derive(Clone, Debug, PartialEq, Eq)]
 pub enum Expr {
+    /// A constant.
     Const(i64),
+    /// The value of a register of the running thread.
     Reg(Reg),
     /// The running thread's id (the bits of its `Tid`).
     SelfId,
     /// The id of the thread that spawned the running one (0 for `main`).
     ParentId,
+    /// `lhs op rhs`.
     Bin(BinOp, Box<Expr>, Box<Expr>),
+    /// 1 if the operand is 0, else 0.
     Not(Box<Expr>),
 }
 
@@ -135,27 +152,35 @@ impl Expr {
     fn bin(self, op: BinOp, rhs: impl Into<Expr>) -> Expr {
         Expr::Bin(op, Box::new(self), Box::new(rhs.into()))
     }
+    /// `self == rhs`.
     pub fn equals(self, rhs: impl Into<Expr>) -> Expr {
         self.bin(BinOp::Eq, rhs)
     }
+    /// `self != rhs`.
     pub fn not_equals(self, rhs: impl Into<Expr>) -> Expr {
         self.bin(BinOp::Ne, rhs)
     }
+    /// `self < rhs`.
     pub fn lt(self, rhs: impl Into<Expr>) -> Expr {
         self.bin(BinOp::Lt, rhs)
     }
+    /// `self <= rhs`.
     pub fn le(self, rhs: impl Into<Expr>) -> Expr {
         self.bin(BinOp::Le, rhs)
     }
+    /// `self > rhs`.
     pub fn gt(self, rhs: impl Into<Expr>) -> Expr {
         self.bin(BinOp::Gt, rhs)
     }
+    /// `self >= rhs`.
     pub fn ge(self, rhs: impl Into<Expr>) -> Expr {
         self.bin(BinOp::Ge, rhs)
     }
+    /// Both non-zero.
     pub fn and(self, rhs: impl Into<Expr>) -> Expr {
         self.bin(BinOp::And, rhs)
     }
+    /// Either non-zero.
     pub fn or(self, rhs: impl Into<Expr>) -> Expr {
         self.bin(BinOp::Or, rhs)
     }
@@ -260,41 +285,94 @@ pub(crate) enum Instr<L> {
 /// A problem in a model's definition, found by [`ModelBuilder::build`].
 #[derive(Clone, Debug, PartialEq, Eq, thiserror::Error)]
 pub enum BuildError {
+    /// No thread definition was made the main one.
     #[error("the model has no main thread (call `ModelBuilder::main`)")]
     NoMain,
+    /// A definition declared ahead was never given a body.
     #[error("thread definition `{name}` was declared but never defined")]
-    Undefined { name: String },
+    Undefined {
+        /// The definition's name.
+        name: String,
+    },
+    /// A definition was given two bodies.
     #[error("thread definition `{name}` is defined twice")]
-    Redefined { name: String },
+    Redefined {
+        /// The definition's name.
+        name: String,
+    },
+    /// One thread definition places a label twice.
     #[error("thread `{thread}`: label `{label}` is defined twice")]
-    DuplicateLabel { thread: String, label: String },
+    DuplicateLabel {
+        /// The thread definition's name.
+        thread: String,
+        /// The label's name.
+        label: String,
+    },
+    /// A jump names a label its thread definition never places.
     #[error("thread `{thread}`: jump to unknown label `{label}`")]
-    UnknownLabel { thread: String, label: String },
+    UnknownLabel {
+        /// The thread definition's name.
+        thread: String,
+        /// The label's name.
+        label: String,
+    },
+    /// A register index at or over `NUM_REGS`.
     #[error("thread `{thread}`: register {reg} is out of range (0..{NUM_REGS})")]
-    BadRegister { thread: String, reg: Reg },
+    BadRegister {
+        /// The thread definition's name.
+        thread: String,
+        /// The register used.
+        reg: Reg,
+    },
+    /// `choose(0)`: a choice with no value to take.
     #[error("thread `{thread}`: `choose(0)` has no alternative")]
-    ChooseZero { thread: String },
+    ChooseZero {
+        /// The thread definition's name.
+        thread: String,
+    },
+    /// A spawn passes more arguments than a thread has registers.
     #[error(
         "thread `{thread}`: spawn passes {count} arguments but threads have {NUM_REGS} registers"
     )]
-    TooManyArgs { thread: String, count: usize },
+    TooManyArgs {
+        /// The thread definition's name.
+        thread: String,
+        /// The arguments passed.
+        count: usize,
+    },
 }
 
 /// A decision the model cannot take. These are strategy or explorer bugs,
 /// not failures of the modelled program.
 #[derive(Clone, Debug, PartialEq, Eq, thiserror::Error)]
 pub enum ModelError {
+    /// A step after the execution finished or failed.
     #[error("the execution has already ended")]
     NotRunning,
+    /// The decision names a thread that exited or never existed.
     #[error("thread `{thread}` is not a live thread")]
-    NotLive { thread: String },
+    NotLive {
+        /// The thread's name.
+        thread: String,
+    },
+    /// The decision names a thread whose operation is blocked.
     #[error("thread `{thread}` is not enabled (its next operation `{}` is blocked)", .op.name())]
-    Disabled { thread: String, op: OpKind },
+    Disabled {
+        /// The thread's name.
+        thread: String,
+        /// Its pending operation.
+        op: OpKind,
+    },
+    /// The decision's `alt` is out of range for the pending operation.
     #[error("thread `{thread}` has no alternative {alt} (its operation `{}` has {alts})", .op.name())]
     NoSuchAlternative {
+        /// The thread's name.
         thread: String,
+        /// Its pending operation.
         op: OpKind,
+        /// The alternative asked for.
         alt: u32,
+        /// The alternatives the operation has.
         alts: u32,
     },
 }

@@ -73,6 +73,8 @@ struct Member {
     exhausted: bool,
 }
 
+/// The default strategy: an opening DFS member, then sampling members in
+/// turns (see the module documentation).
 pub struct Portfolio {
     opening: Option<Member>,
     opening_done: bool,

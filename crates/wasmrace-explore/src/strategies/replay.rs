@@ -22,31 +22,54 @@ pub struct Divergence {
     /// 1-based step number, as in traces and schedule files: the step whose
     /// decision could not be taken.
     pub step: usize,
+    /// Why its decision could not be taken.
     pub reason: DivergenceReason,
 }
 
+/// Why a replay could not take the schedule's next decision, or why the
+/// schedule and the execution ended at different steps.
 #[derive(Clone, Debug, PartialEq, Eq, thiserror::Error)]
 pub enum DivergenceReason {
     /// The thread has not been spawned (yet), has exited, or never exists.
     #[error("thread `{thread}` is not enabled (there is no such live thread at this point)")]
-    NotLive { thread: String },
+    NotLive {
+        /// The thread's name (its path, e.g. `main.1`).
+        thread: String,
+    },
     /// The thread is alive but its next operation is blocked.
     #[error("thread `{thread}` is not enabled (its next operation `{}` is blocked)", .op.name())]
-    Disabled { thread: String, op: OpKind },
+    Disabled {
+        /// The thread's name.
+        thread: String,
+        /// Its pending operation.
+        op: OpKind,
+    },
     /// The thread is enabled but its operation has fewer alternatives.
     #[error("thread `{thread}` has no alternative {alt} for its next operation `{}` (it has {alts})", .op.name())]
     NoSuchAlternative {
+        /// The thread's name.
         thread: String,
+        /// Its pending operation.
         op: OpKind,
+        /// The alternative the schedule asks for.
         alt: u32,
+        /// The alternatives the operation has.
         alts: u32,
     },
     /// The schedule has no more decisions but the execution goes on.
     #[error("the schedule ended but the execution is still running (enabled: {})", .enabled.join(", "))]
-    ScheduleEnded { enabled: Vec<String> },
+    ScheduleEnded {
+        /// The names of the enabled threads.
+        enabled: Vec<String>,
+    },
     /// The execution ended with decisions left over.
     #[error("the execution ended after {ran} steps but the schedule has {len}")]
-    ExecutionEnded { ran: usize, len: usize },
+    ExecutionEnded {
+        /// Steps the execution ran.
+        ran: usize,
+        /// Decisions in the schedule.
+        len: usize,
+    },
 }
 
 /// Replays one schedule once; see the module documentation.
@@ -68,6 +91,7 @@ pub struct Replay {
 }
 
 impl Replay {
+    /// Replays `decisions` once, naming threads by their paths.
     pub fn new(decisions: Vec<Decision>) -> Self {
         let n = decisions.len();
         Replay {

@@ -28,8 +28,7 @@
 
 use std::collections::VecDeque;
 use wasmrace_host::strategies::{first_enabled, send_target, DelayingExplorer};
-use wasmrace_host::{StepInfo, ThreadView};
-use wasmrace_trace::{ThreadPath, Tid};
+use wasmrace_host::{StepInfo, ThreadPath, ThreadView, Tid};
 
 /// The phase name the chain's master announces.
 pub const INIT_DONE: &str = "init-done";
@@ -106,6 +105,7 @@ impl ChainExplorer {
         self.order = v.into();
     }
 
+    /// Moves `t` to the front of the order.
     fn move_to_front(&mut self, t: Tid) {
         if let Some(i) = self.order.iter().position(|q| *q == t) {
             self.order.remove(i);

@@ -26,7 +26,7 @@ use wasmrace_host::strategies::{
     BuiltinExplorer, DelayingExplorer, Ses, SesOptions, Ss, SsOptions,
 };
 use wasmrace_host::{check_with_strategy, CheckOptions, CheckOutcome, Config, Guest, HostConfig};
-use wasmrace_host::{Report, Strategy};
+use wasmrace_host::{render_trace, Report, Strategy};
 
 const PROGRAM: &str = "chain_replication";
 const TEST: &str = "chain_replication_bug";
@@ -124,7 +124,7 @@ fn main() {
     let out = check(&guest, &mut *ChainExplorer::new().ses());
     let bug = out.bug.expect("the custom explorer finds the bug");
     println!("\n{}\n", bug.failure);
-    print!("{}", wasmrace_trace::render_trace(&bug.trace));
+    print!("{}", render_trace(&bug.trace));
     let replayed = wasmrace_host::replay(&guest, &bug.schedule, Config::default().max_steps)
         .expect("the schedule replays");
     assert!(replayed.reproduces(&bug.schedule));

@@ -6,6 +6,8 @@ use crate::error::{one_line, HostError};
 use std::path::{Path, PathBuf};
 use std::process::Command;
 
+/// The `wasm-opt` binary to run: `configured`, else `$WASMRACE_WASM_OPT`,
+/// else `wasm-opt` on `PATH`.
 pub fn find_wasm_opt(configured: Option<&Path>) -> Result<PathBuf, HostError> {
     let candidate = configured
         .map(Path::to_path_buf)

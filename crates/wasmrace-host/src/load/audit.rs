@@ -8,8 +8,12 @@ use crate::error::HostError;
 /// What the audit learned about a module.
 #[derive(Clone, Debug, Default)]
 pub struct Analysis {
+    /// The tests the module exports (names without `wasmrace_test_`),
+    /// sorted.
     pub tests: Vec<String>,
+    /// The module exports `__wasmrace_thread_start`.
     pub has_thread_start: bool,
+    /// The module imports the `spawn` hook (so it needs a thread start).
     pub imports_spawn: bool,
     /// The code changes a table at run time (`table.set`, `table.grow`,
     /// ...). Snapshots hold memory, globals and host objects, not tables,

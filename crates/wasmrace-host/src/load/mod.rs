@@ -12,24 +12,40 @@ mod cache;
 mod instrument;
 mod trampolines;
 
-pub use asyncify::{asyncify, find_wasm_opt};
 pub use audit::{analyze, Analysis};
+// The passes and the cache are the host's own business: `Guest::load` runs
+// them in order.
+pub(crate) use asyncify::{asyncify, find_wasm_opt};
 pub(crate) use cache::compiled_module;
-pub use cache::{cache_key, cache_write};
-pub use instrument::export_globals;
-pub use trampolines::export_asyncify_globals;
+pub(crate) use instrument::export_globals;
+pub(crate) use trampolines::export_asyncify_globals;
 
 // The hook names and the record's size are the operation table's (`ops.rs`).
 pub use crate::ops::{HOOK_MODULE, OP_ARGS, PLAIN_HOOKS, SUSPENDING_HOOKS};
 
+/// Prefix of the exports that are tests: `wasmrace_test_lost_update` is
+/// the test `lost_update`.
 pub const TEST_PREFIX: &str = "wasmrace_test_";
+/// The guest's entry point of spawned threads (the SDK exports it).
 pub const THREAD_START: &str = "__wasmrace_thread_start";
+/// The guest's optional initializer, run once per execution before the
+/// test (the SDK's installs the panic hook).
 pub const INIT: &str = "__wasmrace_init";
+/// The shadow-stack pointer global, exported by instrumentation.
 pub const STACK_POINTER_EXPORT: &str = "__wasmrace_stack_pointer";
+/// Prefix of the guest's mutable globals, exported by instrumentation
+/// (followed by a 0-based index) so that snapshots hold them.
 pub const GLOBAL_EXPORT_PREFIX: &str = "__wasmrace_global_";
+/// Asyncify's state global (normal, unwinding, rewinding), exported.
 pub const ASYNCIFY_STATE_EXPORT: &str = "__wasmrace_asyncify_state";
+/// The stack pointer's low-water mark, exported: stack pages below it
+/// were never written, so snapshots skip them.
 pub const STACK_LOW_EXPORT: &str = "__wasmrace_stack_low";
+/// The bottom of the main stack's region, exported (0 when the stack lies
+/// below every data segment, else the initial stack pointer: no region).
 pub const STACK_REGION_EXPORT: &str = "__wasmrace_stack_region";
+/// The global holding the address of the running thread's Asyncify
+/// buffer, exported by instrumentation.
 pub const ASYNCIFY_DATA_EXPORT: &str = "__wasmrace_asyncify_data";
 /// The guest's view of its memory size in wasm pages (`virtualize_memory_size`).
 pub const MEMORY_PAGES_EXPORT: &str = "__wasmrace_memory_pages";

@@ -94,6 +94,7 @@ impl WasmProgram {
         Ok(p)
     }
 
+    /// The test this program runs.
     pub fn test(&self) -> &str {
         &self.test
     }
@@ -104,10 +105,13 @@ impl WasmProgram {
         self.store.data_mut().tracing = on;
     }
 
+    /// The trace recorded so far in the current execution (empty unless
+    /// tracing is on).
     pub fn trace(&self) -> &[TraceEvent] {
         &self.trace
     }
 
+    /// Takes the trace recorded so far, leaving it empty.
     pub fn take_trace(&mut self) -> Vec<TraceEvent> {
         std::mem::take(&mut self.trace)
     }

@@ -24,6 +24,7 @@ pub enum ExplorerKind {
 }
 
 impl ExplorerKind {
+    /// Every kind, in the order help texts list them.
     pub const ALL: [ExplorerKind; 3] = [
         ExplorerKind::RoundRobin,
         ExplorerKind::RunToCompletion,
@@ -39,6 +40,7 @@ impl ExplorerKind {
         }
     }
 
+    /// The kind called `name` (`rr`, `rtc` or `prr`), if any.
     pub fn from_name(name: &str) -> Option<Self> {
         Self::ALL.into_iter().find(|k| k.name() == name)
     }
@@ -63,8 +65,11 @@ impl ExplorerKind {
 #[allow(clippy::large_enum_variant)]
 #[derive(Clone, Debug)]
 pub enum BuiltinExplorer {
+    /// `rr`.
     RoundRobin(RoundRobin),
+    /// `rtc`.
     RunToCompletion(RunToCompletion),
+    /// `prr`.
     ProbabilisticRoundRobin(ProbabilisticRoundRobin),
 }
 

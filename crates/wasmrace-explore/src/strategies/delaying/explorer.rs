@@ -143,6 +143,7 @@ impl<E: DelayingExplorer> DelayCursor<E> {
         c
     }
 
+    /// The delaying explorer, in the state the steps so far left it in.
     pub fn explorer(&self) -> &E {
         &self.explorer
     }

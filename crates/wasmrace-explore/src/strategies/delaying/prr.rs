@@ -19,6 +19,8 @@ use rand::{Rng, SeedableRng};
 use rand_chacha::ChaCha8Rng;
 use wasmrace_trace::Tid;
 
+/// PRR: round robin with new threads inserted at a random place of the
+/// queue (see the module documentation).
 #[derive(Clone, Debug)]
 pub struct ProbabilisticRoundRobin {
     rr: RoundRobin,
@@ -26,6 +28,7 @@ pub struct ProbabilisticRoundRobin {
 }
 
 impl ProbabilisticRoundRobin {
+    /// An empty queue whose insertions draw from ChaCha8 seeded with `seed`.
     pub fn new(seed: u64) -> Self {
         ProbabilisticRoundRobin {
             rr: RoundRobin::new(),

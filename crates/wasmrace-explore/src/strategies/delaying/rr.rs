@@ -17,12 +17,15 @@ use crate::program::{StepInfo, ThreadView};
 use std::collections::VecDeque;
 use wasmrace_trace::Tid;
 
+/// RR: a queue of threads in creation order; a delay moves the head to the
+/// tail (see the module documentation).
 #[derive(Clone, Debug, Default)]
 pub struct RoundRobin {
     queue: VecDeque<Tid>,
 }
 
 impl RoundRobin {
+    /// An empty queue; threads join as the cursor announces them.
     pub fn new() -> Self {
         RoundRobin::default()
     }

@@ -20,12 +20,15 @@ use crate::program::{StepInfo, ThreadView};
 use std::collections::VecDeque;
 use wasmrace_trace::Tid;
 
+/// RTC: follows messages to their receivers; a delay moves the first
+/// enabled thread to the lowest priority (see the module documentation).
 #[derive(Clone, Debug, Default)]
 pub struct RunToCompletion {
     order: VecDeque<Tid>,
 }
 
 impl RunToCompletion {
+    /// An empty priority list; threads join as the cursor announces them.
     pub fn new() -> Self {
         RunToCompletion::default()
     }

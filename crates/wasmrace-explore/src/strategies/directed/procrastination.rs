@@ -97,9 +97,11 @@ pub const DESCRIPTOR: Descriptor = Descriptor {
 /// what to which objects, not by its position in the schedule.
 #[derive(Clone, Debug, PartialEq, Eq)]
 pub struct Action {
+    /// The thread that does it.
     pub tid: Tid,
     /// The alternative taken (`choose`, `notify_one`); 0 otherwise.
     pub alt: u32,
+    /// What it does.
     pub op: OpKind,
     /// The objects the operation touches, as predicted before the step
     /// (`Pending::accesses`): the identity the schedule is followed by, and a
@@ -205,7 +207,9 @@ pub enum RunKind {
         index: usize,
         /// Index of the action it was moved past.
         past_index: usize,
+        /// The postponed action.
         moved: Action,
+        /// The action it was moved past.
         past: Action,
     },
 }
@@ -297,6 +301,8 @@ impl Procrastination {
         Self::with_options(seed, ProcrastinationOptions::default())
     }
 
+    /// Procrastination with `options`; `seed` seeds its random scheduler
+    /// (base executions, and steps past the schedule being followed).
     pub fn with_options(seed: u64, options: ProcrastinationOptions) -> Self {
         Procrastination {
             seed,
@@ -339,10 +345,12 @@ impl Procrastination {
         self
     }
 
+    /// The options it runs with.
     pub fn options(&self) -> &ProcrastinationOptions {
         &self.options
     }
 
+    /// Its running totals.
     pub fn stats(&self) -> &ProcrastinationStats {
         &self.stats
     }

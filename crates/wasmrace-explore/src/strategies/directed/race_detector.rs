@@ -112,6 +112,7 @@ struct MemoryEvents {
 }
 
 impl HybridDetector {
+    /// A detector that has seen nothing.
     pub fn new() -> Self {
         Self::default()
     }

@@ -117,6 +117,7 @@ impl RaceFuzzer {
         Self::with_options(seed, RaceFuzzerOptions::default())
     }
 
+    /// RaceFuzzer with `options`; `seed` seeds both phases' random choices.
     pub fn with_options(seed: u64, options: RaceFuzzerOptions) -> Self {
         RaceFuzzer {
             seed,
@@ -134,6 +135,7 @@ impl RaceFuzzer {
         }
     }
 
+    /// The options it runs with.
     pub fn options(&self) -> &RaceFuzzerOptions {
         &self.options
     }

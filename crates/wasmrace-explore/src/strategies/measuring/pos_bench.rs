@@ -36,6 +36,7 @@ use wasmrace_trace::{Access, Decision, Tid};
 /// One generated micro-benchmark program; see the module documentation.
 #[derive(Clone, Debug, PartialEq, Eq)]
 pub struct MicroBenchmark {
+    /// Threads the program spawns.
     pub threads: usize,
     /// Events per thread.
     pub events: usize,
@@ -142,6 +143,7 @@ impl MicroBenchmark {
 /// An event named the same way in every execution.
 #[derive(Clone, Copy, Debug, PartialEq, Eq, PartialOrd, Ord, Hash)]
 pub struct EventId {
+    /// The thread that ran it.
     pub thread: Tid,
     /// Index of the event among its thread's steps, from 0.
     pub index: u32,
@@ -180,6 +182,7 @@ pub struct PartialOrders {
 type SavedSteps = (Vec<(Tid, u32, Vec<Access>)>, Vec<f64>);
 
 impl PartialOrders {
+    /// An observer that has seen no execution.
     pub fn new() -> Self {
         PartialOrders::default()
     }

@@ -16,22 +16,30 @@ use wasmrace_trace::Decision;
 pub struct Recorded {
     /// Every decision of the execution, the resumed prefix included.
     pub decisions: Vec<Decision>,
+    /// Where the strategy started it.
     pub start: Start,
     /// Preemptions in `decisions` (`Context::is_preemption` at each step).
     pub preemptions: u32,
+    /// How it ended.
     pub outcome: Outcome,
 }
 
 /// Running totals over all executions.
 #[derive(Clone, Debug, Default, PartialEq, Eq)]
 pub struct RecordStats {
+    /// Executions that ended (the sum of the next three).
     pub executions: u64,
+    /// Executions in which every thread exited.
     pub finished: u64,
+    /// Executions that failed.
     pub failed: u64,
+    /// Executions the strategy gave up on.
     pub abandoned: u64,
     /// Decisions the strategy took (not those replayed to resume).
     pub decisions: u64,
+    /// Decisions of the longest execution, replayed prefix included.
     pub max_depth: usize,
+    /// Preemptions of the execution with the most.
     pub max_preemptions: u32,
 }
 
@@ -76,10 +84,12 @@ impl Recorder {
         }
     }
 
+    /// The executions recorded, in order (empty with `totals_only`).
     pub fn executions(&self) -> &[Recorded] {
         &self.records
     }
 
+    /// The running totals.
     pub fn stats(&self) -> &RecordStats {
         &self.stats
     }
@@ -162,26 +172,32 @@ impl<S: Strategy> Recording<S> {
         explorer.run_observed(&mut self.strategy, &mut self.recorder)
     }
 
+    /// The executions recorded, in order (empty with `totals_only`).
     pub fn executions(&self) -> &[Recorded] {
         self.recorder.executions()
     }
 
+    /// The running totals.
     pub fn stats(&self) -> &RecordStats {
         self.recorder.stats()
     }
 
+    /// The recorder.
     pub fn recorder(&self) -> &Recorder {
         &self.recorder
     }
 
+    /// The strategy, in the state the runs left it in.
     pub fn inner(&self) -> &S {
         &self.strategy
     }
 
+    /// The strategy, mutably.
     pub fn inner_mut(&mut self) -> &mut S {
         &mut self.strategy
     }
 
+    /// Unwraps the strategy.
     pub fn into_inner(self) -> S {
         self.strategy
     }

@@ -117,6 +117,7 @@ impl Pct {
         self
     }
 
+    /// The bug depth `d` it targets (`d - 1` change points per execution).
     pub fn depth(&self) -> u32 {
         self.depth
     }

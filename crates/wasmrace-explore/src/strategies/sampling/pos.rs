@@ -211,6 +211,7 @@ macro_rules! pos_strategy {
         pub struct $ty(PosEngine);
 
         impl $ty {
+            /// The strategy; execution `i` draws from stream `i` of `seed`.
             pub fn new(seed: u64) -> Self {
                 $ty(PosEngine::new(seed, $variant))
             }

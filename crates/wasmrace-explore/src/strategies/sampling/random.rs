@@ -25,6 +25,7 @@ pub const DESCRIPTOR: Descriptor = Descriptor {
     options_json: |_| serde_json::Map::new(),
 };
 
+/// Random walk; see the module documentation.
 #[derive(Clone, Debug)]
 pub struct RandomWalk {
     seed: u64,
@@ -32,6 +33,7 @@ pub struct RandomWalk {
 }
 
 impl RandomWalk {
+    /// The walk; execution `i` draws from ChaCha8 stream `i` of `seed`.
     pub fn new(seed: u64) -> Self {
         RandomWalk {
             seed,

@@ -172,6 +172,8 @@ pub struct Ss<E> {
 }
 
 impl<E: DelayingExplorer + Clone> Ss<E> {
+    /// SS with `explorer` and `opts`; `seed` seeds the sampled delays and
+    /// the explorer's random choices.
     pub fn new(explorer: E, seed: u64, opts: SsOptions) -> Self {
         Ss {
             sample_explorer: explorer.clone(),
@@ -199,6 +201,7 @@ impl<E: DelayingExplorer + Clone> Ss<E> {
         }
     }
 
+    /// The options it runs with.
     pub fn options(&self) -> SsOptions {
         self.opts
     }

@@ -200,6 +200,7 @@ pub struct Dfs {
 }
 
 impl Dfs {
+    /// DFS with `opts`.
     pub fn new(opts: DfsOptions) -> Self {
         Dfs {
             opts,
@@ -282,6 +283,7 @@ impl Dfs {
         key
     }
 
+    /// The options it runs with.
     pub fn options(&self) -> DfsOptions {
         self.opts
     }

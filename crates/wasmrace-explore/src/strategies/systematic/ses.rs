@@ -221,10 +221,12 @@ impl<E: DelayingExplorer + Clone> Ses<E> {
         }
     }
 
+    /// The options it runs with.
     pub fn options(&self) -> SesOptions {
         self.opts
     }
 
+    /// The delaying explorer in its initial state (reseeded with the seed).
     pub fn explorer(&self) -> &E {
         &self.initial
     }
@@ -245,15 +247,17 @@ impl<E: DelayingExplorer + Clone> Ses<E> {
         self.cache_hits
     }
 
+    /// The cache of visited states (`SesOptions::cache_mb`).
     pub fn state_cache(&self) -> &StateCache {
         &self.cache
     }
 
-    /// The largest frontier, and all frontier entries found.
+    /// The largest frontier (entries held at once).
     pub fn frontier_peak(&self) -> u64 {
         self.frontier_peak
     }
 
+    /// Frontier entries found over the whole run.
     pub fn frontier_total(&self) -> u64 {
         self.frontier_total
     }
