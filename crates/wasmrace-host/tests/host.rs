@@ -605,3 +605,42 @@ fn snapshot_size_counts_more_than_pages() {
     // At least 100 bytes per thread more (a thread's record alone is more).
     assert!(e1 - e0 >= (t1 - t0) * 100, "{extra:?}");
 }
+
+/// `choose(-1)` straight through the hook (the SDK's `choose` refuses it,
+/// a hand-written guest need not): once an abort of the host (DFS
+/// allocated 34 GB for 2^32 - 1 alternatives), now an api-misuse failure
+/// of the execution, under the default portfolio and unbounded DFS alike.
+#[test]
+fn choose_of_minus_one_is_misuse_not_a_host_abort() {
+    let g = load_wat(
+        "choose-minus-one",
+        r#"
+(module
+  (import "wasmrace" "choose" (func $choose (param i32 i32) (result i32)))
+  (global $sp (mut i32) (i32.const 65536))
+  (memory (export "memory") 2)
+  (func (export "wasmrace_test_t")
+    (drop (call $choose (i32.const -1) (i32.const 0)))))
+"#,
+    )
+    .unwrap();
+    for opts in [
+        CheckOptions::default(),
+        CheckOptions {
+            strategy: StrategyChoice::named("dfs").with(&StrategyOptions {
+                preemption_bound: Some(None),
+                ..StrategyOptions::NONE
+            }),
+            ..CheckOptions::default()
+        },
+    ] {
+        let out = check(&g, "t", &opts).unwrap();
+        let bug = out.bug.expect("choose(-1) fails the execution");
+        assert_eq!(bug.failure.kind, FailureKind::Misuse);
+        assert!(
+            bug.failure.message.contains("`65536`"),
+            "{}",
+            bug.failure.message
+        );
+    }
+}

@@ -9,6 +9,18 @@ use wasmrace_trace::{Access, Oid, Tid};
 
 pub(super) struct Ops;
 
+/// The most alternatives one `choose(n)` may ask for (docs/ABI.md). Every
+/// alternative is a branch strategies may enumerate (DFS keeps them all as
+/// pending decisions), so a value as large as `choose(-1)` reinterpreted,
+/// 2^32 - 1, would exhaust the host's memory; past this limit the call is
+/// API misuse instead.
+pub const MAX_CHOOSE: u32 = 1 << 16;
+
+/// Whether `choose(n)` is within the host's limits.
+fn choose_ok(n: u32) -> bool {
+    (1..=MAX_CHOOSE).contains(&n)
+}
+
 impl Kind for Ops {
     fn enabled(w: &World, _i: usize, op: &Op) -> bool {
         match op {
@@ -19,7 +31,8 @@ impl Kind for Ops {
 
     fn alts(_w: &World, _i: usize, op: &Op) -> u32 {
         match op {
-            Op::Choose { n } => (*n).max(1),
+            // A misused `choose` has one alternative: the step that fails.
+            Op::Choose { n } if choose_ok(*n) => *n,
             _ => 1,
         }
     }
@@ -88,6 +101,14 @@ impl Kind for Ops {
             Op::Choose { n } => {
                 if n == 0 {
                     w.misuse(i, "choose(0): there is no value in 0..0".into())
+                } else if !choose_ok(n) {
+                    w.misuse(
+                        i,
+                        format!(
+                            "choose(`{n}`) asks for more than the host's limit of `{MAX_CHOOSE}` alternatives \
+                             (an `i32` below 0 reads as a `u32` above `i32::MAX`)"
+                        ),
+                    )
                 } else {
                     if cx.tracing {
                         cx.detail = format!("{n} -> {}", cx.alt);
@@ -98,5 +119,31 @@ impl Kind for Ops {
             // `Start`, `Yield`: nothing to do.
             _ => Outcome::Return(Ret::unit()),
         }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::super::testing::*;
+    use super::*;
+    use wasmrace_trace::FailureKind;
+
+    /// `choose(-1)` through the raw hook once made DFS allocate 34 GB for
+    /// 2^32 - 1 alternatives and abort the host.
+    #[test]
+    fn choose_outside_the_limit_is_misuse_with_one_alternative() {
+        for n in [0, MAX_CHOOSE + 1, i32::MAX as u32, u32::MAX] {
+            let mut w = world2();
+            w.threads[0].pending = Op::Choose { n };
+            assert_eq!(w.alts(0), 1, "choose({n})");
+            match run(&mut w, 0, Op::Choose { n }) {
+                Outcome::Fail(f) => assert_eq!(f.kind, FailureKind::Misuse, "choose({n})"),
+                _ => panic!("choose({n}) must be api misuse"),
+            }
+        }
+        let mut w = world2();
+        w.threads[0].pending = Op::Choose { n: MAX_CHOOSE };
+        assert_eq!(w.alts(0), MAX_CHOOSE);
+        assert_eq!(ret(run(&mut w, 0, Op::Choose { n: MAX_CHOOSE })).val, 0);
     }
 }
