@@ -247,16 +247,18 @@ pub fn elapsed_ms(elapsed: Duration) -> u64 {
     u64::try_from(elapsed.as_millis()).unwrap_or(u64::MAX)
 }
 
-/// Where `check` writes the schedule of a bug in `test`: `--schedule-out`
-/// as given when one test runs, with the test name before the extension when
-/// several do (so they do not overwrite each other), else
-/// `<module stem>.<test>.schedule.json` in the current directory.
+/// Where the schedule of a bug in `test` goes: `--schedule-out` as given
+/// for one test, with the test's name added before the extension for
+/// several; by default `<module stem>.<test>.schedule.json` in the current
+/// directory. The test's part is [`file_safe`], so a test export name can
+/// neither leave the directory nor make an unusable file name.
 pub fn schedule_path(
     module: &Path,
     test: &str,
     schedule_out: Option<&Path>,
     several_tests: bool,
 ) -> PathBuf {
+    let test = file_safe(test);
     match schedule_out {
         Some(p) if !several_tests => p.to_path_buf(),
         Some(p) => {
@@ -278,6 +280,55 @@ pub fn schedule_path(
             PathBuf::from(format!("{stem}.{test}.schedule.json"))
         }
     }
+}
+
+/// Longest test-name part of a schedule file name, in bytes.
+const FILE_NAME_TEST_MAX: usize = 64;
+
+/// `test` as part of a file name: only `[A-Za-z0-9_.-]` (anything else
+/// becomes `_`), at most 64 bytes, and when that changed the name, a short
+/// hash of the original after a `-`, so that two tests never share a file.
+/// Test names come from the module's exports, which may hold `/`, `..`,
+/// control characters or 300 bytes.
+pub fn file_safe(test: &str) -> String {
+    let mut out: String = test
+        .chars()
+        .map(|c| {
+            if c.is_ascii_alphanumeric() || "_.-".contains(c) {
+                c
+            } else {
+                '_'
+            }
+        })
+        .collect();
+    out.truncate(FILE_NAME_TEST_MAX);
+    if out != test {
+        // FNV-1a: stable across runs and platforms, and enough to tell
+        // apart the few tests of one module.
+        let h = test.bytes().fold(0xcbf2_9ce4_8422_2325u64, |h, b| {
+            (h ^ u64::from(b)).wrapping_mul(0x0100_0000_01b3)
+        });
+        out.push_str(&format!("-{:08x}", h as u32));
+    }
+    out
+}
+
+/// `name` (a test or thread name from the module) as it may be printed to
+/// a terminal: control characters, escape sequences and newlines included,
+/// are shown escaped (`\n`, `\u{1b}`) instead of acting on the terminal.
+pub fn shown(name: &str) -> String {
+    if !name.chars().any(char::is_control) {
+        return name.to_string();
+    }
+    name.chars()
+        .map(|c| {
+            if c.is_control() {
+                c.escape_default().to_string()
+            } else {
+                c.to_string()
+            }
+        })
+        .collect()
 }
 
 /// Quotes `arg` for a POSIX shell when it needs it, so that printed commands
@@ -306,6 +357,62 @@ pub fn command_line(words: &[String]) -> String {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    /// A test export named `/../../../tmp/x` once wrote
+    /// `/tmp/x.schedule.json`, outside the working directory; a `/` or a
+    /// 300-byte name lost the report.
+    #[test]
+    fn schedule_paths_stay_where_they_are_put_whatever_the_test_name() {
+        let long = "t".repeat(300);
+        let hostile = [
+            "/../../../tmp/x",
+            "..",
+            "a/b",
+            "x\u{1b}[31m\ny",
+            long.as_str(),
+            "",
+        ];
+        let mut seen = std::collections::BTreeSet::new();
+        for t in hostile {
+            for (out, several) in [(None, false), (Some(Path::new("out/s.json")), true)] {
+                let p = schedule_path(Path::new("m.wasm"), t, out, several);
+                let name = p.file_name().unwrap().to_str().unwrap();
+                assert!(name.len() <= 120, "{name}");
+                assert!(
+                    name.chars()
+                        .all(|c| c.is_ascii_alphanumeric() || "_.-".contains(c)),
+                    "{name}"
+                );
+                let dir = p.parent().unwrap_or(Path::new(""));
+                assert_eq!(
+                    dir,
+                    out.map_or(Path::new(""), |o| o.parent().unwrap()),
+                    "{t:?}"
+                );
+            }
+            assert!(
+                seen.insert(file_safe(t)),
+                "two tests share {}",
+                file_safe(t)
+            );
+        }
+        assert_eq!(
+            file_safe("lost_update"),
+            "lost_update",
+            "plain names are kept"
+        );
+        assert_ne!(
+            file_safe("a/b"),
+            file_safe("a_b"),
+            "a changed name gets a hash"
+        );
+    }
+
+    #[test]
+    fn names_printed_to_a_terminal_are_escaped() {
+        assert_eq!(shown("lost_update"), "lost_update");
+        assert_eq!(shown("a\u{1b}[31mb\nc"), "a\\u{1b}[31mb\\nc");
+    }
     use wasmrace_host::strategies::StrategyOptions;
     use wasmrace_trace::{FailureKind, Waiting};
 

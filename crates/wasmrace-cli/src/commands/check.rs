@@ -257,7 +257,8 @@ impl CheckCommand {
                 failed.len()
             );
             if !failed.is_empty() {
-                text.push_str(&format!(" (bugs in `{}`)", failed.join("`, `")));
+                let names: Vec<String> = failed.iter().map(|t| report::shown(t)).collect();
+                text.push_str(&format!(" (bugs in `{}`)", names.join("`, `")));
             }
             text.push('\n');
             output::print(&text)?;
@@ -347,7 +348,7 @@ impl CheckCommand {
         let r = &outcome.report;
         let head = format!(
             "test `{}` ({})",
-            outcome.test,
+            report::shown(&outcome.test),
             report::strategy_description(&opts.strategy, opts.seed)
         );
         let mut out = String::new();

@@ -2,6 +2,7 @@
 //! and for picking a `--test`.
 
 use crate::output;
+use crate::report;
 use crate::Verdict;
 use anyhow::Result;
 use std::path::PathBuf;
@@ -35,7 +36,8 @@ impl ListCommand {
         let analysis = wasmrace_host::load::analyze(&self.module.display().to_string(), &bytes)?;
         let mut text = String::new();
         for t in &analysis.tests {
-            text.push_str(t);
+            // One name a line, whatever the export's name holds.
+            text.push_str(&report::shown(t));
             text.push('\n');
         }
         output::print(&text)?;

@@ -94,7 +94,7 @@ impl ReplayCommand {
             "replaying {} on {}: test `{}`, {n} step{}\n\n",
             self.schedule.display(),
             self.module.display(),
-            schedule.test,
+            report::shown(&schedule.test),
             if n == 1 { "" } else { "s" },
         );
         out.push_str(&report::trace_block(&outcome.trace));
