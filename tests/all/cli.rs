@@ -483,6 +483,50 @@ fn several_tests_with_schedule_out_get_one_file_each() {
     ));
 }
 
+/// An unwritable `--schedule-out` once threw the whole bug report away
+/// (exit 2, empty stdout); now the report is printed, then the error.
+#[test]
+fn an_unwritable_schedule_out_still_prints_the_report() {
+    let dir = TempDir::new("unwritable");
+    let m = fixture(&dir, "lost_update");
+    let run = wasmrace(
+        &dir,
+        &[
+            "check",
+            &m,
+            "--test",
+            "lost_update",
+            "--schedule-out",
+            "no/such/dir/bug.json",
+        ],
+    );
+    expect(&run, 2);
+    assert!(
+        run.stdout.contains("BUG found in execution"),
+        "{}",
+        run.stdout
+    );
+    assert!(
+        run.stdout.contains("an increment was lost"),
+        "{}",
+        run.stdout
+    );
+    assert!(
+        run.stdout
+            .contains("schedule not written: cannot write schedule file `no/such/dir/bug.json`"),
+        "{}",
+        run.stdout
+    );
+    assert!(!run.stdout.contains("reproduce with"), "{}", run.stdout);
+    let lines: Vec<&str> = run.stderr.lines().collect();
+    assert_eq!(lines.len(), 1, "{}", run.stderr);
+    assert!(
+        lines[0].starts_with("error: cannot write schedule file"),
+        "{}",
+        lines[0]
+    );
+}
+
 /// A minimal module importing WASI's `fd_write`, with a memory and a test,
 /// so that the import audit is the only thing wrong with it.
 fn wasi_module() -> Vec<u8> {

@@ -205,6 +205,9 @@ impl CheckCommand {
         let several = tests.len() > 1;
         let mut results = Vec::new();
         let mut failed = Vec::new();
+        // A schedule that cannot be written does not cost the user the
+        // report: it is printed, and the error comes after it (exit 2).
+        let mut write_error = None;
         for (i, test) in tests.iter().enumerate() {
             let outcome = explore(&guest, test, &opts, self.json)?;
             let schedule_path = match &outcome.bug {
@@ -215,11 +218,16 @@ impl CheckCommand {
                         self.schedule_out.as_deref(),
                         several,
                     );
-                    std::fs::write(&path, bug.schedule.to_json()).with_context(|| {
-                        format!("cannot write schedule file `{}`", path.display())
-                    })?;
                     failed.push(test.clone());
-                    Some(path)
+                    match std::fs::write(&path, bug.schedule.to_json()) {
+                        Ok(()) => Some(Written::To(path)),
+                        Err(e) => {
+                            let message =
+                                format!("cannot write schedule file `{}`: {e}", path.display());
+                            write_error.get_or_insert_with(|| message.clone());
+                            Some(Written::Failed(message))
+                        }
+                    }
                 }
                 None => {
                     if self.races == RacesArg::Fail && !outcome.races.is_empty() {
@@ -229,14 +237,14 @@ impl CheckCommand {
                 }
             };
             if self.json {
-                results.push(self.json_result(&outcome, &opts, schedule_path.as_deref()));
+                results.push(self.json_result(&outcome, &opts, schedule_path.as_ref()));
             } else {
                 let mut text = if i > 0 {
                     "\n".to_string()
                 } else {
                     String::new()
                 };
-                text.push_str(&self.text_result(&outcome, &opts, schedule_path.as_deref()));
+                text.push_str(&self.text_result(&outcome, &opts, schedule_path.as_ref()));
                 output::print(&text)?;
             }
         }
@@ -262,6 +270,9 @@ impl CheckCommand {
             }
             text.push('\n');
             output::print(&text)?;
+        }
+        if let Some(message) = write_error {
+            bail!("{message}");
         }
         Ok(if failed.is_empty() {
             Verdict::NoBug
@@ -343,7 +354,7 @@ impl CheckCommand {
         &self,
         outcome: &CheckOutcome,
         opts: &CheckOptions,
-        schedule_path: Option<&Path>,
+        schedule_path: Option<&Written>,
     ) -> String {
         let r = &outcome.report;
         let head = format!(
@@ -368,11 +379,18 @@ impl CheckCommand {
                 out.push('\n');
                 out.push_str(&report::trace_block(&bug.trace));
                 out.push('\n');
-                out.push_str(&format!("schedule written to {}\n", path.display()));
-                out.push_str(&format!(
-                    "reproduce with: {}\n",
-                    self.reproduce_command(path)
-                ));
+                match path {
+                    Written::To(path) => {
+                        out.push_str(&format!("schedule written to {}\n", path.display()));
+                        out.push_str(&format!(
+                            "reproduce with: {}\n",
+                            self.reproduce_command(path)
+                        ));
+                    }
+                    Written::Failed(message) => {
+                        out.push_str(&format!("schedule not written: {message}\n"));
+                    }
+                }
             }
             _ => {
                 out.push_str(&format!("{head}: {}\n", report::no_bug_summary(r)));
@@ -388,18 +406,32 @@ impl CheckCommand {
         &self,
         outcome: &CheckOutcome,
         opts: &CheckOptions,
-        schedule_path: Option<&Path>,
+        schedule_path: Option<&Written>,
     ) -> serde_json::Value {
         let r = &outcome.report;
         let bug = match (&outcome.bug, schedule_path) {
-            (Some(bug), Some(path)) => serde_json::json!({
-                "execution": bug.execution,
-                "found_by": bug.found_by,
-                "failure": bug.failure,
-                "trace": bug.trace,
-                "schedule_path": path.display().to_string(),
-                "reproduce": self.reproduce_command(path),
-            }),
+            (Some(bug), Some(written)) => {
+                let mut json = serde_json::json!({
+                    "execution": bug.execution,
+                    "found_by": bug.found_by,
+                    "failure": bug.failure,
+                    "trace": bug.trace,
+                });
+                let place = match written {
+                    Written::To(path) => serde_json::json!({
+                        "schedule_path": path.display().to_string(),
+                        "reproduce": self.reproduce_command(path),
+                    }),
+                    Written::Failed(message) => serde_json::json!({
+                        "schedule_path": null,
+                        "schedule_error": message,
+                    }),
+                };
+                if let (Some(j), serde_json::Value::Object(p)) = (json.as_object_mut(), place) {
+                    j.extend(p);
+                }
+                json
+            }
             _ => serde_json::Value::Null,
         };
         serde_json::json!({
@@ -497,6 +529,14 @@ fn out_of_range(knob: Knob, given: &StrategyOptions) -> Option<&'static str> {
         }
         _ => None,
     }
+}
+
+/// Where the schedule of a bug went.
+enum Written {
+    /// Written to this file.
+    To(PathBuf),
+    /// Not written: the error, in words.
+    Failed(String),
 }
 
 /// Runs one test's exploration, with a progress bar on stderr when a person
