@@ -206,6 +206,12 @@ fn hand_written_guest_runs_against_the_abi() {
     let bug = out.bug.expect("the lost update is found");
     assert_eq!(bug.failure.kind, FailureKind::Trap);
     assert_eq!(bug.failure.thread.as_deref(), Some("main"));
+    // Said once: wasmtime's own text already starts with it.
+    assert_eq!(
+        bug.failure.message, "wasm trap: wasm `unreachable` instruction executed",
+        "{:?}",
+        bug.failure
+    );
     // The interleaving shows both reads before both writes.
     let ops: Vec<(String, String)> = bug
         .trace

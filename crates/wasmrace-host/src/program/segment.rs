@@ -383,7 +383,8 @@ impl WasmProgram {
                 ),
             ),
             Some(Trap::UnreachableCodeReached) if unwinding => self.asyncify_overflow(thread),
-            Some(t) => Failure::new(FailureKind::Trap, thread, format!("wasm trap: {t}")),
+            // wasmtime's own text already reads `wasm trap: ...`.
+            Some(t) => Failure::new(FailureKind::Trap, thread, t.to_string()),
             None => Failure::new(FailureKind::Trap, thread, crate::error::one_line(&format!("{e:#}"))),
         }
     }
