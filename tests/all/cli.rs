@@ -483,6 +483,50 @@ fn several_tests_with_schedule_out_get_one_file_each() {
     ));
 }
 
+/// Module paths that name no wasm: a text file once got the validator's
+/// `expected=[; 0x0, ...` message, a FIFO or `/dev/zero` never returned,
+/// and a huge file was read whole. Each is now one line, exit 2.
+#[test]
+fn module_paths_that_are_not_wasm_files_are_one_error_line() {
+    let dir = TempDir::new("not-wasm");
+    std::fs::write(dir.join("notes.txt"), "hello, not wasm\n").unwrap();
+    for cmd in ["check", "list"] {
+        expect_error(
+            &wasmrace(&dir, &[cmd, "notes.txt"]),
+            "`notes.txt` is not a WebAssembly module: it does not start with wasm's magic number",
+        );
+    }
+    std::fs::create_dir(dir.join("a-dir")).unwrap();
+    expect_error(
+        &wasmrace(&dir, &["check", "a-dir"]),
+        "`a-dir` is not a regular file",
+    );
+    if Path::new("/dev/zero").exists() {
+        expect_error(
+            &wasmrace(&dir, &["check", "/dev/zero"]),
+            "`/dev/zero` is not a regular file",
+        );
+    }
+    // A FIFO with no writer: opening it would block forever.
+    let fifo = dir.join("fifo.wasm");
+    if std::process::Command::new("mkfifo")
+        .arg(&fifo)
+        .status()
+        .is_ok_and(|s| s.success())
+    {
+        expect_error(
+            &wasmrace(&dir, &["check", "fifo.wasm"]),
+            "`fifo.wasm` is not a regular file",
+        );
+    }
+    let big = std::fs::File::create(dir.join("big.wasm")).unwrap();
+    big.set_len(2 << 20).unwrap();
+    expect_error(
+        &wasmrace(&dir, &["check", "big.wasm", "--max-module-mb", "1"]),
+        "`big.wasm` is larger than the module size limit of `1` MiB; raise --max-module-mb",
+    );
+}
+
 /// An unwritable `--schedule-out` once threw the whole bug report away
 /// (exit 2, empty stdout); now the report is printed, then the error.
 #[test]

@@ -13,6 +13,10 @@ pub struct HostConfig {
     pub fuel_per_step: u64,
     /// Guest linear memory limit in bytes. `--max-memory-mb`, default 256 MiB.
     pub max_memory_bytes: u64,
+    /// Largest module file the host reads, in bytes: a path naming
+    /// something huge (or endless, like a device) fails at once instead of
+    /// exhausting memory. `--max-module-mb`, default 256 MiB.
+    pub max_module_bytes: u64,
     /// Shadow stack of each spawned thread, in bytes. `--thread-stack-kib`,
     /// default 112 KiB (the main thread keeps the module's own stack).
     pub thread_stack_bytes: u32,
@@ -32,6 +36,7 @@ impl Default for HostConfig {
         HostConfig {
             fuel_per_step: 50_000_000,
             max_memory_bytes: 256 << 20,
+            max_module_bytes: 256 << 20,
             thread_stack_bytes: 112 << 10,
             asyncify_buffer_bytes: 16 << 10,
             cache_dir: default_cache_dir(),

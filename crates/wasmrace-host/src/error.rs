@@ -48,6 +48,28 @@ pub enum HostError {
         /// Every hook this host provides.
         provided: String,
     },
+    /// The file does not start with wasm's magic number.
+    #[error("`{name}` is not a WebAssembly module: it does not start with wasm's magic number `\\0asm` (build the test crate with `--target wasm32-unknown-unknown` and give the `.wasm` file)")]
+    NotWasm {
+        /// The module's name.
+        name: String,
+    },
+    /// The module's path names a directory, a device or a pipe.
+    #[error("`{path}` is not a regular file")]
+    NotAFile {
+        /// The path.
+        path: PathBuf,
+    },
+    /// The module file is larger than `--max-module-mb`.
+    #[error(
+        "`{path}` is larger than the module size limit of `{limit_mb}` MiB; raise --max-module-mb"
+    )]
+    TooLarge {
+        /// The path.
+        path: PathBuf,
+        /// The limit, in MiB.
+        limit_mb: u64,
+    },
     /// The module does not export its memory.
     #[error("`{name}` does not export its memory as `memory`")]
     NoMemory {

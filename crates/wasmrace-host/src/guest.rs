@@ -39,10 +39,7 @@ impl std::fmt::Debug for Guest {
 impl Guest {
     /// Loads a module from a file.
     pub fn load(path: &Path, config: HostConfig) -> Result<Guest, HostError> {
-        let bytes = std::fs::read(path).map_err(|source| HostError::Io {
-            path: path.to_path_buf(),
-            cause: source,
-        })?;
+        let bytes = load::read_module(path, config.max_module_bytes)?;
         let name = path.display().to_string();
         Guest::from_bytes(&name, &bytes, config)
     }

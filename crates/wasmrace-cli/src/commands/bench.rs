@@ -15,7 +15,7 @@ use std::time::{Duration, Instant};
 use wasmrace_explore::Config;
 use wasmrace_host::bench::suite::SuiteError;
 use wasmrace_host::bench::{self, BenchModule, BenchOptions, BenchProgress};
-use wasmrace_host::{HostError, STRATEGY_NAMES};
+use wasmrace_host::STRATEGY_NAMES;
 
 const AFTER_HELP: &str = "\
 For every test, strategy and seed, a run of --executions executions that does
@@ -169,10 +169,8 @@ impl BenchCommand {
             .collect();
         let mut out = Vec::new();
         for (i, path) in self.modules.iter().enumerate() {
-            let bytes = std::fs::read(path).map_err(|cause| HostError::Io {
-                path: path.clone(),
-                cause,
-            })?;
+            let limit = wasmrace_host::HostConfig::default().max_module_bytes;
+            let bytes = wasmrace_host::load::read_module(path, limit)?;
             // Two modules with one file name are told apart by their paths.
             let program = if stems.iter().filter(|s| **s == stems[i]).count() > 1 {
                 path.display().to_string()

@@ -6,7 +6,6 @@ use crate::report;
 use crate::Verdict;
 use anyhow::Result;
 use std::path::PathBuf;
-use wasmrace_host::HostError;
 
 const AFTER_HELP: &str = "\
 The module is validated and audited exactly as `check` does, but not
@@ -27,10 +26,8 @@ pub struct ListCommand {
 
 impl ListCommand {
     pub fn run(self) -> Result<Verdict> {
-        let bytes = std::fs::read(&self.module).map_err(|source| HostError::Io {
-            path: self.module.clone(),
-            cause: source,
-        })?;
+        let limit = wasmrace_host::HostConfig::default().max_module_bytes;
+        let bytes = wasmrace_host::load::read_module(&self.module, limit)?;
         // The same audit `Guest::load` starts with, so `list` refuses what
         // `check` would refuse, with the same message.
         let analysis = wasmrace_host::load::analyze(&self.module.display().to_string(), &bytes)?;

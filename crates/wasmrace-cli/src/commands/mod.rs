@@ -21,6 +21,9 @@ pub struct HostArgs {
     /// Guest linear memory limit, in MiB
     #[arg(long, value_name = "MB", default_value_t = HostConfig::default().max_memory_bytes >> 20)]
     pub max_memory_mb: u64,
+    /// Largest module file read, in MiB
+    #[arg(long, value_name = "MB", default_value_t = HostConfig::default().max_module_bytes >> 20)]
+    pub max_module_mb: u64,
     /// Shadow stack of each spawned thread, in KiB
     #[arg(long, value_name = "KIB", default_value_t = HostConfig::default().thread_stack_bytes >> 10)]
     pub thread_stack_kib: u32,
@@ -48,6 +51,13 @@ impl HostArgs {
                 self.max_memory_mb
             );
         };
+        let Some(max_module_bytes) = self.max_module_mb.checked_mul(1 << 20).filter(|&b| b > 0)
+        else {
+            bail!(
+                "`--max-module-mb {}` is out of range; give a positive number of MiB",
+                self.max_module_mb
+            );
+        };
         let kib = |flag: &str, v: u32| match v.checked_mul(1024).filter(|&b| b > 0) {
             Some(b) => Ok(b),
             None => Err(anyhow::anyhow!(
@@ -57,6 +67,7 @@ impl HostArgs {
         Ok(HostConfig {
             fuel_per_step: self.fuel_per_step,
             max_memory_bytes,
+            max_module_bytes,
             thread_stack_bytes: kib("--thread-stack-kib", self.thread_stack_kib)?,
             asyncify_buffer_bytes: kib("--asyncify-buffer-kib", self.asyncify_buffer_kib)?,
             cache_dir: if self.no_cache {
@@ -85,6 +96,12 @@ impl HostArgs {
             "--max-memory-mb",
             self.max_memory_mb,
             d.max_memory_bytes >> 20,
+        );
+        // A module over the default limit needs the same limit to replay.
+        flag(
+            "--max-module-mb",
+            self.max_module_mb,
+            d.max_module_bytes >> 20,
         );
         flag(
             "--thread-stack-kib",

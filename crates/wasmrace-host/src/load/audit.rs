@@ -25,6 +25,9 @@ pub struct Analysis {
 pub fn analyze(name: &str, bytes: &[u8]) -> Result<Analysis, HostError> {
     use wasmparser::{ExternalKind, Payload, TypeRef, ValType};
 
+    if !bytes.starts_with(b"\0asm") {
+        return Err(HostError::NotWasm { name: name.into() });
+    }
     let mut validator =
         wasmparser::Validator::new_with_features(wasmparser::WasmFeatures::default());
     validator
