@@ -489,6 +489,10 @@ fn phase_is_a_scheduling_point_that_names_its_step() {
     );
 }
 
+/// The module cache refuses damaged and misplaced entries.
+#[path = "host/cache.rs"]
+mod cache;
+
 /// Delaying explorers (SES, SS, custom explorers) through the host API.
 #[path = "host/delaying.rs"]
 mod delaying;
