@@ -44,8 +44,13 @@ fn truncated_wasm_is_invalid_with_an_offset() {
         s.contains("`cut.wasm` is not valid wasm") && s.contains("byte offset"),
         "{s}"
     );
+    // Not wasm at all: said in words, not as the validator's byte dump.
     let e = Guest::from_bytes("junk.wasm", b"hello world", config("junk")).unwrap_err();
-    assert!(matches!(e, HostError::Invalid { .. }), "{e:?}");
+    assert!(matches!(e, HostError::NotWasm { .. }), "{e:?}");
+    assert!(
+        assert_one_line(&e).contains("is not a WebAssembly module"),
+        "{e}"
+    );
 }
 
 #[test]
