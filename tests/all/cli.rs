@@ -483,6 +483,35 @@ fn several_tests_with_schedule_out_get_one_file_each() {
     ));
 }
 
+/// `racefuzzer` on a race-free test stops after its detection phase: it
+/// once said only "not exhausted"; now the summary says the strategy ended
+/// its own plan and its counters say why (no racing pair to direct).
+#[test]
+fn racefuzzer_says_why_it_stopped() {
+    let dir = TempDir::new("racefuzzer-stop");
+    let m = fixture(&dir, "mutex_counter");
+    let run = wasmrace(
+        &dir,
+        &[
+            "check",
+            &m,
+            "--test",
+            "mutex_counter",
+            "--strategy",
+            "racefuzzer",
+        ],
+    );
+    expect(&run, 0);
+    assert!(
+        run.stdout.contains(
+            "no bug in 10 executions (not exhausted: the strategy ended its own plan)\n\
+             detection executions: 10, racing pairs predicted: 0, directed executions: 0\n"
+        ),
+        "{}",
+        run.stdout
+    );
+}
+
 /// Module paths that name no wasm: a text file once got the validator's
 /// `expected=[; 0x0, ...` message, a FIFO or `/dev/zero` never returned,
 /// and a huge file was read whole. Each is now one line, exit 2.

@@ -129,7 +129,10 @@ pub fn no_bug_summary(report: &Report) -> String {
                 "not exhausted: stopped by {} {}; raise it to explore further",
                 b.knob, b.value
             ),
-            None => "not exhausted".to_string(),
+            // The strategy ended its own plan (RaceFuzzer with no racing
+            // pair to direct, say); its counters, printed below, say how
+            // far it went.
+            None => "not exhausted: the strategy ended its own plan".to_string(),
         };
         if let Some(b) = &report.strategy_bound {
             let _ = write!(r, "; also pruned by {}", bound_phrase(b));

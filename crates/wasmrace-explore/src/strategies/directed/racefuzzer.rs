@@ -28,7 +28,7 @@ use crate::program::{StepInfo, ThreadView};
 use crate::strategies::race_detector::{HybridDetector, SitePair};
 use crate::strategies::random::RandomWalk;
 use crate::strategies::registry::{Descriptor, StrategyOptions};
-use crate::strategy::{Capabilities, Context, Start, Strategy};
+use crate::strategy::{Capabilities, Context, Start, Stat, Strategy};
 use rand::{Rng, SeedableRng};
 use rand_chacha::ChaCha8Rng;
 use std::collections::{BTreeMap, BTreeSet, VecDeque};
@@ -348,10 +348,24 @@ impl Strategy for RaceFuzzer {
     }
 }
 
-/// The seed, and the real races created so far.
+/// The seed, the real races created so far, and how far the two phases
+/// went: a run that ends by itself (no racing pair predicted, so nothing to
+/// direct) says why through these counters.
 impl Capabilities for RaceFuzzer {
     fn seed(&self) -> u64 {
         self.seed
+    }
+
+    fn stats(&self) -> Vec<Stat> {
+        let p1 = self.options.phase1_executions;
+        vec![
+            Stat::new("detection executions", self.begun.min(p1)),
+            Stat::new(
+                "racing pairs predicted",
+                self.potential_races().len() as u64,
+            ),
+            Stat::new("directed executions", self.begun.saturating_sub(p1)),
+        ]
     }
 
     fn real_races(&self) -> Vec<RealRace> {
