@@ -5,7 +5,7 @@
 //! suspending hooks come from the operation table (`ops.rs`).
 
 use crate::error::{runtime, HostError};
-use crate::ops::{self, decode_op, guest_bytes, OP_ARGS};
+use crate::ops::{self, decode_op, guest_bytes, guest_range, OP_ARGS};
 use crate::world::{Ret, World};
 use std::sync::Arc;
 use wasmrace_trace::{Failure, FailureKind};
@@ -303,12 +303,18 @@ pub(crate) fn make_linker(engine: &Engine) -> Result<Linker<HostState>, HostErro
         m,
         "log",
         |mut c: Caller<'_, HostState>, ptr: i32, len: i32| -> wasmtime::Result<()> {
-            if c.data().tracing {
-                let b = read_bytes(&mut c, ptr, len)?;
-                c.data_mut()
-                    .logs
-                    .push(String::from_utf8_lossy(&b).into_owned());
+            // A bad pointer is misuse whether or not the line is kept: were
+            // it checked only while tracing, exploring would go past the
+            // failure that tracing stops at, and the schedule it records
+            // would not replay (docs/ABI.md, "Bad arguments").
+            if !c.data().tracing {
+                let ex = c.data().ex();
+                return guest_range(ex.memory.data(&c), ptr, len).map_err(fault);
             }
+            let b = read_bytes(&mut c, ptr, len)?;
+            c.data_mut()
+                .logs
+                .push(String::from_utf8_lossy(&b).into_owned());
             Ok(())
         },
     )

@@ -276,9 +276,18 @@ pub(crate) fn decode_op(hook: usize, a: [i64; OP_ARGS], mem: &[u8]) -> Result<Op
 /// The `len` bytes of guest memory at `ptr`, a hook's argument; the error
 /// is the guest's fault.
 pub(crate) fn guest_bytes(mem: &[u8], ptr: i32, len: i32) -> Result<Vec<u8>, String> {
+    guest_slice(mem, ptr, len).map(<[u8]>::to_vec)
+}
+
+/// Checks that `len` bytes at `ptr` lie in guest memory, as
+/// [`guest_bytes`] would, without copying them.
+pub(crate) fn guest_range(mem: &[u8], ptr: i32, len: i32) -> Result<(), String> {
+    guest_slice(mem, ptr, len).map(|_| ())
+}
+
+fn guest_slice(mem: &[u8], ptr: i32, len: i32) -> Result<&[u8], String> {
     let (p, l) = (ptr as u32 as usize, len as u32 as usize);
     mem.get(p..p.saturating_add(l))
-        .map(<[u8]>::to_vec)
         .ok_or_else(|| format!("hook argument points outside guest memory (`{p:#x}`, {l} bytes)"))
 }
 

@@ -659,3 +659,46 @@ fn choose_of_minus_one_is_misuse_not_a_host_abort() {
         );
     }
 }
+
+/// `log` through a pointer outside memory was ignored while exploring but
+/// api misuse while tracing: exploring went on to another failure, whose
+/// schedule then neither traced nor replayed as found. Now it is misuse in
+/// every mode: the failure explored is the one traced and replayed.
+#[test]
+fn a_bad_log_pointer_is_misuse_while_exploring_tracing_and_replaying() {
+    let g = load_wat(
+        "bad-log-pointer",
+        r#"
+(module
+  (import "wasmrace" "log" (func $log (param i32 i32)))
+  (import "wasmrace" "choose" (func $choose (param i32 i32) (result i32)))
+  (global $sp (mut i32) (i32.const 65536))
+  (memory (export "memory") 2)
+  (func (export "wasmrace_test_t")
+    (if (call $choose (i32.const 2) (i32.const 0))
+      (then
+        (call $log (i32.const -16) (i32.const 64))
+        (drop (call $choose (i32.const 2) (i32.const 0)))
+        (unreachable)))))
+"#,
+    )
+    .unwrap();
+    let out = check(&g, "t", &CheckOptions::default()).unwrap();
+    let bug = out.bug.expect("the bad pointer fails the execution");
+    assert_eq!(bug.failure.kind, FailureKind::Misuse, "{:?}", bug.failure);
+    assert!(
+        bug.failure.message.contains("outside guest memory"),
+        "{}",
+        bug.failure.message
+    );
+    // Exploring stopped where tracing does: one decision, the `choose`.
+    assert_eq!(bug.schedule.steps.len(), 1, "{:?}", bug.schedule.steps);
+    assert_eq!(bug.schedule.failure.as_ref(), Some(&bug.failure));
+    let replayed = wasmrace_host::replay(&g, &bug.schedule, 100).unwrap();
+    assert!(
+        replayed.reproduces(&bug.schedule),
+        "{:?} vs {:?}",
+        replayed.failure,
+        bug.failure
+    );
+}
