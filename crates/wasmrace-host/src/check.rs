@@ -308,7 +308,7 @@ fn finish_check(
         Some(b) => {
             let (trace, _) = trace_schedule(&mut explorer.program, &b.schedule)?;
             let steps = schedule_steps(&explorer.program, &b.schedule);
-            let schedule = Schedule::new(
+            let mut schedule = Schedule::new(
                 guest.module_hash().to_string(),
                 test.to_string(),
                 strategy_name.clone(),
@@ -317,6 +317,7 @@ fn finish_check(
                 Some(b.failure.clone()),
                 steps,
             );
+            schedule.settings = guest.config().schedule_settings(opts.explore.max_steps);
             Some(BugReport {
                 failure: b.failure.clone(),
                 found_by: b.found_by.clone(),

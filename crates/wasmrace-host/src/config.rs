@@ -2,6 +2,7 @@
 //! and a CLI flag; a run that hits one names the flag that raises it.
 
 use std::path::PathBuf;
+use wasmrace_trace::ScheduleSettings;
 
 /// How the host loads and runs a guest: per-step fuel, memory limits,
 /// thread slot sizes, the module cache and `wasm-opt`.
@@ -63,5 +64,49 @@ impl HostConfig {
     pub(crate) fn slot_bytes(&self) -> u64 {
         let raw = u64::from(self.asyncify_buffer_bytes) + u64::from(self.thread_stack_bytes);
         raw.div_ceil(65536) * 65536
+    }
+}
+
+impl HostConfig {
+    /// What a schedule found under this configuration with `max_steps`
+    /// records, for replay: every setting an execution's outcome depends on
+    /// (fuel, memory, stack and Asyncify buffer sizes, the step bound).
+    pub fn schedule_settings(&self, max_steps: u64) -> ScheduleSettings {
+        ScheduleSettings {
+            fuel_per_step: Some(self.fuel_per_step),
+            max_steps: Some(max_steps),
+            max_memory_bytes: Some(self.max_memory_bytes),
+            thread_stack_bytes: Some(self.thread_stack_bytes),
+            asyncify_buffer_bytes: Some(self.asyncify_buffer_bytes),
+        }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    /// Every field of `ScheduleSettings` is filled: a setting added there
+    /// but not here would replay with its default.
+    #[test]
+    fn schedule_settings_record_every_setting() {
+        let c = HostConfig {
+            fuel_per_step: 7,
+            max_memory_bytes: 8 << 20,
+            thread_stack_bytes: 9 << 10,
+            asyncify_buffer_bytes: 10 << 10,
+            ..HostConfig::default()
+        };
+        let s = c.schedule_settings(11);
+        let json = serde_json::to_value(&s).unwrap();
+        assert_eq!(json.as_object().unwrap().len(), 5, "{json}");
+        assert_eq!(
+            (s.fuel_per_step, s.max_steps, s.max_memory_bytes),
+            (Some(7), Some(11), Some(8 << 20))
+        );
+        assert_eq!(
+            (s.thread_stack_bytes, s.asyncify_buffer_bytes),
+            (Some(9 << 10), Some(10 << 10))
+        );
     }
 }

@@ -16,5 +16,8 @@ mod trace;
 pub use failure::{Failure, FailureKind, Waiting};
 pub use ids::{mix64, Oid, ThreadPath, Tid};
 pub use ops::{Access, AccessKind, Decision, OpKind, SyncRole};
-pub use schedule::{Schedule, ScheduleError, ScheduleStep, SCHEDULE_FORMAT, SCHEDULE_VERSION};
+pub use schedule::{
+    Schedule, ScheduleError, ScheduleSettings, ScheduleStep, SCHEDULE_FORMAT, SCHEDULE_MAX_BYTES,
+    SCHEDULE_VERSION,
+};
 pub use trace::{render_trace, TraceEvent};

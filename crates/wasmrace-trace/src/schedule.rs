@@ -12,6 +12,10 @@ use std::path::Path;
 pub const SCHEDULE_FORMAT: &str = "wasmrace-schedule";
 /// The format version this build writes and reads.
 pub const SCHEDULE_VERSION: u32 = 1;
+/// Largest schedule file read, in bytes. A schedule of the default 10,000
+/// steps is about 400 KB; the limit keeps a huge or hostile file from
+/// exhausting memory (a file's parsed form takes a few times its size).
+pub const SCHEDULE_MAX_BYTES: u64 = 64 << 20;
 
 /// One decision of a schedule: the thread that ran and which alternative of
 /// its pending operation it took.
@@ -26,6 +30,29 @@ pub struct ScheduleStep {
 
 fn is_zero(v: &u32) -> bool {
     *v == 0
+}
+
+/// The settings an execution's outcome depends on, beyond the module and
+/// the decisions: `wasmrace replay` uses them unless a flag overrides them.
+/// Each is `None` in files written before they were recorded (format
+/// version 1 files without `settings`), which replay with the defaults.
+#[derive(Clone, PartialEq, Eq, Debug, Default, Serialize, Deserialize)]
+pub struct ScheduleSettings {
+    /// Wasm instructions one step may run (`--fuel-per-step`).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub fuel_per_step: Option<u64>,
+    /// Steps an execution may take (`--max-steps`).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub max_steps: Option<u64>,
+    /// Guest linear memory limit in bytes (`--max-memory-mb`).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub max_memory_bytes: Option<u64>,
+    /// Shadow stack of each spawned thread in bytes (`--thread-stack-kib`).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub thread_stack_bytes: Option<u32>,
+    /// Asyncify buffer of each thread in bytes (`--asyncify-buffer-kib`).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub asyncify_buffer_bytes: Option<u32>,
 }
 
 /// A schedule file: every decision of one execution of one test of one
@@ -47,6 +74,9 @@ pub struct Schedule {
     /// Options that shaped the exploration, for the record (not replayed).
     #[serde(default)]
     pub options: serde_json::Value,
+    /// The host settings the schedule was found under, which replay uses.
+    #[serde(default)]
+    pub settings: ScheduleSettings,
     /// The failure this schedule led to when it was written, if any.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub failure: Option<Failure>,
@@ -62,8 +92,11 @@ pub enum ScheduleError {
     /// The file could not be read.
     #[error("cannot read schedule file `{path}`: {cause}")]
     Io { path: String, cause: std::io::Error },
+    /// The file is larger than [`SCHEDULE_MAX_BYTES`].
+    #[error("schedule file `{path}` is {size} bytes, over the limit of {SCHEDULE_MAX_BYTES} bytes for a schedule file")]
+    TooLarge { path: String, size: u64 },
     /// Not JSON of a schedule's shape.
-    #[error("schedule file `{path}` is not valid JSON for a wasmrace schedule: {cause}")]
+    #[error("schedule file `{path}` is not valid JSON for a wasmrace schedule: {}", shortened(&.cause.to_string()))]
     Parse {
         path: String,
         cause: serde_json::Error,
@@ -73,7 +106,7 @@ pub enum ScheduleError {
     Format { path: String, found: String },
     /// A schedule of another format version.
     #[error("schedule file `{path}` has format version `{found}`; this wasmrace reads version `{SCHEDULE_VERSION}`")]
-    Version { path: String, found: u32 },
+    Version { path: String, found: u64 },
     /// A step names no thread path.
     #[error("schedule file `{path}`, step {step}: `{thread}` is not a thread name (expected `main`, `main.1`, ...)")]
     BadThread {
@@ -81,6 +114,29 @@ pub enum ScheduleError {
         step: usize,
         thread: String,
     },
+}
+
+/// A value from the file as an error message shows it: at most 64
+/// characters, control characters escaped.
+fn clipped(s: &str) -> String {
+    let mut out: String = s.chars().take(64).flat_map(char::escape_default).collect();
+    if s.chars().nth(64).is_some() {
+        out.push_str("...");
+    }
+    out
+}
+
+/// A parser's message, which quotes the offending value whole, kept to one
+/// short line: its start and its end (where the position is).
+fn shortened(message: &str) -> String {
+    let one_line: String = message.chars().flat_map(char::escape_default).collect();
+    let n = one_line.chars().count();
+    if n <= 200 {
+        return one_line;
+    }
+    let head: String = one_line.chars().take(120).collect();
+    let tail: String = one_line.chars().skip(n - 60).collect();
+    format!("{head} ... {tail}")
 }
 
 impl Schedule {
@@ -102,6 +158,7 @@ impl Schedule {
             strategy,
             seed,
             options,
+            settings: ScheduleSettings::default(),
             failure,
             steps,
         }
@@ -115,23 +172,29 @@ impl Schedule {
     }
 
     /// Parses and validates a schedule file's text; `path` is only used in
-    /// error messages.
+    /// error messages, which are one line whatever the text holds.
     pub fn parse(text: &str, path: &str) -> Result<Schedule, ScheduleError> {
         // Check the header before the whole shape, so that a foreign JSON
-        // file is called foreign rather than malformed.
-        if let Ok(v) = serde_json::from_str::<serde_json::Value>(text) {
-            let found = v.get("format").and_then(|f| f.as_str()).unwrap_or("<none>");
-            if found != SCHEDULE_FORMAT {
+        // file is called foreign rather than malformed. Only the two header
+        // fields are kept: the rest is skipped, not built as a tree.
+        #[derive(Deserialize)]
+        struct Header {
+            format: Option<serde_json::Value>,
+            version: Option<serde_json::Value>,
+        }
+        if let Ok(h) = serde_json::from_str::<Header>(text) {
+            let found = h.format.as_ref().and_then(|f| f.as_str());
+            if found != Some(SCHEDULE_FORMAT) {
                 return Err(ScheduleError::Format {
                     path: path.into(),
-                    found: found.into(),
+                    found: clipped(found.unwrap_or("<none>")),
                 });
             }
-            if let Some(ver) = v.get("version").and_then(|f| f.as_u64()) {
+            if let Some(ver) = h.version.as_ref().and_then(|f| f.as_u64()) {
                 if ver != u64::from(SCHEDULE_VERSION) {
                     return Err(ScheduleError::Version {
                         path: path.into(),
-                        found: ver as u32,
+                        found: ver,
                     });
                 }
             }
@@ -145,20 +208,33 @@ impl Schedule {
                 return Err(ScheduleError::BadThread {
                     path: path.into(),
                     step: i + 1,
-                    thread: st.thread.clone(),
+                    thread: clipped(&st.thread),
                 });
             }
         }
         Ok(s)
     }
 
-    /// Reads and parses a schedule file.
+    /// Reads and parses a schedule file, refusing one over
+    /// [`SCHEDULE_MAX_BYTES`] before reading it.
     pub fn read(path: &Path) -> Result<Schedule, ScheduleError> {
+        use std::io::Read;
         let p = path.display().to_string();
-        let text = std::fs::read_to_string(path).map_err(|source| ScheduleError::Io {
+        let io = |cause| ScheduleError::Io {
             path: p.clone(),
-            cause: source,
-        })?;
+            cause,
+        };
+        let file = std::fs::File::open(path).map_err(io)?;
+        let size = file.metadata().map_err(io)?.len();
+        if size > SCHEDULE_MAX_BYTES {
+            return Err(ScheduleError::TooLarge { path: p, size });
+        }
+        // `take`: a file that grows while read (or a device) stops at the
+        // limit too, and then fails to parse.
+        let mut text = String::new();
+        file.take(SCHEDULE_MAX_BYTES + 1)
+            .read_to_string(&mut text)
+            .map_err(io)?;
         Schedule::parse(&text, &p)
     }
 
@@ -232,5 +308,58 @@ mod tests {
         assert!(e.to_string().contains("`worker`"), "{e}");
         let truncated = &sample().to_json()[..40];
         assert!(Schedule::parse(truncated, "f").is_err());
+    }
+
+    /// Files written before the settings were recorded load, with none.
+    #[test]
+    fn files_without_settings_load_with_none() {
+        let mut v: serde_json::Value = serde_json::from_str(&sample().to_json()).unwrap();
+        v.as_object_mut().unwrap().remove("settings");
+        let s = Schedule::parse(&v.to_string(), "old.json").unwrap();
+        assert_eq!(s.settings, ScheduleSettings::default());
+        let mut with = sample();
+        with.settings.fuel_per_step = Some(1_000_000);
+        let back = Schedule::parse(&with.to_json(), "new.json").unwrap();
+        assert_eq!(back.settings.fuel_per_step, Some(1_000_000));
+        assert_eq!(back.settings.max_steps, None);
+    }
+
+    /// Hostile files: one-line errors that do not repeat huge values.
+    #[test]
+    fn hostile_files_get_short_one_line_errors() {
+        let base: serde_json::Value = serde_json::from_str(&sample().to_json()).unwrap();
+        let with = |key: &str, value: serde_json::Value| {
+            let mut v = base.clone();
+            v[key] = value;
+            v.to_string()
+        };
+        let huge_name = "x".repeat(1 << 20);
+        let cases = [
+            with("seed", serde_json::json!(1e300)),
+            with("version", serde_json::json!(u64::MAX)),
+            with(
+                "steps",
+                serde_json::json!([{"thread": "main", "alt": 1u64 << 40}]),
+            ),
+            with("steps", serde_json::json!("main")),
+            with("settings", serde_json::json!({"fuel_per_step": -1})),
+            with(
+                "settings",
+                serde_json::json!({"thread_stack_bytes": 1u64 << 40}),
+            ),
+            with("steps", serde_json::json!([{"thread": huge_name}])),
+            with("format", serde_json::json!(huge_name)),
+            with("test", serde_json::json!(7)),
+            with("steps", serde_json::json!(huge_name)),
+            with("test", serde_json::json!([huge_name])),
+        ];
+        for text in cases {
+            let e = Schedule::parse(&text, "f").unwrap_err().to_string();
+            assert!(
+                !e.contains('\n') && e.len() < 400,
+                "{}",
+                &e[..e.len().min(400)]
+            );
+        }
     }
 }

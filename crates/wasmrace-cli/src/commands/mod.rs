@@ -12,25 +12,35 @@ use wasmrace_host::HostConfig;
 
 /// The bounds and knobs of the wasm host (`HostConfig`). Defaults come from
 /// `HostConfig::default()`, so help text and behaviour cannot drift apart.
+/// The bounds are `Option`s so that `replay` can tell a flag given from a
+/// default: a schedule file's own settings apply unless a flag is given.
 #[derive(clap::Args, Clone, Debug)]
 pub struct HostArgs {
-    /// Wasm instructions one step may run before it fails as a runaway loop
-    /// (fuel, not time, so outcomes are deterministic)
-    #[arg(long, value_name = "N", default_value_t = HostConfig::default().fuel_per_step)]
-    pub fuel_per_step: u64,
-    /// Guest linear memory limit, in MiB
-    #[arg(long, value_name = "MB", default_value_t = HostConfig::default().max_memory_bytes >> 20)]
-    pub max_memory_mb: u64,
+    #[arg(long, value_name = "N", help = format!(
+        "Wasm instructions one step may run before it fails as a runaway loop \
+         (fuel, not time, so outcomes are deterministic) [default: {}]",
+        HostConfig::default().fuel_per_step
+    ))]
+    pub fuel_per_step: Option<u64>,
+    #[arg(long, value_name = "MB", help = format!(
+        "Guest linear memory limit, in MiB [default: {}]",
+        HostConfig::default().max_memory_bytes >> 20
+    ))]
+    pub max_memory_mb: Option<u64>,
     /// Largest module file read, in MiB
     #[arg(long, value_name = "MB", default_value_t = HostConfig::default().max_module_bytes >> 20)]
     pub max_module_mb: u64,
-    /// Shadow stack of each spawned thread, in KiB
-    #[arg(long, value_name = "KIB", default_value_t = HostConfig::default().thread_stack_bytes >> 10)]
-    pub thread_stack_kib: u32,
-    /// Asyncify buffer of each thread (the locals of a suspended call
-    /// stack), in KiB
-    #[arg(long, value_name = "KIB", default_value_t = HostConfig::default().asyncify_buffer_bytes >> 10)]
-    pub asyncify_buffer_kib: u32,
+    #[arg(long, value_name = "KIB", help = format!(
+        "Shadow stack of each spawned thread, in KiB [default: {}]",
+        HostConfig::default().thread_stack_bytes >> 10
+    ))]
+    pub thread_stack_kib: Option<u32>,
+    #[arg(long, value_name = "KIB", help = format!(
+        "Asyncify buffer of each thread (the locals of a suspended call stack), \
+         in KiB [default: {}]",
+        HostConfig::default().asyncify_buffer_bytes >> 10
+    ))]
+    pub asyncify_buffer_kib: Option<u32>,
     /// Do not read or write the cache of instrumented and compiled modules
     /// ($WASMRACE_CACHE_DIR, else $XDG_CACHE_HOME/wasmrace, else
     /// ~/.cache/wasmrace)
@@ -39,80 +49,64 @@ pub struct HostArgs {
 }
 
 impl HostArgs {
+    /// The configuration the flags give, defaults where none is given.
     pub fn config(&self) -> Result<HostConfig> {
         let defaults = HostConfig::default();
-        if self.fuel_per_step == 0 {
-            bail!("`--fuel-per-step` must be at least 1");
-        }
-        let Some(max_memory_bytes) = self.max_memory_mb.checked_mul(1 << 20).filter(|&b| b > 0)
-        else {
-            bail!(
-                "`--max-memory-mb {}` is out of range; give a positive number of MiB",
-                self.max_memory_mb
-            );
-        };
-        let Some(max_module_bytes) = self.max_module_mb.checked_mul(1 << 20).filter(|&b| b > 0)
-        else {
-            bail!(
-                "`--max-module-mb {}` is out of range; give a positive number of MiB",
-                self.max_module_mb
-            );
-        };
-        let kib = |flag: &str, v: u32| match v.checked_mul(1024).filter(|&b| b > 0) {
-            Some(b) => Ok(b),
-            None => Err(anyhow::anyhow!(
-                "`{flag} {v}` is out of range; give a positive number of KiB below 4194304"
-            )),
-        };
-        Ok(HostConfig {
-            fuel_per_step: self.fuel_per_step,
-            max_memory_bytes,
-            max_module_bytes,
-            thread_stack_bytes: kib("--thread-stack-kib", self.thread_stack_kib)?,
-            asyncify_buffer_bytes: kib("--asyncify-buffer-kib", self.asyncify_buffer_kib)?,
+        let mut config = HostConfig {
+            max_module_bytes: mib("--max-module-mb", self.max_module_mb)?,
             cache_dir: if self.no_cache {
                 None
             } else {
-                defaults.cache_dir
+                defaults.cache_dir.clone()
             },
-            wasm_opt: defaults.wasm_opt,
-        })
+            ..defaults
+        };
+        if let Some(fuel) = self.fuel_per_step {
+            config.fuel_per_step = fuel_per_step(fuel)?;
+        }
+        if let Some(mb) = self.max_memory_mb {
+            config.max_memory_bytes = mib("--max-memory-mb", mb)?;
+        }
+        if let Some(k) = self.thread_stack_kib {
+            config.thread_stack_bytes = kib("--thread-stack-kib", k)?;
+        }
+        if let Some(k) = self.asyncify_buffer_kib {
+            config.asyncify_buffer_bytes = kib("--asyncify-buffer-kib", k)?;
+        }
+        Ok(config)
     }
 
-    /// The flags whose values differ from the defaults, for printed
-    /// commands that must run under the same host bounds (`--no-cache` does
-    /// not change outcomes and is left out).
-    pub fn non_default_flags(&self) -> Vec<String> {
-        let d = HostConfig::default();
-        let mut out = Vec::new();
-        let mut flag = |name: &str, value: u64, default: u64| {
-            if value != default {
-                out.push(name.to_string());
-                out.push(value.to_string());
-            }
-        };
-        flag("--fuel-per-step", self.fuel_per_step, d.fuel_per_step);
-        flag(
-            "--max-memory-mb",
-            self.max_memory_mb,
-            d.max_memory_bytes >> 20,
-        );
-        // A module over the default limit needs the same limit to replay.
-        flag(
-            "--max-module-mb",
-            self.max_module_mb,
-            d.max_module_bytes >> 20,
-        );
-        flag(
-            "--thread-stack-kib",
-            self.thread_stack_kib.into(),
-            (d.thread_stack_bytes >> 10).into(),
-        );
-        flag(
-            "--asyncify-buffer-kib",
-            self.asyncify_buffer_kib.into(),
-            (d.asyncify_buffer_bytes >> 10).into(),
-        );
-        out
+    /// `--max-module-mb` when it is not the default: a module over the
+    /// default limit needs the same limit to replay. The other host flags
+    /// are recorded in the schedule file, which replay reads.
+    pub fn replay_flags(&self) -> Vec<String> {
+        let default = HostConfig::default().max_module_bytes >> 20;
+        if self.max_module_mb == default {
+            return Vec::new();
+        }
+        vec!["--max-module-mb".into(), self.max_module_mb.to_string()]
+    }
+}
+
+fn fuel_per_step(fuel: u64) -> Result<u64> {
+    if fuel == 0 {
+        bail!("`--fuel-per-step` must be at least 1");
+    }
+    Ok(fuel)
+}
+
+/// `mb` MiB in bytes, refused when zero or past `u64`.
+pub fn mib(flag: &str, mb: u64) -> Result<u64> {
+    match mb.checked_mul(1 << 20).filter(|&b| b > 0) {
+        Some(b) => Ok(b),
+        None => bail!("`{flag} {mb}` is out of range; give a positive number of MiB"),
+    }
+}
+
+/// `k` KiB in bytes, refused when zero or past `u32`.
+pub fn kib(flag: &str, k: u32) -> Result<u32> {
+    match k.checked_mul(1024).filter(|&b| b > 0) {
+        Some(b) => Ok(b),
+        None => bail!("`{flag} {k}` is out of range; give a positive number of KiB below 4194304"),
     }
 }

@@ -8,13 +8,16 @@ use crate::Verdict;
 use anyhow::{bail, Result};
 use std::path::PathBuf;
 use wasmrace_explore::Config;
-use wasmrace_host::{Guest, ReplayOutcome};
+use wasmrace_host::{Guest, HostConfig, ReplayOutcome};
 use wasmrace_trace::Schedule;
 
 const AFTER_HELP: &str = "\
 The module must be the exact one the schedule was recorded on (its blake3 is
-in the file), and the host flags (--fuel-per-step, ...) the ones the bug was
-found under; `wasmrace check` prints the full command.
+in the file). The settings the bug was found under (--fuel-per-step,
+--max-steps, --max-memory-mb, --thread-stack-kib, --asyncify-buffer-kib) are
+recorded in the file and used unless given here; replay says which it took
+from the file. Files written before they were recorded replay with the
+defaults.
 
 Exit status: 1 when the schedule leads to a failure (normally the recorded
 one: `reproduced: ...`), 0 when it runs to completion without one
@@ -64,21 +67,16 @@ impl ReplayCommand {
                 );
             }
         }
-        let max_steps = self
-            .max_steps
-            .or_else(|| schedule.options.get("max_steps").and_then(|v| v.as_u64()))
-            .unwrap_or(Config::default().max_steps);
-        if max_steps == 0 {
-            bail!("`--max-steps` must be at least 1");
-        }
-        let guest = Guest::load(&self.module, self.host.config()?)?;
+        let (config, max_steps, notes) = self.settings(&schedule)?;
+        let guest = Guest::load(&self.module, config)?;
         let outcome = wasmrace_host::replay(&guest, &schedule, max_steps)?;
         let text = if self.json {
-            let mut t = serde_json::to_string_pretty(&self.json_result(&schedule, &outcome))?;
+            let json = self.json_result(&schedule, &outcome, &notes);
+            let mut t = serde_json::to_string_pretty(&json)?;
             t.push('\n');
             t
         } else {
-            self.text_result(&schedule, &outcome)
+            self.text_result(&schedule, &outcome, &notes)
         };
         output::print(&text)?;
         Ok(if outcome.failure.is_some() {
@@ -88,15 +86,111 @@ impl ReplayCommand {
         })
     }
 
-    fn text_result(&self, schedule: &Schedule, outcome: &ReplayOutcome) -> String {
+    /// The host configuration and step bound to replay with: each setting
+    /// from its flag when given, else from the schedule file, else the
+    /// default; and a line for each that differs from the default because
+    /// of the file, or from the file because of a flag.
+    fn settings(&self, schedule: &Schedule) -> Result<(HostConfig, u64, Vec<String>)> {
+        let mut config = self.host.config()?;
+        let d = HostConfig::default();
+        let s = &schedule.settings;
+        let file = self.schedule.display();
+        let mut notes = Vec::new();
+        // Older files kept the step bound only among the options.
+        let recorded_steps = s
+            .max_steps
+            .or_else(|| schedule.options.get("max_steps").and_then(|v| v.as_u64()));
+        let mut max_steps = Config::default().max_steps;
+        let settings: [(Setting, bool, Option<u64>, u64); 5] = [
+            (
+                Setting::Fuel,
+                self.host.fuel_per_step.is_some(),
+                s.fuel_per_step,
+                d.fuel_per_step,
+            ),
+            (
+                Setting::Steps,
+                self.max_steps.is_some(),
+                recorded_steps,
+                max_steps,
+            ),
+            (
+                Setting::Memory,
+                self.host.max_memory_mb.is_some(),
+                s.max_memory_bytes,
+                d.max_memory_bytes,
+            ),
+            (
+                Setting::Stack,
+                self.host.thread_stack_kib.is_some(),
+                s.thread_stack_bytes.map(u64::from),
+                d.thread_stack_bytes.into(),
+            ),
+            (
+                Setting::Asyncify,
+                self.host.asyncify_buffer_kib.is_some(),
+                s.asyncify_buffer_bytes.map(u64::from),
+                d.asyncify_buffer_bytes.into(),
+            ),
+        ];
+        for (setting, given, recorded, default) in settings {
+            let current = match setting {
+                Setting::Steps => self.max_steps.unwrap_or(default),
+                _ => setting.get(&config),
+            };
+            let value = match (given, recorded) {
+                (true, Some(r)) if r != current => {
+                    notes.push(format!(
+                        "{} given: it overrides the schedule's {}",
+                        setting.flag(current),
+                        setting.flag(r)
+                    ));
+                    current
+                }
+                (false, Some(r)) => {
+                    if r == 0 || (setting.is_u32() && r > u64::from(u32::MAX)) {
+                        bail!(
+                            "schedule file `{file}` records {}, which is out of range",
+                            setting.flag(r)
+                        );
+                    }
+                    if r != default {
+                        notes.push(format!("using the schedule's {}", setting.flag(r)));
+                    }
+                    r
+                }
+                _ => current,
+            };
+            match setting {
+                Setting::Steps => max_steps = value,
+                _ => setting.set(&mut config, value),
+            }
+        }
+        if max_steps == 0 {
+            bail!("`--max-steps` must be at least 1");
+        }
+        Ok((config, max_steps, notes))
+    }
+
+    fn text_result(
+        &self,
+        schedule: &Schedule,
+        outcome: &ReplayOutcome,
+        notes: &[String],
+    ) -> String {
         let n = schedule.steps.len();
         let mut out = format!(
-            "replaying {} on {}: test `{}`, {n} step{}\n\n",
+            "replaying {} on {}: test `{}`, {n} step{}\n",
             self.schedule.display(),
             self.module.display(),
             report::shown(&schedule.test),
             if n == 1 { "" } else { "s" },
         );
+        for note in notes {
+            out.push_str(note);
+            out.push('\n');
+        }
+        out.push('\n');
         out.push_str(&report::trace_block(&outcome.trace));
         out.push('\n');
         if let Some(d) = &outcome.divergence {
@@ -131,8 +225,14 @@ impl ReplayCommand {
         out
     }
 
-    fn json_result(&self, schedule: &Schedule, outcome: &ReplayOutcome) -> serde_json::Value {
+    fn json_result(
+        &self,
+        schedule: &Schedule,
+        outcome: &ReplayOutcome,
+        notes: &[String],
+    ) -> serde_json::Value {
         serde_json::json!({
+            "settings": notes,
             "module": self.module.display().to_string(),
             "schedule_path": self.schedule.display().to_string(),
             "test": schedule.test,
@@ -147,5 +247,60 @@ impl ReplayCommand {
             })),
             "trace": outcome.trace,
         })
+    }
+}
+
+/// A setting a schedule file records, as replay resolves it.
+#[derive(Clone, Copy)]
+enum Setting {
+    Fuel,
+    Steps,
+    Memory,
+    Stack,
+    Asyncify,
+}
+
+impl Setting {
+    /// The flag that sets `value` (bytes in the file, MiB or KiB on the
+    /// command line), or the value in bytes when no flag can.
+    fn flag(self, value: u64) -> String {
+        let (flag, unit) = match self {
+            Setting::Fuel => return format!("--fuel-per-step {value}"),
+            Setting::Steps => return format!("--max-steps {value}"),
+            Setting::Memory => ("--max-memory-mb", 1 << 20),
+            Setting::Stack => ("--thread-stack-kib", 1 << 10),
+            Setting::Asyncify => ("--asyncify-buffer-kib", 1 << 10),
+        };
+        if value % unit == 0 {
+            format!("{flag} {}", value / unit)
+        } else {
+            format!("{flag} of {value} bytes")
+        }
+    }
+
+    fn is_u32(self) -> bool {
+        matches!(self, Setting::Stack | Setting::Asyncify)
+    }
+
+    fn get(self, c: &HostConfig) -> u64 {
+        match self {
+            Setting::Fuel => c.fuel_per_step,
+            Setting::Memory => c.max_memory_bytes,
+            Setting::Stack => c.thread_stack_bytes.into(),
+            Setting::Asyncify => c.asyncify_buffer_bytes.into(),
+            Setting::Steps => unreachable!("the step bound is the explorer's"),
+        }
+    }
+
+    /// Sets a value already checked to fit.
+    fn set(self, c: &mut HostConfig, v: u64) {
+        let small = || u32::try_from(v).unwrap_or(u32::MAX);
+        match self {
+            Setting::Fuel => c.fuel_per_step = v,
+            Setting::Memory => c.max_memory_bytes = v,
+            Setting::Stack => c.thread_stack_bytes = small(),
+            Setting::Asyncify => c.asyncify_buffer_bytes = small(),
+            Setting::Steps => unreachable!("the step bound is the explorer's"),
+        }
     }
 }
