@@ -108,8 +108,18 @@ fn wasmrace_bin() -> &'static Path {
     })
 }
 
+/// `PATH` with the binary's folder first, as after `cargo install`: the
+/// printed commands then say `wasmrace` (see
+/// `reproduce_with_runs_as_printed_when_wasmrace_is_not_on_path`).
+fn path_with_wasmrace() -> std::ffi::OsString {
+    let bin_dir = wasmrace_bin().parent().unwrap().to_path_buf();
+    let rest = std::env::var_os("PATH").unwrap_or_default();
+    std::env::join_paths(std::iter::once(bin_dir).chain(std::env::split_paths(&rest))).unwrap()
+}
+
 fn wasmrace_env(dir: &Path, args: &[&str], env: &[(&str, &str)]) -> Run {
     let mut cmd = Command::new(wasmrace_bin());
+    cmd.env("PATH", path_with_wasmrace());
     cmd.args(args)
         .current_dir(dir)
         .env(
@@ -194,7 +204,7 @@ fn lost_update_bug_is_written_and_replays_identically() {
     );
     assert!(check.stdout.contains("failure:  panic in thread `main`\n"));
     assert!(check.stdout.contains("an increment was lost"));
-    let schedule = "lost_update.lost_update.schedule.json";
+    let schedule = "wasmrace-schedules/lost_update.lost_update.schedule.json";
     assert!(dir.join(schedule).is_file());
     assert!(check
         .stdout
@@ -227,7 +237,7 @@ fn a_schedule_that_does_not_fail_says_not_reproduced() {
     let dir = TempDir::new("notrepro");
     let m = fixture(&dir, "lost_update");
     expect(&wasmrace(&dir, &["check", &m, "--test", "lost_update"]), 1);
-    let path = dir.join("lost_update.lost_update.schedule.json");
+    let path = dir.join("wasmrace-schedules/lost_update.lost_update.schedule.json");
     let mut doc: serde_json::Value =
         serde_json::from_str(&std::fs::read_to_string(&path).unwrap()).unwrap();
     // One thread at a time: no lost update. The recorded failure stays in
@@ -249,7 +259,7 @@ fn a_schedule_that_does_not_fail_says_not_reproduced() {
         std::fs::write(&path, doc.to_string()).unwrap();
         let replay = wasmrace(
             &dir,
-            &["replay", &m, "lost_update.lost_update.schedule.json"],
+            &["replay", &m, "wasmrace-schedules/lost_update.lost_update.schedule.json"],
         );
         expect(&replay, 0);
         assert!(replay.stdout.contains(expected), "{}", replay.stdout);
@@ -375,7 +385,10 @@ fn json_is_one_document_with_the_report_fields() {
     assert_eq!(bug["failure"]["thread"], "main");
     assert!(bug["trace"].as_array().unwrap().len() > 5);
     let schedule = bug["schedule_path"].as_str().unwrap();
-    assert_eq!(schedule, "lost_update.lost_update.schedule.json");
+    assert_eq!(
+        schedule,
+        "wasmrace-schedules/lost_update.lost_update.schedule.json"
+    );
     assert!(dir.join(schedule).is_file());
     assert_eq!(bug["reproduce"], format!("wasmrace replay {m} {schedule}"));
 
@@ -695,7 +708,11 @@ fn bad_input_is_one_error_line_and_exit_2() {
     expect_error(
         &wasmrace(
             &dir,
-            &["replay", &counter, "lost_update.lost_update.schedule.json"],
+            &[
+                "replay",
+                &counter,
+                "wasmrace-schedules/lost_update.lost_update.schedule.json",
+            ],
         ),
         "schedule was recorded on a module with blake3",
     );
@@ -764,3 +781,278 @@ fn version_and_help() {
 
 /// `--strategy ses|ss` and `--state-cache` (FSE 2015 delaying explorers).
 mod delaying;
+
+/// A bug found under `--fuel-per-step 1000000` once replayed under the
+/// default fuel and was reported as a DIFFERENT FAILURE. The schedule file
+/// now records the settings the bug was found under, replay uses them
+/// unless a flag is given, and says so; a file without them (written before
+/// they were recorded) still loads and replays with the defaults.
+#[test]
+fn replay_uses_the_settings_recorded_in_the_schedule() {
+    let dir = TempDir::new("replay-settings");
+    let m = fixture(&dir, "sdk_smoke");
+    let check = wasmrace(
+        &dir,
+        &[
+            "check",
+            &m,
+            "--test",
+            "runaway",
+            "--fuel-per-step",
+            "1000000",
+        ],
+    );
+    expect(&check, 1);
+    assert!(
+        check.stdout.contains("one step ran `1000000` instructions"),
+        "{}",
+        check.stdout
+    );
+    let schedule = "wasmrace-schedules/sdk_smoke.runaway.schedule.json";
+    assert!(
+        check
+            .stdout
+            .contains(&format!("reproduce with: wasmrace replay {m} {schedule}\n")),
+        "the settings are in the file, not on the command line: {}",
+        check.stdout
+    );
+    let replay = wasmrace(&dir, &["replay", &m, schedule]);
+    expect(&replay, 1);
+    assert!(
+        replay
+            .stdout
+            .contains("using the schedule's --fuel-per-step 1000000\n"),
+        "{}",
+        replay.stdout
+    );
+    assert!(
+        replay.stdout.contains("reproduced: fuel exhausted"),
+        "{}",
+        replay.stdout
+    );
+    // A flag overrides the file, and replay says so.
+    let over = wasmrace(
+        &dir,
+        &[
+            "replay",
+            &m,
+            schedule,
+            "--fuel-per-step",
+            "2000000",
+            "--json",
+        ],
+    );
+    expect(&over, 1);
+    let doc: serde_json::Value = serde_json::from_str(&over.stdout).unwrap();
+    assert_eq!(
+        doc["settings"][0],
+        "--fuel-per-step 2000000 given: it overrides the schedule's --fuel-per-step 1000000"
+    );
+    assert_eq!(doc["reproduced"], false);
+    // An old file: no settings, the defaults, the failure of old.
+    let path = dir.join(schedule);
+    let mut old: serde_json::Value =
+        serde_json::from_str(&std::fs::read_to_string(&path).unwrap()).unwrap();
+    old.as_object_mut().unwrap().remove("settings");
+    std::fs::write(dir.join("old.json"), old.to_string()).unwrap();
+    let replay = wasmrace(&dir, &["replay", &m, "old.json"]);
+    expect(&replay, 1);
+    assert!(
+        !replay.stdout.contains("using the schedule's"),
+        "{}",
+        replay.stdout
+    );
+    assert!(
+        replay.stdout.contains("DIFFERENT FAILURE"),
+        "{}",
+        replay.stdout
+    );
+}
+
+/// Corrupt and hostile schedule files: each is one error line, exit 2,
+/// without reading more than the size limit.
+#[test]
+fn hostile_schedule_files_are_one_error_line() {
+    let dir = TempDir::new("hostile-schedules");
+    let m = fixture(&dir, "lost_update");
+    expect(&wasmrace(&dir, &["check", &m, "--test", "lost_update"]), 1);
+    let good = std::fs::read_to_string(
+        dir.join("wasmrace-schedules/lost_update.lost_update.schedule.json"),
+    )
+    .unwrap();
+    let doc: serde_json::Value = serde_json::from_str(&good).unwrap();
+    let with = |key: &str, value: serde_json::Value| {
+        let mut d = doc.clone();
+        d[key] = value;
+        d.to_string()
+    };
+    let long = "main.".repeat(200_000);
+    let cases: Vec<(String, &str)> = vec![
+        (good[..good.len() / 2].to_string(), "is not valid JSON"),
+        (
+            good.replace("\"seed\": 0", "\"seed\": 1e999"),
+            "is not valid JSON",
+        ),
+        (with("seed", serde_json::json!(-1)), "is not valid JSON"),
+        (
+            with("steps", serde_json::json!({"thread": "main"})),
+            "is not valid JSON",
+        ),
+        (
+            with(
+                "steps",
+                serde_json::json!([{"thread": "main", "alt": 1u64 << 33}]),
+            ),
+            "is not valid JSON",
+        ),
+        (
+            with("steps", serde_json::json!([{"thread": long}])),
+            "is not a thread name",
+        ),
+        (with("steps", serde_json::json!(long)), "is not valid JSON"),
+        (
+            with("settings", serde_json::json!({"fuel_per_step": 0})),
+            "records --fuel-per-step 0, which is out of range",
+        ),
+        (
+            with(
+                "settings",
+                serde_json::json!({"thread_stack_bytes": 1u64 << 40}),
+            ),
+            "is not valid JSON",
+        ),
+        (
+            with("version", serde_json::json!(u64::MAX)),
+            "has format version",
+        ),
+    ];
+    for (i, (text, needle)) in cases.iter().enumerate() {
+        let name = format!("h{i}.json");
+        std::fs::write(dir.join(&name), text).unwrap();
+        let run = wasmrace(&dir, &["replay", &m, &name]);
+        expect_error(&run, needle);
+        assert!(run.stderr.len() < 500, "{i}: {}", run.stderr);
+    }
+    // An enormous file is refused by its size, before it is read.
+    let huge = std::fs::File::create(dir.join("huge.json")).unwrap();
+    huge.set_len(100 << 20).unwrap();
+    expect_error(
+        &wasmrace(&dir, &["replay", &m, "huge.json"]),
+        "is 104857600 bytes, over the limit",
+    );
+}
+
+/// "reproduce with: wasmrace replay ..." did not run when `wasmrace` was
+/// not on `PATH`. Now the printed command names the running binary then,
+/// quoted for the shell (here in a folder with a space), and runs as
+/// printed; so do schedule folders with spaces.
+#[cfg(unix)]
+#[test]
+fn reproduce_with_runs_as_printed_when_wasmrace_is_not_on_path() {
+    let dir = TempDir::new("reproduce-path");
+    let m = fixture(&dir, "lost_update");
+    let bin_dir = dir.join("my tools");
+    std::fs::create_dir(&bin_dir).unwrap();
+    let bin = bin_dir.join("wasmrace");
+    std::fs::copy(wasmrace_bin(), &bin).unwrap();
+    let run = |args: &[&str]| {
+        Command::new(&bin)
+            .args(args)
+            .current_dir(&*dir)
+            .env("PATH", "/usr/bin:/bin")
+            .env(
+                "WASMRACE_CACHE_DIR",
+                Path::new(env!("CARGO_TARGET_TMPDIR")).join("wasmrace-cache"),
+            )
+            .output()
+            .unwrap()
+    };
+    let out = run(&[
+        "check",
+        &m,
+        "--test",
+        "lost_update",
+        "--schedule-dir",
+        "bug reports",
+    ]);
+    assert_eq!(out.status.code(), Some(1));
+    let stdout = String::from_utf8(out.stdout).unwrap();
+    let command = stdout
+        .lines()
+        .find_map(|l| l.strip_prefix("reproduce with: "))
+        .unwrap_or_else(|| panic!("no command in {stdout}"));
+    let canonical = bin.canonicalize().unwrap();
+    assert_eq!(
+        command,
+        format!(
+            "'{}' replay {m} 'bug reports/lost_update.lost_update.schedule.json'",
+            canonical.display()
+        )
+    );
+    let replay = Command::new("sh")
+        .args(["-c", command])
+        .current_dir(&*dir)
+        .env("PATH", "/usr/bin:/bin")
+        .env(
+            "WASMRACE_CACHE_DIR",
+            Path::new(env!("CARGO_TARGET_TMPDIR")).join("wasmrace-cache"),
+        )
+        .output()
+        .unwrap();
+    let replay_out = String::from_utf8(replay.stdout).unwrap();
+    assert_eq!(replay.status.code(), Some(1), "{replay_out}");
+    assert!(replay_out.contains("reproduced: panic"), "{replay_out}");
+}
+
+/// The default schedule folder is created when a bug needs it; where it
+/// cannot be, the whole report is printed, then the error (exit 2).
+#[test]
+fn schedules_go_to_one_folder_created_on_demand() {
+    let dir = TempDir::new("schedule-dir");
+    let m = fixture(&dir, "lost_update");
+    let run = wasmrace(&dir, &["check", &m]);
+    expect(&run, 1);
+    let mut files: Vec<String> = std::fs::read_dir(dir.join("wasmrace-schedules"))
+        .unwrap()
+        .map(|e| e.unwrap().file_name().into_string().unwrap())
+        .collect();
+    files.sort();
+    assert_eq!(
+        files,
+        [
+            "lost_update.lost_update.schedule.json",
+            "lost_update.lost_update_3.schedule.json"
+        ]
+    );
+    std::fs::write(dir.join("a-file"), "").unwrap();
+    let run = wasmrace(
+        &dir,
+        &[
+            "check",
+            &m,
+            "--test",
+            "lost_update",
+            "--schedule-dir",
+            "a-file/sub",
+        ],
+    );
+    expect(&run, 2);
+    assert!(
+        run.stdout.contains("an increment was lost"),
+        "{}",
+        run.stdout
+    );
+    assert!(
+        run.stdout
+            .contains("schedule not written: cannot create schedule folder `a-file/sub`"),
+        "{}",
+        run.stdout
+    );
+    let lines: Vec<&str> = run.stderr.lines().collect();
+    assert_eq!(lines.len(), 1, "{}", run.stderr);
+    assert!(
+        lines[0].starts_with("error: cannot create schedule folder `a-file/sub`"),
+        "{}",
+        lines[0]
+    );
+}

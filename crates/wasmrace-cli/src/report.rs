@@ -252,8 +252,8 @@ pub fn elapsed_ms(elapsed: Duration) -> u64 {
 
 /// Where the schedule of a bug in `test` goes: `--schedule-out` as given
 /// for one test, with the test's name added before the extension for
-/// several; by default `<module stem>.<test>.schedule.json` in the current
-/// directory. The test's part is [`file_safe`], so a test export name can
+/// several; by default `<module stem>.<test>.schedule.json` (a file name,
+/// which the caller puts in its schedule folder). The test's part is [`file_safe`], so a test export name can
 /// neither leave the directory nor make an unusable file name.
 pub fn schedule_path(
     module: &Path,

@@ -173,10 +173,13 @@ pub struct CheckCommand {
     #[arg(long, value_name = "N", default_value_t = 0)]
     seed: u64,
     /// Write the schedule of a bug here (default:
-    /// `<module stem>.<test>.schedule.json` in the current directory; with
-    /// several tests the test name is added before the extension)
-    #[arg(long, value_name = "PATH")]
+    /// `<module stem>.<test>.schedule.json` in --schedule-dir; with several
+    /// tests the test name is added before the extension)
+    #[arg(long, value_name = "PATH", conflicts_with = "schedule_dir")]
     schedule_out: Option<PathBuf>,
+    /// Folder for the schedule files of bugs, created when a bug is found
+    #[arg(long, value_name = "DIR", default_value = DEFAULT_SCHEDULE_DIR)]
+    schedule_dir: PathBuf,
     /// Print one JSON document on stdout instead of text
     #[arg(long)]
     json: bool,
@@ -212,22 +215,12 @@ impl CheckCommand {
             let outcome = explore(&guest, test, &opts, self.json)?;
             let schedule_path = match &outcome.bug {
                 Some(bug) => {
-                    let path = report::schedule_path(
-                        &self.module,
-                        test,
-                        self.schedule_out.as_deref(),
-                        several,
-                    );
                     failed.push(test.clone());
-                    match std::fs::write(&path, bug.schedule.to_json()) {
-                        Ok(()) => Some(Written::To(path)),
-                        Err(e) => {
-                            let message =
-                                format!("cannot write schedule file `{}`: {e}", path.display());
-                            write_error.get_or_insert_with(|| message.clone());
-                            Some(Written::Failed(message))
-                        }
+                    let written = self.write_schedule(test, several, &bug.schedule.to_json());
+                    if let Written::Failed(message) = &written {
+                        write_error.get_or_insert_with(|| message.clone());
                     }
+                    Some(written)
                 }
                 None => {
                     if self.races == RacesArg::Fail && !outcome.races.is_empty() {
@@ -337,16 +330,39 @@ impl CheckCommand {
         }
     }
 
+    /// Writes the schedule of a bug in `test`: to `--schedule-out`, or into
+    /// `--schedule-dir`, created on demand.
+    fn write_schedule(&self, test: &str, several: bool, json: &str) -> Written {
+        let out = self.schedule_out.as_deref();
+        let mut path = report::schedule_path(&self.module, test, out, several);
+        if out.is_none() {
+            if let Err(e) = std::fs::create_dir_all(&self.schedule_dir) {
+                return Written::Failed(format!(
+                    "cannot create schedule folder `{}`: {e}",
+                    self.schedule_dir.display()
+                ));
+            }
+            path = self.schedule_dir.join(path);
+        }
+        match std::fs::write(&path, json) {
+            Ok(()) => Written::To(path),
+            Err(e) => Written::Failed(format!(
+                "cannot write schedule file `{}`: {e}",
+                path.display()
+            )),
+        }
+    }
+
     /// The command that replays a schedule: the module as the user named
-    /// it, and the host flags the bug was found under.
+    /// it (the schedule file holds the settings the bug was found under).
     fn reproduce_command(&self, schedule: &Path) -> String {
         let mut words = vec![
-            "wasmrace".to_string(),
+            program_word(),
             "replay".to_string(),
             self.module.display().to_string(),
             schedule.display().to_string(),
         ];
-        words.extend(self.host.non_default_flags());
+        words.extend(self.host.replay_flags());
         report::command_line(&words)
     }
 
@@ -528,6 +544,36 @@ fn out_of_range(knob: Knob, given: &StrategyOptions) -> Option<&'static str> {
             Some("`--c1` and `--c2` must be at least 1")
         }
         _ => None,
+    }
+}
+
+/// Where schedule files go unless `--schedule-dir` or `--schedule-out`
+/// says otherwise: one folder under the working directory, not its top
+/// level.
+pub const DEFAULT_SCHEDULE_DIR: &str = "wasmrace-schedules";
+
+/// How printed commands name this program: `wasmrace` when that name on
+/// `PATH` is this very binary, else the path of the running binary (quoted
+/// by `command_line` when it needs it), so that the command runs as
+/// printed.
+fn program_word() -> String {
+    const NAME: &str = "wasmrace";
+    let Ok(exe) = std::env::current_exe() else {
+        return NAME.into();
+    };
+    let file = format!("{NAME}{}", std::env::consts::EXE_SUFFIX);
+    let first_on_path = std::env::var_os("PATH")
+        .into_iter()
+        .flat_map(|p| std::env::split_paths(&p).collect::<Vec<_>>())
+        .map(|dir| dir.join(&file))
+        .find(|candidate| candidate.is_file());
+    let same = |a: &Path, b: &Path| match (a.canonicalize(), b.canonicalize()) {
+        (Ok(a), Ok(b)) => a == b,
+        _ => false,
+    };
+    match first_on_path {
+        Some(found) if same(&found, &exe) => NAME.into(),
+        _ => exe.display().to_string(),
     }
 }
 
