@@ -420,7 +420,15 @@ fn mutex_counter_has_no_bug_within_the_bound() {
         "{first}"
     );
     assert!(first.contains("(space exhausted within preemption bound 2; raise it with --preemption-bound or use --unbounded)"), "{first}");
-    assert!(run.stdout.lines().nth(1).unwrap().starts_with("time: "));
+    assert!(
+        run.stdout.lines().nth(1).unwrap().starts_with(
+            "exhausted covers every interleaving of the SDK operations; \
+             plain memory shared through `static`s is not seen"
+        ),
+        "{}",
+        run.stdout
+    );
+    assert!(run.stdout.lines().nth(2).unwrap().starts_with("time: "));
     assert_eq!(
         std::fs::read_dir(&*dir).unwrap().count(),
         1,
@@ -1054,5 +1062,83 @@ fn schedules_go_to_one_folder_created_on_demand() {
         lines[0].starts_with("error: cannot create schedule folder `a-file/sub`"),
         "{}",
         lines[0]
+    );
+}
+
+/// A test with nothing to interleave once passed like any other. Now its
+/// report says so (text and JSON), and an exhausted space says what it
+/// covers; a test with threads gets no such line.
+#[test]
+fn a_pass_with_nothing_to_interleave_says_so() {
+    let dir = TempDir::new("nothing-to-interleave");
+    let m = fixture(&dir, "sdk_smoke");
+    let cases = [
+        ("log", Some("the test ran no scheduling point")),
+        ("cell", Some("the test spawned no thread")),
+        ("choose_range", Some("the test spawned no thread")),
+        ("mutex_condvar", None),
+    ];
+    for (test, nothing) in cases {
+        let args = ["check", &m, "--test", test, "--strategy", "dfs"];
+        let run = wasmrace(&dir, &args);
+        expect(&run, 0);
+        let line = run
+            .stdout
+            .lines()
+            .find(|l| l.starts_with("nothing to interleave: "));
+        assert_eq!(
+            line,
+            nothing
+                .map(|n| format!("nothing to interleave: {n}"))
+                .as_deref(),
+            "{test}: {}",
+            run.stdout
+        );
+        assert!(
+            run.stdout.contains(
+                "exhausted covers every interleaving of the SDK operations; plain memory \
+                 shared through `static`s is not seen (docs/ABI.md, \"What exploration covers\")\n"
+            ),
+            "{test}: {}",
+            run.stdout
+        );
+        let mut json_args = args.to_vec();
+        json_args.push("--json");
+        let run = wasmrace(&dir, &json_args);
+        expect(&run, 0);
+        let doc: serde_json::Value = serde_json::from_str(&run.stdout).unwrap();
+        let t = &doc["tests"][0];
+        assert_eq!(
+            t["nothing_to_interleave"],
+            serde_json::json!(nothing),
+            "{test}"
+        );
+        assert!(
+            t["exhausted_covers"]
+                .as_str()
+                .is_some_and(|c| c.starts_with("every interleaving of the SDK operations")),
+            "{test}: {t}"
+        );
+    }
+    // Not exhausted: nothing claimed.
+    let run = wasmrace(
+        &dir,
+        &[
+            "check",
+            &m,
+            "--test",
+            "mutex_condvar",
+            "--strategy",
+            "random",
+            "--max-executions",
+            "5",
+            "--json",
+        ],
+    );
+    let doc: serde_json::Value = serde_json::from_str(&run.stdout).unwrap();
+    assert_eq!(doc["tests"][0]["exhausted_covers"], serde_json::Value::Null);
+    assert_eq!(
+        doc["tests"][0]["nothing_to_interleave"],
+        serde_json::Value::Null
     );
 }

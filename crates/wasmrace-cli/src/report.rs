@@ -143,6 +143,24 @@ pub fn no_bug_summary(report: &Report) -> String {
     out
 }
 
+/// What "exhausted" covers, said after every exhausted run.
+pub const EXHAUSTED_COVERS: &str = "every interleaving of the SDK operations; plain memory \
+    shared through `static`s is not seen (docs/ABI.md, \"What exploration covers\")";
+
+/// The lines under a run without a bug that say how much its pass means:
+/// that the test had nothing to interleave, and what an exhausted space
+/// covers.
+pub fn pass_notes(report: &Report, nothing: Option<wasmrace_host::NothingToInterleave>) -> String {
+    let mut out = String::new();
+    if let Some(n) = nothing {
+        let _ = writeln!(out, "nothing to interleave: {}", n.reason());
+    }
+    if report.exhausted {
+        let _ = writeln!(out, "exhausted covers {EXHAUSTED_COVERS}");
+    }
+    out
+}
+
 /// `preemption bound 2; raise it with --preemption-bound or use --unbounded`,
 /// or the same built from any other bound.
 fn bound_phrase(b: &BoundHit) -> String {

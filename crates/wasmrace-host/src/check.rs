@@ -191,6 +191,40 @@ pub struct CheckOutcome {
     pub bug: Option<BugReport>,
     /// Real races RaceFuzzer created (empty for other strategies).
     pub races: Vec<RaceReport>,
+    /// Why the test had no interleavings to explore, when it had none: a
+    /// pass then means less than usual, and reports say so.
+    pub nothing_to_interleave: Option<NothingToInterleave>,
+}
+
+/// Why a test had no interleavings to explore.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum NothingToInterleave {
+    /// The test returned without reaching a scheduling point (no SDK
+    /// operation that suspends).
+    NoSchedulingPoint,
+    /// The test spawned no thread: only its `choose` alternatives, if it
+    /// has any, were explored.
+    NoThread,
+}
+
+impl NothingToInterleave {
+    /// Why, in words: `the test spawned no thread`.
+    pub fn reason(self) -> &'static str {
+        match self {
+            NothingToInterleave::NoSchedulingPoint => "the test ran no scheduling point",
+            NothingToInterleave::NoThread => "the test spawned no thread",
+        }
+    }
+
+    fn of(program: &WasmProgram) -> Option<Self> {
+        if !program.reached_a_scheduling_point() {
+            Some(NothingToInterleave::NoSchedulingPoint)
+        } else if !program.spawned_a_thread() {
+            Some(NothingToInterleave::NoThread)
+        } else {
+            None
+        }
+    }
 }
 
 /// A real race: two statements RaceFuzzer brought to the same object at
@@ -329,6 +363,7 @@ fn finish_check(
         None => None,
     };
     Ok(CheckOutcome {
+        nothing_to_interleave: NothingToInterleave::of(&explorer.program),
         test: test.into(),
         strategy: strategy_name,
         seed: opts.seed,

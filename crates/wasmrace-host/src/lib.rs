@@ -51,7 +51,8 @@ mod world;
 
 pub use check::{
     check, check_with_progress, check_with_strategy, replay, trace_schedule, BugReport,
-    CheckOptions, CheckOutcome, RaceReport, ReplayOutcome, StrategyChoice, STRATEGY_NAMES,
+    CheckOptions, CheckOutcome, NothingToInterleave, RaceReport, ReplayOutcome, StrategyChoice,
+    STRATEGY_NAMES,
 };
 pub use config::{default_cache_dir, HostConfig};
 pub use error::HostError;

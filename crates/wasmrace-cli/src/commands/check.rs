@@ -410,6 +410,7 @@ impl CheckCommand {
             }
             _ => {
                 out.push_str(&format!("{head}: {}\n", report::no_bug_summary(r)));
+                out.push_str(&report::pass_notes(r, outcome.nothing_to_interleave));
             }
         }
         out.push_str(&report::strategy_stats_block(r));
@@ -457,6 +458,8 @@ impl CheckCommand {
             "options": opts.to_json(),
             "executions": r.executions,
             "exhausted": r.exhausted,
+            "exhausted_covers": r.exhausted.then_some(report::EXHAUSTED_COVERS),
+            "nothing_to_interleave": outcome.nothing_to_interleave.map(|n| n.reason()),
             "bound_hits": report::bound_hits_json(r),
             "strategy_stats": report::strategy_stats_json(r),
             "elapsed_ms": report::elapsed_ms(r.elapsed),

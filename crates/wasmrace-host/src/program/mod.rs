@@ -43,6 +43,10 @@ pub struct WasmProgram {
     initial: Option<Snapshot>,
     /// Instances made so far (1 + fresh instances for resets and restores).
     instances: u64,
+    /// Some execution so far reached a hook before the test returned.
+    scheduling_point: bool,
+    /// Some execution so far spawned a thread.
+    spawned: bool,
 }
 
 impl std::fmt::Debug for WasmProgram {
@@ -88,6 +92,8 @@ impl WasmProgram {
             prev_pages: Vec::new(),
             initial: None,
             instances: 1,
+            scheduling_point: false,
+            spawned: false,
         };
         p.start()?;
         p.initial = p.snapshot()?;
@@ -119,6 +125,17 @@ impl WasmProgram {
     /// Steps taken in the current execution.
     pub fn steps(&self) -> u64 {
         self.steps
+    }
+
+    /// Whether the test reached a scheduling point (a suspending hook)
+    /// before returning, in any execution of this program so far.
+    pub fn reached_a_scheduling_point(&self) -> bool {
+        self.scheduling_point
+    }
+
+    /// Whether any execution of this program so far spawned a thread.
+    pub fn spawned_a_thread(&self) -> bool {
+        self.spawned
     }
 
     fn tracing(&self) -> bool {
@@ -165,6 +182,11 @@ impl WasmProgram {
             }
         }
         self.run_segment(0, None)?;
+        // Deterministic, so the first start answers for every execution.
+        if matches!(self.status, Status::Running) {
+            let first = &self.store.data().world.threads[0].pending;
+            self.scheduling_point |= !matches!(first, Op::Exit);
+        }
         if self.tracing() {
             let logs = std::mem::take(&mut self.store.data_mut().logs);
             if !logs.is_empty() {
@@ -278,6 +300,7 @@ impl WasmProgram {
         self.info.site = u64::from(site);
         let mut spawned = None;
         if let Some(arg) = spawn_arg {
+            self.spawned = true;
             if self.ex.thread_start.is_none() {
                 return Err(HostError::NoThreadStart {
                     name: self.guest.name.clone(),
