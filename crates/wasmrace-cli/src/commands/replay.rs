@@ -271,7 +271,7 @@ impl Setting {
             Setting::Stack => ("--thread-stack-kib", 1 << 10),
             Setting::Asyncify => ("--asyncify-buffer-kib", 1 << 10),
         };
-        if value % unit == 0 {
+        if value.is_multiple_of(unit) {
             format!("{flag} {}", value / unit)
         } else {
             format!("{flag} of {value} bytes")
