@@ -47,7 +47,7 @@ const SPAWN_MESSAGE: &str = "failed to spawn thread";
 const SPAWN_HINT: &str = "`std::thread::spawn` is not supported on wasm32-unknown-unknown (no threads); use `wasmrace::thread::spawn`";
 
 /// The hint for a guest panic with `message` at `location` (`file:line:col`).
-pub(crate) fn panic_hint(message: &str, location: &str) -> Option<String> {
+pub(crate) fn panic_hint(message: &str, location: &str) -> Option<Box<str>> {
     if message.starts_with(SPAWN_MESSAGE) {
         return Some(SPAWN_HINT.into());
     }
@@ -69,7 +69,7 @@ const ABORT_HINT: &str = "the guest aborted without a panic; std does so on wasm
 /// (`std::sys::sync::rwlock::no_threads::...`, or its mangled form, where
 /// `::` is a length prefix); else an `aborted` guest (an `unreachable`
 /// trap where a panic would have been reported) gets the usual cause.
-pub(crate) fn trap_hint(e: &wasmtime::Error, aborted: bool) -> Option<String> {
+pub(crate) fn trap_hint(e: &wasmtime::Error, aborted: bool) -> Option<Box<str>> {
     let named = e.downcast_ref::<wasmtime::WasmBacktrace>().and_then(|bt| {
         bt.frames()
             .iter()
@@ -81,7 +81,7 @@ pub(crate) fn trap_hint(e: &wasmtime::Error, aborted: bool) -> Option<String> {
                 PRIMITIVES
                     .iter()
                     .find(|p| name.contains(p.dir))
-                    .map(|p| p.hint.to_string())
+                    .map(|p| p.hint.into())
             })
     });
     named.or_else(|| aborted.then(|| ABORT_HINT.into()))
@@ -119,7 +119,7 @@ mod tests {
         )
         .unwrap();
         assert!(s.contains("`wasmrace::thread::spawn`"), "{s}");
-        assert_eq!(panic_hint("boom", "src/lib.rs:1:1"), None);
+        assert_eq!(panic_hint("boom", "src/lib.rs:1:1"), None::<Box<str>>);
         assert_eq!(panic_hint("mutex poisoned", "src/sync/mutex.rs:1:1"), None);
     }
 }

@@ -70,9 +70,10 @@ pub struct Failure {
     /// One line on what probably caused it and what to use instead, when
     /// the host recognises the cause (std's thread-less `Mutex` on
     /// wasm32-unknown-unknown, ...). Not part of what a failure is:
-    /// replays compare kinds, threads and messages.
+    /// replays compare kinds, threads and messages. A `Box<str>`: it keeps
+    /// `Failure` small, and it is only ever read.
     #[serde(default, skip_serializing_if = "Option::is_none")]
-    pub hint: Option<String>,
+    pub hint: Option<Box<str>>,
 }
 
 impl Failure {
