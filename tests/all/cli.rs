@@ -9,6 +9,7 @@ use std::process::Command;
 use std::sync::OnceLock;
 
 mod bench;
+mod odd_modules;
 
 struct Run {
     code: i32,

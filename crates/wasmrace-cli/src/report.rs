@@ -51,6 +51,9 @@ pub fn failure_block(failure: &Failure) -> String {
     if let Some(l) = &failure.location {
         let _ = writeln!(out, "location: {l}");
     }
+    if let Some(h) = &failure.hint {
+        let _ = writeln!(out, "hint:     {h}");
+    }
     if !failure.waiting.is_empty() {
         out.push_str("waiting:\n");
         let width = failure

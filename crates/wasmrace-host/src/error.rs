@@ -82,11 +82,74 @@ pub enum HostError {
         /// The module's name.
         name: String,
     },
-    /// The module spawns threads but has no thread entry point.
-    #[error("`{name}` spawns threads but does not export `__wasmrace_thread_start`; build it with the wasmrace guest SDK")]
+    /// The module imports the `spawn` hook but has no thread entry point.
+    #[error("`{name}` imports the `spawn` hook but does not export `__wasmrace_thread_start`, where spawned threads start; build it with the wasmrace guest SDK")]
     NoThreadStart {
         /// The module's name.
         name: String,
+    },
+    /// The module's thread entry point has the wrong type.
+    #[error("`{name}` exports `__wasmrace_thread_start` with type `{found}`, but spawned threads start in a `(func (param i32))`; build it with the wasmrace guest SDK")]
+    ThreadStartType {
+        /// The module's name.
+        name: String,
+        /// The export's type, in the text format.
+        found: String,
+    },
+    /// The module imports a hook with another signature than the host's.
+    #[error("`{name}` imports hook `wasmrace::{hook}` with type `{found}`, but this host's `{hook}` has type `{expected}` (is the guest SDK from another wasmrace version?)")]
+    HookSignature {
+        /// The module's name.
+        name: String,
+        /// The hook.
+        hook: String,
+        /// The import's type, in the text format.
+        found: String,
+        /// The host's type of the hook.
+        expected: String,
+    },
+    /// The module exports a name instrumentation adds.
+    #[error("`{name}` exports `{export}`, a name wasmrace's instrumentation adds (`__wasmrace_*` other than the guest SDK's, and `asyncify_*`); rename the export")]
+    ReservedExport {
+        /// The module's name.
+        name: String,
+        /// The export.
+        export: String,
+    },
+    /// The module uses WebAssembly proposals the host cannot instrument or
+    /// run.
+    #[error("`{name}` uses {proposals}, beyond the WebAssembly 2.0 that wasmrace instruments and runs; {advice}")]
+    Unsupported {
+        /// The module's name.
+        name: String,
+        /// The proposals it needs, in words.
+        proposals: String,
+        /// How to build without them.
+        advice: String,
+    },
+    /// The module's declared memory does not fit the host's bounds.
+    #[error("`{name}` {message}")]
+    ModuleMemory {
+        /// The module's name.
+        name: String,
+        /// What it declares and the flag or link option to change.
+        message: String,
+    },
+    /// The module's tables do not fit the host's bounds.
+    #[error("`{name}` {message}")]
+    ModuleTables {
+        /// The module's name.
+        name: String,
+        /// What it declares and what the host holds.
+        message: String,
+    },
+    /// The module's start function failed, before any test could run.
+    #[error("`{name}`: the module's start function {what}")]
+    StartFunction {
+        /// The module's name.
+        name: String,
+        /// What happened (`trapped: ...`, `ran out of fuel ...`).
+        what: String,
     },
     /// No test of that name.
     #[error("no test `{test}` in `{name}`; its tests are: {available}")]

@@ -3,12 +3,12 @@
 //! every program (test run) made from it.
 
 use crate::config::HostConfig;
-use crate::error::{one_line, runtime, HostError};
+use crate::error::{runtime, HostError};
 use crate::hooks::{make_linker, HostState};
 use crate::load::{self, Analysis};
 use std::path::Path;
 use std::sync::Arc;
-use wasmtime::{Engine, InstancePre};
+use wasmtime::{Engine, ExternType, FuncType, InstancePre, Linker, Module, Store};
 
 pub(crate) struct GuestInner {
     pub name: String,
@@ -47,16 +47,15 @@ impl Guest {
     /// Loads a module from bytes; `name` is used in messages.
     pub fn from_bytes(name: &str, bytes: &[u8], config: HostConfig) -> Result<Guest, HostError> {
         let analysis = load::analyze(name, bytes)?;
+        load::check_declared(name, &analysis.declared, &config)?;
         let module_hash = blake3::hash(bytes).to_hex().to_string();
-        let engine = make_engine(&config)?;
+        let engine = make_engine(&config, &analysis.declared)?;
         let (module, from_cache) = load::compiled_module(name, bytes, &engine, &config)?;
         let linker = make_linker(&engine)?;
-        let pre = linker
-            .instantiate_pre(&module)
-            .map_err(|e| HostError::Compile {
-                name: name.into(),
-                message: one_line(&format!("{e:#}")),
-            })?;
+        let pre = linker.instantiate_pre(&module).map_err(|e| {
+            hook_mismatch(name, &engine, &linker, &module, &config)
+                .unwrap_or_else(|| load::compile_error(name, e))
+        })?;
         Ok(Guest {
             inner: Arc::new(GuestInner {
                 name: name.into(),
@@ -97,7 +96,49 @@ impl Guest {
     }
 }
 
-fn make_engine(config: &HostConfig) -> Result<Engine, HostError> {
+/// The first hook the module imports with another type than the host
+/// defines it with, said in words (wasmtime's own message calls the
+/// module's type "expected"). `None` when every hook matches.
+fn hook_mismatch(
+    name: &str,
+    engine: &Engine,
+    linker: &Linker<HostState>,
+    module: &Module,
+    config: &HostConfig,
+) -> Option<HostError> {
+    let mut store = Store::new(engine, HostState::new(config, false));
+    module.imports().find_map(|import| {
+        let ExternType::Func(found) = import.ty() else {
+            return None;
+        };
+        let host = linker
+            .get(&mut store, import.module(), import.name())
+            .ok()?;
+        let expected = host.into_func()?.ty(&store);
+        (!FuncType::eq(&found, &expected)).then(|| HostError::HookSignature {
+            name: name.into(),
+            hook: import.name().into(),
+            found: func_type_text(&found),
+            expected: func_type_text(&expected),
+        })
+    })
+}
+
+/// A function type in the text format: `(func (param i32) (result i64))`.
+fn func_type_text(ty: &FuncType) -> String {
+    let list = |what: &str, tys: Vec<String>| {
+        if tys.is_empty() {
+            String::new()
+        } else {
+            format!(" ({what} {})", tys.join(" "))
+        }
+    };
+    let params = ty.params().map(|t| t.to_string()).collect();
+    let results = ty.results().map(|t| t.to_string()).collect();
+    format!("(func{}{})", list("param", params), list("result", results))
+}
+
+fn make_engine(config: &HostConfig, declared: &load::Declared) -> Result<Engine, HostError> {
     let mut c = wasmtime::Config::new();
     c.consume_fuel(true);
     c.memory_init_cow(true);
@@ -107,7 +148,12 @@ fn make_engine(config: &HostConfig) -> Result<Engine, HostError> {
     let mut pool = wasmtime::PoolingAllocationConfig::default();
     pool.total_memories(16)
         .total_core_instances(16)
-        .total_tables(16);
+        // The module's tables, whatever their count and size
+        // (`check_declared` bounds both), so that no table is refused in
+        // the pool's terms.
+        .total_tables(16 * declared.pool_tables())
+        .max_tables_per_module(declared.pool_tables())
+        .table_elements(declared.pool_table_elements());
     pool.max_memory_size(config.max_memory_bytes.max(1 << 20) as usize);
     c.allocation_strategy(wasmtime::InstanceAllocationStrategy::Pooling(pool));
     match Engine::new(&c) {

@@ -180,6 +180,24 @@ pub struct HostState {
 }
 
 impl HostState {
+    /// The store data of a fresh execution of a guest loaded with `config`.
+    pub(crate) fn new(config: &crate::config::HostConfig, tracing: bool) -> HostState {
+        HostState {
+            world: World::new(),
+            cur: 0,
+            mode: Mode::Idle,
+            resume: Ret::default(),
+            ex: None,
+            limits: Limits {
+                max: config.max_memory_bytes as usize,
+                hit: false,
+            },
+            tracing,
+            logs: Vec::new(),
+            asyncify_bytes: config.asyncify_buffer_bytes,
+        }
+    }
+
     pub(crate) fn ex(&self) -> Arc<Exports> {
         self.ex
             .clone()

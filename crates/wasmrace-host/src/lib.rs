@@ -42,6 +42,7 @@ mod check;
 mod config;
 mod error;
 mod guest;
+mod hints;
 mod hooks;
 pub mod load;
 mod ops;

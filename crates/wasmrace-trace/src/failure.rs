@@ -67,6 +67,13 @@ pub struct Failure {
     /// For deadlocks: every blocked thread and what it waits for.
     #[serde(default, skip_serializing_if = "Vec::is_empty")]
     pub waiting: Vec<Waiting>,
+    /// One line on what probably caused it and what to use instead, when
+    /// the host recognises the cause (std's thread-less `Mutex` on
+    /// wasm32-unknown-unknown, ...). Not part of what a failure is:
+    /// replays compare kinds, threads and messages. A `Box<str>`: it keeps
+    /// `Failure` small, and it is only ever read.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub hint: Option<Box<str>>,
 }
 
 impl Failure {
@@ -78,6 +85,7 @@ impl Failure {
             message: message.into(),
             location: None,
             waiting: Vec::new(),
+            hint: None,
         }
     }
 }

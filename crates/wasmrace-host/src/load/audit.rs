@@ -2,7 +2,10 @@
 //! (hooks are the only door to the outside world) and test discovery
 //! (`wasmrace_test_*` exports).
 
-use super::{HOOK_MODULE, PLAIN_HOOKS, SUSPENDING_HOOKS, TEST_PREFIX, THREAD_START};
+use super::support::{self, Declared};
+use super::{
+    HOOK_MODULE, PLAIN_HOOKS, SDK_EXPORT_PREFIXES, SUSPENDING_HOOKS, TEST_PREFIX, THREAD_START,
+};
 use crate::error::HostError;
 
 /// What the audit learned about a module.
@@ -19,6 +22,8 @@ pub struct Analysis {
     /// ...). Snapshots hold memory, globals and host objects, not tables,
     /// so such a guest gets no snapshots: exploration replays instead.
     pub mutates_tables: bool,
+    /// The memory and tables the module declares.
+    pub declared: Declared,
 }
 
 /// Validates `bytes` and audits its imports and exports.
@@ -28,15 +33,12 @@ pub fn analyze(name: &str, bytes: &[u8]) -> Result<Analysis, HostError> {
     if !bytes.starts_with(b"\0asm") {
         return Err(HostError::NotWasm { name: name.into() });
     }
-    let mut validator =
-        wasmparser::Validator::new_with_features(wasmparser::WasmFeatures::default());
-    validator
+    // Validated as WebAssembly 2.0, what every stage of loading handles: a
+    // module using a later proposal is told which, here, instead of failing
+    // in `wasm-opt` or wasmtime on what instrumentation made of it.
+    wasmparser::Validator::new_with_features(support::SUPPORTED)
         .validate_all(bytes)
-        .map_err(|e| HostError::Invalid {
-            name: name.into(),
-            message: e.message().to_string(),
-            offset: e.offset(),
-        })?;
+        .map_err(|e| support::unsupported(name, bytes, e))?;
 
     let mut func_types: Vec<(Vec<ValType>, Vec<ValType>)> = Vec::new();
     let mut func_type_of: Vec<u32> = Vec::new();
@@ -45,6 +47,7 @@ pub fn analyze(name: &str, bytes: &[u8]) -> Result<Analysis, HostError> {
     let mut analysis = Analysis::default();
     let mut has_memory = false;
     let mut exports = Vec::new();
+    let mut thread_start_type = None;
     let err = |e: wasmparser::BinaryReaderError| HostError::Invalid {
         name: name.into(),
         message: e.message().to_string(),
@@ -74,6 +77,21 @@ pub fn analyze(name: &str, bytes: &[u8]) -> Result<Analysis, HostError> {
                     if let TypeRef::Func(t) = imp.ty {
                         func_type_of.push(t);
                     }
+                }
+            }
+            Payload::MemorySection(r) => {
+                for m in r {
+                    let m = m.map_err(err)?;
+                    analysis.declared.memory_initial = m.initial;
+                    analysis.declared.memory_maximum = m.maximum;
+                }
+            }
+            Payload::TableSection(r) => {
+                for t in r {
+                    let t = t.map_err(err)?;
+                    let d = &mut analysis.declared;
+                    d.tables += 1;
+                    d.table_elements = d.table_elements.max(t.ty.initial);
                 }
             }
             Payload::FunctionSection(r) => {
@@ -127,6 +145,15 @@ pub fn analyze(name: &str, bytes: &[u8]) -> Result<Analysis, HostError> {
         });
     }
     for (ename, kind, index) in exports {
+        let reserved = (ename.starts_with("__wasmrace_")
+            && !SDK_EXPORT_PREFIXES.iter().any(|p| ename.starts_with(p)))
+            || ename.starts_with("asyncify_");
+        if reserved {
+            return Err(HostError::ReservedExport {
+                name: name.into(),
+                export: ename,
+            });
+        }
         match kind {
             ExternalKind::Memory if ename == "memory" => has_memory = true,
             ExternalKind::Func => {
@@ -141,6 +168,9 @@ pub fn analyze(name: &str, bytes: &[u8]) -> Result<Analysis, HostError> {
                 } else if ename == THREAD_START {
                     analysis.has_thread_start =
                         ty.is_some_and(|(p, r)| p == &[ValType::I32] && r.is_empty());
+                    if let Some((p, r)) = ty.filter(|_| !analysis.has_thread_start) {
+                        thread_start_type = Some(func_type_text(p, r));
+                    }
                 }
             }
             _ => {}
@@ -152,9 +182,30 @@ pub fn analyze(name: &str, bytes: &[u8]) -> Result<Analysis, HostError> {
     if analysis.tests.is_empty() {
         return Err(HostError::NoTests { name: name.into() });
     }
+    // A module that never spawns does not care what its thread start is.
+    if let Some(found) = thread_start_type.filter(|_| analysis.imports_spawn) {
+        return Err(HostError::ThreadStartType {
+            name: name.into(),
+            found,
+        });
+    }
     if analysis.imports_spawn && !analysis.has_thread_start {
         return Err(HostError::NoThreadStart { name: name.into() });
     }
     analysis.tests.sort();
     Ok(analysis)
+}
+
+/// A function type in the text format, as wasmtime prints one:
+/// `(func (param i32) (result i64))`.
+fn func_type_text(params: &[wasmparser::ValType], results: &[wasmparser::ValType]) -> String {
+    let list = |what: &str, tys: &[wasmparser::ValType]| {
+        if tys.is_empty() {
+            String::new()
+        } else {
+            let t: Vec<String> = tys.iter().map(|t| t.to_string()).collect();
+            format!(" ({what} {})", t.join(" "))
+        }
+    };
+    format!("(func{}{})", list("param", params), list("result", results))
 }

@@ -9,7 +9,7 @@
 //! crash the host. The cache is an optimization: an entry that cannot be
 //! read or used is rebuilt, a write that fails is ignored.
 
-use super::{asyncify, export_asyncify_globals, export_globals, find_wasm_opt};
+use super::{asyncify, check_generated, export_asyncify_globals, export_globals, find_wasm_opt};
 use crate::config::HostConfig;
 use crate::error::{one_line, HostError};
 use std::path::{Path, PathBuf};
@@ -167,10 +167,7 @@ pub(crate) fn compiled_module(
             if let Some(d) = cache {
                 cache_write(d, &key, Kind::Instrumented, &b);
             }
-            Module::new(engine, &b).map_err(|e| HostError::Compile {
-                name: name.into(),
-                message: one_line(&format!("{e:#}")),
-            })?
+            Module::new(engine, &b).map_err(|e| compile_error(name, e))?
         }
     };
     if let Some(d) = cache {
@@ -179,6 +176,16 @@ pub(crate) fn compiled_module(
         }
     }
     Ok((m, false))
+}
+
+/// wasmtime's refusal of a module, in one line; the instance pool's
+/// limits are said without its terms.
+pub(crate) fn compile_error(name: &str, e: wasmtime::Error) -> HostError {
+    let message = one_line(&format!("{e:#}"));
+    HostError::Compile {
+        name: name.into(),
+        message: super::pool_message(&message).unwrap_or(message),
+    }
 }
 
 /// The cached compiled module of `key` in `dir`, if its entry checks and
@@ -208,9 +215,17 @@ fn read_compiled(engine: &Engine, dir: &Path, key: &CacheKey) -> Option<Module> 
 /// trampolines (walrus).
 fn instrument(name: &str, bytes: &[u8], config: &HostConfig) -> Result<Vec<u8>, HostError> {
     let wasm_opt = find_wasm_opt(config.wasm_opt.as_deref())?;
+    // Each pass's output is validated before the next reads it, so that
+    // wasm the host generated wrong is reported as such, naming the pass,
+    // and never reaches wasmtime (whose "translation error" would blame
+    // the user's module).
     let exported = export_globals(name, bytes)?;
+    check_generated(name, "export globals", &exported)?;
     let b = asyncify(name, &exported, &wasm_opt)?;
-    export_asyncify_globals(name, &b)
+    check_generated(name, "asyncify", &b)?;
+    let out = export_asyncify_globals(name, &b)?;
+    check_generated(name, "trampolines", &out)?;
+    Ok(out)
 }
 
 #[cfg(test)]

@@ -10,14 +10,17 @@ mod asyncify;
 mod audit;
 mod cache;
 mod instrument;
+mod support;
 mod trampolines;
 
 pub use audit::{analyze, Analysis};
+pub use support::Declared;
 // The passes and the cache are the host's own business: `Guest::load` runs
 // them in order.
 pub(crate) use asyncify::{asyncify, find_wasm_opt};
-pub(crate) use cache::compiled_module;
+pub(crate) use cache::{compile_error, compiled_module};
 pub(crate) use instrument::export_globals;
+pub(crate) use support::{check_declared, check_generated, pool_message};
 pub(crate) use trampolines::export_asyncify_globals;
 
 // The hook names and the record's size are the operation table's (`ops.rs`).
@@ -28,6 +31,9 @@ pub use crate::ops::{HOOK_MODULE, OP_ARGS, PLAIN_HOOKS, SUSPENDING_HOOKS};
 pub const TEST_PREFIX: &str = "wasmrace_test_";
 /// The guest's entry point of spawned threads (the SDK exports it).
 pub const THREAD_START: &str = "__wasmrace_thread_start";
+/// Exports of the guest SDK that share the `__wasmrace_` prefix of the
+/// names instrumentation adds: a module may export these (and only these).
+pub const SDK_EXPORT_PREFIXES: &[&str] = &[THREAD_START, INIT, "__wasmrace_site_"];
 /// The guest's optional initializer, run once per execution before the
 /// test (the SDK's installs the panic hook).
 pub const INIT: &str = "__wasmrace_init";

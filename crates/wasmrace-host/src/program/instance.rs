@@ -6,13 +6,13 @@
 use super::WasmProgram;
 use crate::error::{runtime, HostError};
 use crate::guest::GuestInner;
-use crate::hooks::{Asyncify, Enter, EnterRet, Exports, HostState, Limits, Mode};
+use crate::hooks::{Asyncify, Enter, EnterRet, Exports, HostState};
 use crate::load;
 use crate::snapshot;
-use crate::world::{Ret, World};
+use crate::world::World;
 use std::sync::Arc;
 use wasmrace_trace::{Failure, FailureKind};
-use wasmtime::{Store, Val};
+use wasmtime::{Store, Trap, Val};
 
 impl WasmProgram {
     /// Bytes of memory the guest has: its own memory size when instrumented
@@ -63,7 +63,11 @@ impl WasmProgram {
                     self.store.data_mut().limits.hit = false;
                     batch = 1;
                 }
-                Err(_) => return Ok(Err(self.memory_failure(None))),
+                Err(_) if self.store.data().limits.hit => {
+                    return Ok(Err(self.memory_failure(None)))
+                }
+                // Not our limit: the module's own maximum.
+                Err(_) => return Ok(Err(self.module_maximum_failure())),
             }
         };
         let w = &mut self.store.data_mut().world;
@@ -87,6 +91,21 @@ impl WasmProgram {
             format!(
                 "guest memory would exceed its limit of `{}` MiB; raise --max-memory-mb",
                 self.guest.config.max_memory_bytes >> 20
+            ),
+        )
+    }
+
+    /// The failure of a thread slot that does not fit under the memory
+    /// maximum the module declares (`--max-memory-mb` was not the limit).
+    fn module_maximum_failure(&self) -> Failure {
+        let max = self.guest.analysis.declared.memory_maximum.unwrap_or(0);
+        Failure::new(
+            FailureKind::MemoryLimit,
+            None,
+            format!(
+                "the module declares a memory maximum of `{max}` pages (`{}` KiB), too small for another thread's `{}` KiB slot (Asyncify buffer and stack); link it with a larger maximum (`-C link-arg=--max-memory=<bytes>`) or none",
+                max * 64,
+                self.guest.config.slot_bytes() >> 10
             ),
         )
     }
@@ -149,26 +168,15 @@ pub(super) fn instantiate(
     test: &str,
     tracing: bool,
 ) -> Result<(Store<HostState>, Arc<Exports>), HostError> {
-    let state = HostState {
-        world: World::new(),
-        cur: 0,
-        mode: Mode::Idle,
-        resume: Ret::default(),
-        ex: None,
-        limits: Limits {
-            max: guest.config.max_memory_bytes as usize,
-            hit: false,
-        },
-        tracing,
-        logs: Vec::new(),
-        asyncify_bytes: guest.config.asyncify_buffer_bytes,
-    };
-    let mut store = Store::new(&guest.engine, state);
+    let mut store = Store::new(&guest.engine, HostState::new(&guest.config, tracing));
     store.limiter(|s| &mut s.limits);
     store
         .set_fuel(guest.config.fuel_per_step)
         .map_err(runtime)?;
-    let inst = guest.pre.instantiate(&mut store).map_err(runtime)?;
+    let inst = guest
+        .pre
+        .instantiate(&mut store)
+        .map_err(|e| start_failed(guest, &mut store, e))?;
     let missing = |what: &str| HostError::Instrument {
         name: guest.name.clone(),
         message: format!("instrumented module lacks export `{what}`"),
@@ -249,4 +257,40 @@ pub(super) fn instantiate(
     });
     store.data_mut().ex = Some(ex.clone());
     Ok((store, ex))
+}
+
+/// Instantiation failed: when the module's start function trapped (it runs
+/// inside instantiation, before any test, the same way every time), one
+/// line saying how, naming the flag for the bounds; else the runtime's
+/// error. Never wasmtime's backtrace.
+fn start_failed(guest: &GuestInner, store: &mut Store<HostState>, e: wasmtime::Error) -> HostError {
+    let config = &guest.config;
+    let what = if store.data().limits.hit {
+        format!(
+            "grew memory past the guest memory limit of `{}` MiB; raise --max-memory-mb",
+            config.max_memory_bytes >> 20
+        )
+    } else {
+        match e.downcast_ref::<Trap>() {
+            Some(Trap::OutOfFuel) => format!(
+                "ran `{}` instructions without returning (an endless loop?); raise --fuel-per-step",
+                config.fuel_per_step
+            ),
+            Some(t) => format!("trapped: {}", trap_text(t)),
+            None => return runtime(e),
+        }
+    };
+    HostError::StartFunction {
+        name: guest.name.clone(),
+        what,
+    }
+}
+
+/// A trap in words, without the `wasm trap: ` its `Display` starts with.
+pub(super) fn trap_text(t: &Trap) -> String {
+    let text = t.to_string();
+    match text.strip_prefix("wasm trap: ") {
+        Some(rest) => rest.to_string(),
+        None => text,
+    }
 }

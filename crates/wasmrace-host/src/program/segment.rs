@@ -370,6 +370,7 @@ impl WasmProgram {
         if let Some((message, location)) = st.world.threads.get_mut(i).and_then(|t| t.panic.take())
         {
             let mut f = Failure::new(FailureKind::Panic, thread, message);
+            f.hint = crate::hints::panic_hint(&f.message, &location);
             f.location = Some(location);
             return f;
         }
@@ -384,7 +385,15 @@ impl WasmProgram {
             ),
             Some(Trap::UnreachableCodeReached) if unwinding => self.asyncify_overflow(thread),
             // wasmtime's own text already reads `wasm trap: ...`.
-            Some(t) => Failure::new(FailureKind::Trap, thread, t.to_string()),
+            Some(t) => {
+                let mut f = Failure::new(FailureKind::Trap, thread, t.to_string());
+                // With the SDK's panic hook installed (`__wasmrace_init`),
+                // a panic would have been reported: an `unreachable` without
+                // one is an abort.
+                let aborted = *t == Trap::UnreachableCodeReached && self.ex.init.is_some();
+                f.hint = crate::hints::trap_hint(&e, aborted);
+                f
+            }
             None => Failure::new(FailureKind::Trap, thread, crate::error::one_line(&format!("{e:#}"))),
         }
     }
