@@ -211,7 +211,7 @@ impl Dpor {
 
     /// The next planned sequence at `node` that can run, dropping those
     /// whose thread is blocked or asleep.
-    fn from_wut(&mut self, node: usize, ctx: &Context<'_>) -> Option<Decision> {
+    fn planned(&mut self, node: usize, ctx: &Context<'_>) -> Option<Decision> {
         let n = &mut self.nodes[node];
         while let Some((ev, sub)) = n.wut.pop_first() {
             let view = ctx
@@ -342,7 +342,7 @@ impl Strategy for Dpor {
                 node.chosen = Some(d);
                 return Some(d);
             }
-            return self.from_wut(depth, ctx);
+            return self.planned(depth, ctx);
         }
         // A new node, below the one the last step was taken from.
         self.nodes.truncate(depth);
@@ -365,7 +365,7 @@ impl Strategy for Dpor {
             wut,
             ..Node::default()
         });
-        if let Some(d) = self.from_wut(depth, ctx) {
+        if let Some(d) = self.planned(depth, ctx) {
             return Some(d);
         }
         let d = Self::free_choice(&mut self.nodes[depth], ctx);
