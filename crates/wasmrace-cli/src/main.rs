@@ -177,9 +177,13 @@ mod tests {
             let o = &d.defaults;
             for t in d.takes {
                 let stated = match t.knob {
-                    Knob::PreemptionBound => vec![format!(
-                        "at most N preemptions (dfs only) [default: {}]",
-                        o.preemption_bound.flatten().expect(d.name)
+                    Knob::PreemptionBound => match o.preemption_bound.expect(d.name) {
+                        Some(b) => vec![format!("at most N preemptions (dfs only) [default: {b}]")],
+                        None => vec!["without a preemption bound (dfs; dpor always)".to_string()],
+                    },
+                    Knob::Dpor => vec![format!(
+                        "Algorithm of `--strategy dpor` [default: {}]",
+                        o.dpor.expect(d.name).name()
                     )],
                     Knob::Depth => vec![format!(
                         "Priority change points of `--strategy pct` [default: {}]",

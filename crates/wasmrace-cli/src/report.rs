@@ -120,9 +120,18 @@ pub fn no_bug_summary(report: &Report) -> String {
         .strategy_stats
         .iter()
         .any(|s| s.name == "cache hits" && s.value > 0);
+    // Partial-order reduction (dpor, which counts sleep-set-blocked
+    // executions) runs one interleaving per trace.
+    let reduced = report
+        .strategy_stats
+        .iter()
+        .any(|s| s.name == "sleep-set-blocked executions");
     let reason = if report.exhausted {
         match &report.strategy_bound {
             None if cached => "space exhausted: every reachable state was explored".to_string(),
+            None if reduced => {
+                "space exhausted: every trace (partial order) was explored".to_string()
+            }
             None => "space exhausted: every interleaving was explored".to_string(),
             Some(b) => format!("space exhausted within {}", bound_phrase(b)),
         }
@@ -543,6 +552,12 @@ waiting:
         assert_eq!(
             no_bug_summary(&report(true, None, None)),
             "no bug in 7 executions (space exhausted: every interleaving was explored)"
+        );
+        let mut dpor = report(true, None, None);
+        dpor.strategy_stats = vec![wasmrace_host::Stat::new("sleep-set-blocked executions", 0)];
+        assert_eq!(
+            no_bug_summary(&dpor),
+            "no bug in 7 executions (space exhausted: every trace (partial order) was explored)"
         );
         assert_eq!(
             no_bug_summary(&report(true, None, Some(preemptions()))),

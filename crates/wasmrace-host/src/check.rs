@@ -520,6 +520,11 @@ mod tests {
                 r#""cache_mb":256,"delay_bound":null,"explorer":"rtc","preemption_bound":null"#,
             ),
             (
+                "dpor",
+                "dpor, optimal, unbounded",
+                r#""dpor":"optimal","preemption_bound":null"#,
+            ),
+            (
                 "ss",
                 "ss, explorer rtc, 10 x 3^delays samples per delay bound, seed 5",
                 r#""c1":10,"c2":3,"explorer":"rtc","preemption_bound":null"#,

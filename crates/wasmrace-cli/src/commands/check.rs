@@ -13,7 +13,7 @@ use std::io::IsTerminal;
 use std::path::{Path, PathBuf};
 use std::time::{Duration, Instant};
 use wasmrace_explore::strategies::registry::{self, Knob, StrategyOptions, REGISTRY};
-use wasmrace_explore::strategies::ExplorerKind;
+use wasmrace_explore::strategies::{DporMode, ExplorerKind};
 use wasmrace_explore::{Config, Report};
 use wasmrace_host::{CheckOptions, CheckOutcome, Guest, HostError, StrategyChoice};
 
@@ -81,6 +81,23 @@ impl ExplorerArg {
 }
 
 #[derive(clap::ValueEnum, Clone, Copy, Debug, PartialEq, Eq)]
+pub enum DporArg {
+    /// Optimal DPOR (wakeup trees): each trace exactly once
+    Optimal,
+    /// Source-DPOR (source sets and sleep sets): may run sleep-set-blocked executions
+    Source,
+}
+
+impl DporArg {
+    fn mode(self) -> DporMode {
+        match self {
+            DporArg::Optimal => DporMode::Optimal,
+            DporArg::Source => DporMode::Source,
+        }
+    }
+}
+
+#[derive(clap::ValueEnum, Clone, Copy, Debug, PartialEq, Eq)]
 pub enum RacesArg {
     /// Real races are listed; only failures make the exit code 1
     Warn,
@@ -115,7 +132,7 @@ pub struct CheckCommand {
         shown(defaults("dfs").preemption_bound.flatten())
     ))]
     preemption_bound: Option<u32>,
-    /// Explore every interleaving, without a preemption bound (dfs only)
+    /// Explore every interleaving, without a preemption bound (dfs; dpor always)
     #[arg(long)]
     unbounded: bool,
     /// Do not explore a state twice: cache the hashes of explored states
@@ -152,6 +169,11 @@ pub struct CheckCommand {
         shown(defaults("ss").c2)
     ))]
     c2: Option<u64>,
+    #[arg(long, value_enum, help = format!(
+        "Algorithm of `--strategy dpor` [default: {}]",
+        shown(defaults("dpor").dpor.map(|m| m.name()))
+    ))]
+    dpor: Option<DporArg>,
     /// States saved for later (ses's frontier) kept as snapshots at most;
     /// beyond that they are replayed from their prefix
     #[arg(long, value_name = "N", default_value_t = Config::default().max_saved_snapshots)]
@@ -285,6 +307,9 @@ impl CheckCommand {
             if given.is_set(knob) && !descriptor.accepts(knob, &given) {
                 bail!("{}", refusal(knob));
             }
+            if let Some(message) = unsupported(descriptor.name, knob, &given) {
+                bail!("{message}");
+            }
             if let Some(message) = out_of_range(knob, &given) {
                 bail!("{message}");
             }
@@ -327,6 +352,7 @@ impl CheckCommand {
             cache_mb: self.cache_mb,
             c1: self.c1,
             c2: self.c2,
+            dpor: self.dpor.map(DporArg::mode),
         }
     }
 
@@ -580,6 +606,18 @@ fn program_word() -> String {
     }
 }
 
+/// The complaint about a value of `knob` that the strategy `name` takes
+/// the flag for but cannot run with yet: `dpor` explores without a
+/// preemption bound only (bounded partial-order reduction is not built).
+fn unsupported(name: &str, knob: Knob, given: &StrategyOptions) -> Option<&'static str> {
+    match knob {
+        Knob::PreemptionBound if name == "dpor" && matches!(given.preemption_bound, Some(Some(_))) => {
+            Some("`--preemption-bound` does not apply to `--strategy dpor` yet (it explores every trace): use `--unbounded` or leave it out")
+        }
+        _ => None,
+    }
+}
+
 /// Where the schedule of a bug went.
 enum Written {
     /// Written to this file.
@@ -640,14 +678,33 @@ mod tests {
         assert_eq!(
             all,
             [
-                "`--preemption-bound` and `--unbounded` only apply to `--strategy dfs` and `portfolio`",
+                "`--preemption-bound` and `--unbounded` only apply to `--strategy dfs`, `dpor` and `portfolio`",
                 "`--depth` only applies to `--strategy pct`",
                 "`--state-cache` only applies to `--strategy dfs` (`ses` always caches states)",
                 "`--delay-bound` only applies to `--strategy ses`",
                 "`--explorer` only applies to `--strategy ses` and `ss`",
                 "`--cache-mb` only applies to `--strategy ses` and to `--state-cache`",
                 "`--c1` and `--c2` only apply to `--strategy ss`",
+                "`--dpor` only applies to `--strategy dpor`",
             ]
         );
+    }
+
+    /// `dpor` takes `--unbounded` but refuses a bound in one line.
+    #[test]
+    fn dpor_refuses_a_preemption_bound() {
+        let bounded = StrategyOptions {
+            preemption_bound: Some(Some(2)),
+            ..StrategyOptions::NONE
+        };
+        let message = unsupported("dpor", Knob::PreemptionBound, &bounded).unwrap();
+        assert!(message.starts_with("`--preemption-bound` does not apply to `--strategy dpor`"));
+        assert!(!message.contains('\n'));
+        let unbounded = StrategyOptions {
+            preemption_bound: Some(None),
+            ..StrategyOptions::NONE
+        };
+        assert_eq!(unsupported("dpor", Knob::PreemptionBound, &unbounded), None);
+        assert_eq!(unsupported("dfs", Knob::PreemptionBound, &bounded), None);
     }
 }

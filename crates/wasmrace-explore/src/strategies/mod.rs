@@ -1,7 +1,8 @@
 //! The built-in strategies, grouped by family, one per file, each citing
 //! its paper, plus the combinations and tools around them.
 //!
-//! - [`systematic`]: [`Dfs`] (Concuerror, ICST 2013), [`Ses`] (FSE 2015).
+//! - [`systematic`]: [`Dfs`] (Concuerror, ICST 2013), [`Dpor`] (POPL 2014,
+//!   JACM 2017), [`Ses`] (FSE 2015).
 //! - [`sampling`]: [`RandomWalk`], [`Pct`] (ASPLOS 2010), [`BasicPos`],
 //!   [`Pos`], [`PosStar`] (CAV 2018), [`Ss`] (FSE 2015).
 //! - [`directed`]: [`RaceFuzzer`] (PLDI 2008, with its [`HybridDetector`]),
@@ -32,7 +33,7 @@ pub use delaying::{builtin, prr, rr, rtc};
 pub use directed::{procrastination, race_detector, racefuzzer};
 pub use measuring::{metrics, pos_bench, record};
 pub use sampling::{basic_pos, pct, pos, pos_star, random, ss};
-pub use systematic::{dfs, ses};
+pub use systematic::{dfs, dpor, ses};
 
 pub use delaying::{
     choices, delay_cycle, first_enabled, is_sound_at, send_target, BuiltinExplorer, DelayCursor,
@@ -49,4 +50,4 @@ pub use portfolio::Portfolio;
 pub use registry::{Descriptor, Knob, StrategyOptions, Takes, REGISTRY};
 pub use replay::{Divergence, DivergenceReason, Replay};
 pub use sampling::{BasicPos, Pct, Pos, PosStar, RandomWalk, SampleCount, Ss, SsOptions};
-pub use systematic::{Dfs, DfsOptions, Ses, SesOptions};
+pub use systematic::{Dfs, DfsOptions, Dpor, DporMode, Ses, SesOptions};

@@ -12,6 +12,7 @@
 //! [`StrategyOptions`] and a flag in the CLI's `check` command.
 
 use super::delaying::ExplorerKind;
+use super::dpor::{self, DporMode};
 use super::{basic_pos, pos, pos_star};
 use super::{dfs, pct, portfolio, procrastination, racefuzzer, random, ses, ss};
 use crate::strategy::Strategy;
@@ -30,6 +31,7 @@ pub const REGISTRY: &[&Descriptor] = &[
     &racefuzzer::DESCRIPTOR,
     &procrastination::DESCRIPTOR,
     &ses::DESCRIPTOR,
+    &dpor::DESCRIPTOR,
     &ss::DESCRIPTOR,
 ];
 
@@ -74,11 +76,13 @@ pub enum Knob {
     CacheMb,
     /// `--c1` / `--c2`: `c1` and `c2`.
     Samples,
+    /// `--dpor`: which DPOR algorithm (`dpor`).
+    Dpor,
 }
 
 impl Knob {
     /// Every knob, in the order the CLI checks them.
-    pub const ALL: [Knob; 7] = [
+    pub const ALL: [Knob; 8] = [
         Knob::PreemptionBound,
         Knob::Depth,
         Knob::StateCache,
@@ -86,6 +90,7 @@ impl Knob {
         Knob::Explorer,
         Knob::CacheMb,
         Knob::Samples,
+        Knob::Dpor,
     ];
 
     /// The CLI flags that set this knob.
@@ -98,6 +103,7 @@ impl Knob {
             Knob::Explorer => &["--explorer"],
             Knob::CacheMb => &["--cache-mb"],
             Knob::Samples => &["--c1", "--c2"],
+            Knob::Dpor => &["--dpor"],
         }
     }
 }
@@ -122,6 +128,8 @@ pub struct StrategyOptions {
     pub c1: Option<u64>,
     /// SS's growth of the samples per extra delay (`c2`).
     pub c2: Option<u64>,
+    /// DPOR's algorithm, optimal or source.
+    pub dpor: Option<DporMode>,
 }
 
 impl StrategyOptions {
@@ -135,6 +143,7 @@ impl StrategyOptions {
         cache_mb: None,
         c1: None,
         c2: None,
+        dpor: None,
     };
 
     /// Whether the knob is set; `state_cache: Some(false)` counts as not
@@ -148,6 +157,7 @@ impl StrategyOptions {
             Knob::Explorer => self.explorer.is_some(),
             Knob::CacheMb => self.cache_mb.is_some(),
             Knob::Samples => self.c1.is_some() || self.c2.is_some(),
+            Knob::Dpor => self.dpor.is_some(),
         }
     }
 
@@ -162,6 +172,7 @@ impl StrategyOptions {
             cache_mb: self.cache_mb.or(fallback.cache_mb),
             c1: self.c1.or(fallback.c1),
             c2: self.c2.or(fallback.c2),
+            dpor: self.dpor.or(fallback.dpor),
         }
     }
 
@@ -175,6 +186,7 @@ impl StrategyOptions {
             Knob::Explorer => self.explorer = None,
             Knob::CacheMb => self.cache_mb = None,
             Knob::Samples => (self.c1, self.c2) = (None, None),
+            Knob::Dpor => self.dpor = None,
         }
         self
     }

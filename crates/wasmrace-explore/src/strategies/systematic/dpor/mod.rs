@@ -1,0 +1,423 @@
+//! Dynamic partial-order reduction: exhaustive search that runs each
+//! Mazurkiewicz trace (equivalence class of interleavings under the
+//! dependency relation of [`race`]) once. Abdulla, Aronis, Jonsson &
+//! Sagonas, "Optimal dynamic partial order reduction" (POPL 2014) and
+//! "Source sets: a foundation for optimal dynamic partial order reduction"
+//! (JACM 2017): Algorithm 1 (`--dpor source`: source sets and sleep sets)
+//! and Algorithm 2 (`--dpor optimal`, the default: wakeup trees).
+//!
+//! **The search.** One [`Node`] per depth of the current path holds what
+//! the algorithms keep per prefix `E`: `sleep(E)` (threads whose next event
+//! was explored here or in an equivalent way, with that event) and `wut(E)`
+//! (the wakeup tree of sequences still to explore; in source mode, a flat
+//! backtrack set). A new node takes the subtree of the sequence its parent
+//! follows, and the parent's sleepers whose next event commutes with the
+//! step taken; with nothing to follow it runs any enabled thread that is
+//! not asleep (the last one first, as DFS, unless it yielded). When an
+//! execution ends, every race `e ⋖ e'` it contains, with `e'` new in this
+//! execution, is reversed: `v = notdep(e, E).e'` goes into the wakeup tree
+//! at the state before `e` unless a sleeping thread is a weak initial of
+//! `v` (optimal), or one initial of `v` into its backtrack set unless one
+//! already is there (source). The next execution resumes at the deepest
+//! node with something left, through `Start::Resume`.
+//!
+//! **Branches that are not reduced.** A step with alternatives (`choose`'s
+//! values, which waiter `notify_one` wakes) runs every alternative at the
+//! node where its thread runs; the thread sleeps there only once all are
+//! done.
+//!
+//! **Blocking.** A blocked thread is not enabled and has no event; the
+//! race rules in [`race`] reverse lock acquisitions against each other and
+//! never reverse an event with the one it enabled. A planned sequence whose
+//! next thread turns out blocked is dropped (counted as an infeasible
+//! reversal; the execution is abandoned when nothing else is left at that
+//! node).
+//!
+//! **Memory.** Nodes exist for the current path only: sleep sets hold at
+//! most one event per thread, and wakeup trees hold the reversals planned
+//! from their state, dropped with the node.
+
+mod race;
+mod wakeup;
+
+use crate::program::{StepInfo, ThreadView};
+use crate::strategies::registry::{Descriptor, Knob, StrategyOptions, Takes};
+use crate::strategy::{Capabilities, Context, Outcome, Start, Stat, Strategy};
+use race::{dependent, Ev};
+use wakeup::{after_initial, initials, WakeupTree};
+use wasmrace_trace::{Decision, OpKind};
+
+/// Which DPOR algorithm runs (`--dpor`).
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq, Hash)]
+pub enum DporMode {
+    /// Wakeup trees: each trace once, no sleep-set-blocked execution.
+    #[default]
+    Optimal,
+    /// Source sets and sleep sets: may run sleep-set-blocked executions.
+    Source,
+}
+
+impl DporMode {
+    /// The name on the command line and in reports.
+    pub fn name(self) -> &'static str {
+        match self {
+            DporMode::Optimal => "optimal",
+            DporMode::Source => "source",
+        }
+    }
+}
+
+/// `dpor` in the [registry](crate::strategies::registry): `--dpor`
+/// (default `optimal`); unbounded only.
+pub const DESCRIPTOR: Descriptor = Descriptor {
+    name: "dpor",
+    about: "Dynamic partial-order reduction: each Mazurkiewicz trace once \
+            (optimal DPOR with wakeup trees or source sets; Abdulla et al., POPL 2014)",
+    takes: &[
+        Takes::always(Knob::Dpor),
+        Takes::always(Knob::PreemptionBound),
+    ],
+    always: &[],
+    defaults: StrategyOptions {
+        dpor: Some(DporMode::Optimal),
+        preemption_bound: Some(None),
+        ..StrategyOptions::NONE
+    },
+    build: |o, _| Box::new(Dpor::new(mode(o))),
+    describe: |o, _| format!("dpor, {}, unbounded", mode(o).name()),
+    options_json: |o| {
+        let mut json = serde_json::Map::new();
+        json.insert("dpor".into(), mode(o).name().into());
+        json
+    },
+};
+
+fn mode(o: &StrategyOptions) -> DporMode {
+    o.dpor.unwrap_or_default()
+}
+
+/// The search state at one depth of the current path.
+#[derive(Debug, Default)]
+struct Node {
+    /// `sleep(E)`: sleeping threads with their next event.
+    sleep: Vec<Ev>,
+    /// `wut(E)` without the child being explored (source mode: the
+    /// backtrack set, single events).
+    wut: WakeupTree,
+    /// The decision on the current path.
+    chosen: Option<Decision>,
+    /// Its thread's next event as predicted before it ran (what it sleeps
+    /// with once explored).
+    pending: Option<Ev>,
+    /// The subtree the child follows, until the child node takes it.
+    child_wut: WakeupTree,
+    /// Alternatives of the chosen thread still to run, with their subtrees.
+    alts: Vec<(u32, WakeupTree)>,
+    /// Threads explored here (source mode's backtrack check).
+    explored: Vec<wasmrace_trace::Tid>,
+}
+
+/// Dynamic partial-order reduction; see the module documentation.
+#[derive(Debug)]
+pub struct Dpor {
+    mode: DporMode,
+    started: bool,
+    exhausted: bool,
+    nodes: Vec<Node>,
+    /// Events of the current execution, `events[i]` taken from `nodes[i]`.
+    events: Vec<Ev>,
+    /// Events before this index were checked for races already.
+    checked: usize,
+    /// The node the next `decide` resumes, if any.
+    resume: Option<usize>,
+    executions: u64,
+    traces: u64,
+    sleep_blocked: u64,
+    infeasible: u64,
+    max_wut: usize,
+}
+
+impl Dpor {
+    /// DPOR with `mode`.
+    pub fn new(mode: DporMode) -> Self {
+        Dpor {
+            mode,
+            started: false,
+            exhausted: false,
+            nodes: Vec::new(),
+            events: Vec::new(),
+            checked: 0,
+            resume: None,
+            executions: 0,
+            traces: 0,
+            sleep_blocked: 0,
+            infeasible: 0,
+            max_wut: 0,
+        }
+    }
+
+    /// Optimal DPOR.
+    pub fn optimal() -> Self {
+        Self::new(DporMode::Optimal)
+    }
+
+    /// Source-DPOR.
+    pub fn source() -> Self {
+        Self::new(DporMode::Source)
+    }
+
+    /// Executions that ended with every enabled thread asleep (always 0 in
+    /// optimal mode).
+    pub fn sleep_blocked(&self) -> u64 {
+        self.sleep_blocked
+    }
+
+    /// Executions that ran to their end (finished or failed): distinct
+    /// traces.
+    pub fn traces(&self) -> u64 {
+        self.traces
+    }
+
+    /// Planned sequences dropped because their next thread was blocked.
+    pub fn infeasible(&self) -> u64 {
+        self.infeasible
+    }
+
+    /// The predicted next event of a thread.
+    fn predicted(view: &ThreadView, alt: u32) -> Ev {
+        Ev::new(view.tid, alt, Some(view.pending.op), &view.pending.accesses)
+    }
+
+    /// Sets `node` to run `(ev.tid, ev.alt)` next, following `sub`, with
+    /// the thread's other alternatives queued (with the subtrees planned
+    /// for them, if any).
+    fn take(node: &mut Node, view: &ThreadView, ev: &Ev, sub: WakeupTree) -> Decision {
+        let mut planned = node.wut.take_thread(ev);
+        let mut alts: Vec<(u32, WakeupTree)> = Vec::new();
+        for a in (0..view.pending.alts).filter(|&a| a != ev.alt) {
+            let sub = match planned.iter().position(|(e, _)| e.alt == a) {
+                Some(i) => planned.swap_remove(i).1,
+                None => WakeupTree::default(),
+            };
+            alts.push((a, sub));
+        }
+        node.alts = alts;
+        node.child_wut = sub;
+        node.pending = Some(Self::predicted(view, ev.alt));
+        let d = Decision::new(ev.tid, ev.alt);
+        node.chosen = Some(d);
+        d
+    }
+
+    /// The next planned sequence at `node` that can run, dropping those
+    /// whose thread is blocked or asleep.
+    fn planned(&mut self, node: usize, ctx: &Context<'_>) -> Option<Decision> {
+        let n = &mut self.nodes[node];
+        while let Some((ev, sub)) = n.wut.pop_first() {
+            let view = ctx
+                .thread(ev.tid)
+                .filter(|v| v.pending.enabled && ev.alt < v.pending.alts);
+            let Some(view) = view else {
+                self.infeasible += 1;
+                continue;
+            };
+            if n.sleep.iter().any(|s| s.tid == ev.tid) || n.explored.contains(&ev.tid) {
+                continue;
+            }
+            return Some(Self::take(n, view, &ev, sub));
+        }
+        None
+    }
+
+    /// Any enabled thread not asleep, the last one first unless it
+    /// yielded; `None` when all are asleep.
+    fn free_choice(node: &mut Node, ctx: &Context<'_>) -> Option<Decision> {
+        let last = ctx.last.map(|(t, _)| t);
+        let yielded = matches!(ctx.last, Some((_, Some(OpKind::Yield))));
+        let awake =
+            |v: &&ThreadView| v.pending.enabled && !node.sleep.iter().any(|s| s.tid == v.tid);
+        let mut order: Vec<&ThreadView> = ctx.threads.iter().filter(awake).collect();
+        order.sort_by_key(|v| match (Some(v.tid) == last, yielded) {
+            (true, false) => 0,
+            (false, _) => 1,
+            (true, true) => 2,
+        });
+        let view = order.first()?;
+        let ev = Self::predicted(view, 0);
+        Some(Self::take(node, view, &ev, WakeupTree::default()))
+    }
+
+    /// Reverses the races of the execution that just ended.
+    fn reverse_races(&mut self) {
+        for r in race::races(&self.events, self.checked) {
+            let v: Vec<Ev> = r.v.iter().map(|&i| self.events[i].clone()).collect();
+            let node = &mut self.nodes[r.at];
+            match self.mode {
+                DporMode::Optimal => {
+                    let asleep = node
+                        .sleep
+                        .iter()
+                        .any(|s| after_initial(s, &v, true).is_some());
+                    if !asleep {
+                        node.wut.insert(&v);
+                    }
+                }
+                DporMode::Source => Self::add_backtrack(node, &v),
+            }
+            self.max_wut = self.max_wut.max(self.nodes[r.at].wut.size());
+        }
+        self.checked = self.events.len();
+    }
+
+    /// Source-DPOR: unless an initial of `v` is in `backtrack(E)` already,
+    /// add one (one that is awake, if any is).
+    fn add_backtrack(node: &mut Node, v: &[Ev]) {
+        let inits = initials(v);
+        let current = node.chosen.map(|d| d.tid);
+        let present = |t| {
+            Some(t) == current
+                || node.explored.contains(&t)
+                || node.wut.first_threads().any(|e| e.tid == t)
+        };
+        if inits.iter().any(|e| present(e.tid)) {
+            return;
+        }
+        let awake = inits
+            .iter()
+            .find(|e| !node.sleep.iter().any(|s| s.tid == e.tid));
+        if let Some(e) = awake {
+            node.wut.push((*e).clone());
+        }
+    }
+
+    /// Marks the chosen child of `node` as explored: its thread sleeps.
+    fn finish_child(node: &mut Node) {
+        if let (Some(p), Some(d)) = (node.pending.take(), node.chosen) {
+            node.explored.push(d.tid);
+            node.sleep.push(p);
+        }
+    }
+}
+
+impl Strategy for Dpor {
+    fn name(&self) -> &str {
+        "dpor"
+    }
+
+    fn begin(&mut self, _executions: u64) -> Option<Start> {
+        if self.exhausted {
+            return None;
+        }
+        self.resume = None;
+        if !self.started {
+            self.started = true;
+            self.checked = 0;
+            return Some(Start::Fresh);
+        }
+        while let Some(node) = self.nodes.last_mut() {
+            if node.alts.is_empty() {
+                Self::finish_child(node);
+            }
+            if !node.alts.is_empty() || !node.wut.is_empty() {
+                let depth = self.nodes.len() - 1;
+                self.events.truncate(depth);
+                self.checked = depth;
+                self.resume = Some(depth);
+                return Some(Start::Resume { prefix_len: depth });
+            }
+            self.nodes.pop();
+        }
+        self.exhausted = true;
+        None
+    }
+
+    fn decide(&mut self, ctx: &Context<'_>) -> Option<Decision> {
+        let depth = ctx.step;
+        if self.resume.take() == Some(depth) {
+            let node = &mut self.nodes[depth];
+            if let Some((alt, sub)) = (!node.alts.is_empty()).then(|| node.alts.remove(0)) {
+                let d = node.chosen?;
+                node.child_wut = sub;
+                let d = Decision::new(d.tid, alt);
+                node.chosen = Some(d);
+                return Some(d);
+            }
+            return self.planned(depth, ctx);
+        }
+        // A new node, below the one the last step was taken from.
+        self.nodes.truncate(depth);
+        let (sleep, wut) = match depth.checked_sub(1) {
+            None => (Vec::new(), WakeupTree::default()),
+            Some(p) => {
+                let parent = &mut self.nodes[p];
+                let e = self.events.get(p)?;
+                let sleep = parent
+                    .sleep
+                    .iter()
+                    .filter(|s| !dependent(s, e))
+                    .cloned()
+                    .collect();
+                (sleep, std::mem::take(&mut parent.child_wut))
+            }
+        };
+        self.nodes.push(Node {
+            sleep,
+            wut,
+            ..Node::default()
+        });
+        if let Some(d) = self.planned(depth, ctx) {
+            return Some(d);
+        }
+        let d = Self::free_choice(&mut self.nodes[depth], ctx);
+        if d.is_none() {
+            self.sleep_blocked += 1;
+            self.nodes.pop();
+        }
+        d
+    }
+
+    fn observe(&mut self, step: &StepInfo) {
+        let mut ev = Ev::new(step.tid, step.alt, step.op, &step.accesses);
+        ev.spawned = step.spawned.clone();
+        ev.message = step.message;
+        self.events.push(ev);
+    }
+
+    fn end(&mut self, outcome: &Outcome) {
+        self.executions += 1;
+        if !matches!(outcome, Outcome::Abandoned) {
+            self.traces += 1;
+        }
+        // The explorer may stop between a decision and its step.
+        self.nodes
+            .truncate(self.events.len().max(1).min(self.nodes.len()));
+        self.reverse_races();
+    }
+
+    fn capabilities(&self) -> Option<&dyn Capabilities> {
+        Some(self)
+    }
+
+    fn capabilities_mut(&mut self) -> Option<&mut dyn Capabilities> {
+        Some(self)
+    }
+}
+
+/// Exhaustion and the counters of the search.
+impl Capabilities for Dpor {
+    fn exhausted(&self) -> bool {
+        self.exhausted
+    }
+
+    fn stats(&self) -> Vec<Stat> {
+        vec![
+            Stat::new("traces", self.traces),
+            Stat::new("sleep-set-blocked executions", self.sleep_blocked),
+            Stat::new("infeasible reversals", self.infeasible),
+            Stat::new("largest wakeup tree", self.max_wut as u64),
+        ]
+    }
+}
+
+#[cfg(test)]
+mod tests;

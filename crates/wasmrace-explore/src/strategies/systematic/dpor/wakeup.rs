@@ -1,0 +1,158 @@
+//! Wakeup trees (Abdulla et al., JACM 2017, §6): the sequences optimal DPOR
+//! still has to explore from one state, ordered, sharing prefixes, and the
+//! two questions both algorithms ask of a sequence `w` from that state:
+//! its initials `I(w)` (threads whose first event in `w` nothing in `w`
+//! happens before) and weak initials `WI(w)` (those, and threads absent
+//! from `w` whose next event commutes with all of `w`).
+
+use super::race::{dependent, Ev};
+
+/// What is left of `w` once `ev` runs first, if `ev`'s thread is a weak
+/// initial of `w`: `w` without `ev` when `ev` is an initial of it, `w`
+/// itself when `ev`'s thread is absent from `w` and `ev` commutes with all
+/// of it. `None` when `ev` cannot come first. With `any_alt`, any
+/// alternative of `ev`'s thread counts as `ev` (a sleeping thread sleeps
+/// with all its alternatives).
+pub(crate) fn after_initial(ev: &Ev, w: &[Ev], any_alt: bool) -> Option<Vec<Ev>> {
+    for (i, x) in w.iter().enumerate() {
+        if x.tid == ev.tid {
+            if !any_alt && x.alt != ev.alt {
+                return None;
+            }
+            let mut rest = w.to_vec();
+            rest.remove(i);
+            return Some(rest);
+        }
+        if dependent(x, ev) {
+            return None;
+        }
+    }
+    Some(w.to_vec())
+}
+
+/// The initials of `w`: the first event of each thread that no earlier
+/// event of `w` happens before, in order.
+pub(crate) fn initials(w: &[Ev]) -> Vec<&Ev> {
+    let mut out: Vec<&Ev> = Vec::new();
+    for (i, x) in w.iter().enumerate() {
+        if w[..i].iter().any(|y| y.tid == x.tid) {
+            continue;
+        }
+        if !w[..i].iter().any(|y| dependent(y, x)) {
+            out.push(x);
+        }
+    }
+    out
+}
+
+/// An ordered tree of events; the root stands for the state it belongs to,
+/// and every leaf is a sequence to explore from there.
+#[derive(Clone, Debug, Default)]
+pub(crate) struct WakeupTree {
+    children: Vec<(Ev, WakeupTree)>,
+}
+
+impl WakeupTree {
+    /// A tree holding only `w`.
+    fn chain(w: &[Ev]) -> WakeupTree {
+        let mut tree = WakeupTree::default();
+        for ev in w.iter().rev() {
+            tree = WakeupTree {
+                children: vec![(ev.clone(), tree)],
+            };
+        }
+        tree
+    }
+
+    /// Whether nothing is left to explore.
+    pub fn is_empty(&self) -> bool {
+        self.children.is_empty()
+    }
+
+    /// The first event's threads, in order.
+    pub fn first_threads(&self) -> impl Iterator<Item = &Ev> {
+        self.children.iter().map(|(ev, _)| ev)
+    }
+
+    /// Removes and returns the first child with its subtree.
+    pub fn pop_first(&mut self) -> Option<(Ev, WakeupTree)> {
+        (!self.children.is_empty()).then(|| self.children.remove(0))
+    }
+
+    /// Removes and returns every child whose event is by `ev`'s thread.
+    pub fn take_thread(&mut self, ev: &Ev) -> Vec<(Ev, WakeupTree)> {
+        let (mine, rest) = std::mem::take(&mut self.children)
+            .into_iter()
+            .partition(|(e, _)| e.tid == ev.tid);
+        self.children = rest;
+        mine
+    }
+
+    /// Adds a single event as the last child (source-DPOR's backtrack set).
+    pub fn push(&mut self, ev: Ev) {
+        self.children.push((ev, WakeupTree::default()));
+    }
+
+    /// `insert[E](w, wut)`: unless a leaf reached through weak initials
+    /// already covers `w`, adds the rest of `w` as the last child of the
+    /// deepest node it goes through. Returns whether the tree changed. The
+    /// root of a non-empty tree is never a leaf: the tree stands for the
+    /// unexplored children of a state whose current child is elsewhere.
+    pub fn insert(&mut self, w: &[Ev]) -> bool {
+        for (ev, sub) in &mut self.children {
+            if let Some(rest) = after_initial(ev, w, false) {
+                if sub.children.is_empty() {
+                    return false;
+                }
+                return sub.insert(&rest);
+            }
+        }
+        if w.is_empty() {
+            return false;
+        }
+        self.children
+            .push((w[0].clone(), WakeupTree::chain(&w[1..])));
+        true
+    }
+
+    /// Events in the tree, for memory accounting.
+    pub fn size(&self) -> usize {
+        self.children.iter().map(|(_, s)| 1 + s.size()).sum()
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use wasmrace_trace::{Access, Oid, OpKind, Tid};
+
+    fn w(t: u64, x: u64) -> Ev {
+        Ev::new(Tid(t), 0, Some(OpKind::CellSet), &[Access::write(Oid(x))])
+    }
+
+    #[test]
+    fn initials_and_weak_initials() {
+        // 1 writes x, 2 writes x, 3 writes y: initials 1 and 3.
+        let seq = [w(1, 10), w(2, 10), w(3, 11)];
+        let got: Vec<u64> = initials(&seq).iter().map(|e| e.tid.0).collect();
+        assert_eq!(got, vec![1, 3]);
+        assert_eq!(after_initial(&w(3, 11), &seq, false).unwrap().len(), 2);
+        assert!(after_initial(&w(2, 10), &seq, false).is_none());
+        // Thread 4, absent and independent: a weak initial.
+        assert_eq!(after_initial(&w(4, 12), &seq, false).unwrap().len(), 3);
+        assert!(after_initial(&w(4, 10), &seq, false).is_none());
+    }
+
+    #[test]
+    fn insert_shares_prefixes_and_skips_covered_sequences() {
+        let mut t = WakeupTree::default();
+        assert!(t.insert(&[w(1, 10), w(2, 10)]));
+        // Covered: thread 3 commutes with the whole leaf 1.2.
+        assert!(!t.insert(&[w(3, 11)]));
+        // Shares the first event, then branches (3 conflicts with 2).
+        assert!(t.insert(&[w(1, 10), w(3, 10)]));
+        assert_eq!(t.size(), 3);
+        // A sequence a leaf extends: covered.
+        assert!(!t.insert(&[w(1, 10)]));
+    }
+}
