@@ -186,6 +186,10 @@ pub struct CheckCommand {
     /// Print one JSON document on stdout instead of text
     #[arg(long)]
     json: bool,
+    /// Print every step of a bug's interleaving (by default, steps repeated
+    /// back to back, a waiting loop's, are shown once with a count)
+    #[arg(long)]
+    full_trace: bool,
     #[command(flatten)]
     host: HostArgs,
 }
@@ -384,7 +388,7 @@ impl CheckCommand {
                     ));
                 }
                 out.push('\n');
-                out.push_str(&report::trace_block(&bug.trace));
+                out.push_str(&report::trace_block(&bug.trace, self.full_trace));
                 out.push('\n');
                 match path {
                     Written::To(path) => {
