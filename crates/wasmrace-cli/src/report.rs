@@ -98,15 +98,20 @@ pub fn trace_header(events: &[TraceEvent]) -> String {
     )
 }
 
-/// The interleaving with its header, as both `check` and `replay` print it.
-pub fn trace_block(events: &[TraceEvent]) -> String {
+/// The interleaving with its header, as both `check` and `replay` print it:
+/// repeated steps folded unless `full` (`--full-trace`).
+pub fn trace_block(events: &[TraceEvent], full: bool) -> String {
     if events.is_empty() {
         // A failure inside the very first step (a runaway loop before any
         // hook call): a legend over nothing would only confuse.
         return "interleaving, 0 steps: it failed before its first scheduling point\n".into();
     }
     let mut out = trace_header(events);
-    out.push_str(&render_trace(events));
+    if full {
+        out.push_str(&render_trace(events));
+    } else {
+        out.push_str(&crate::fold::fold_trace(events));
+    }
     out
 }
 

@@ -448,10 +448,14 @@ pub fn replay(
     let mut program = guest.program(&schedule.test)?;
     program.set_tracing(true);
     let mut strategy = Replay::from_schedule(schedule);
+    // The schedule's decisions were each schedulable when recorded, fair
+    // or not: a replay takes them as they are, whatever fairness bound
+    // found them (yields are still counted, so a livelock is one again).
     let config = Config {
         max_executions: 1,
         max_steps,
         snapshot_every_cost: None,
+        fairness_bound: None,
         ..Config::default()
     };
     let mut explorer = Explorer::new(program, config);

@@ -16,6 +16,11 @@ pub enum FailureKind {
     Deadlock,
     /// The execution took more steps than `max_steps` (possible livelock).
     StepLimit,
+    /// Every live thread spins (yields without progress) or is blocked: at
+    /// the step limit every enabled thread was in a `yield_now` loop, or,
+    /// with a state cache, the execution went back to a state it had
+    /// visited, round a cycle every enabled thread takes part in (a lasso).
+    Livelock,
     /// One step ran out of fuel: a loop with no scheduling point.
     FuelExhausted,
     /// The guest asked for more memory than its limit.
@@ -34,6 +39,7 @@ impl FailureKind {
             FailureKind::Trap => "trap",
             FailureKind::Deadlock => "deadlock",
             FailureKind::StepLimit => "step limit",
+            FailureKind::Livelock => "livelock",
             FailureKind::FuelExhausted => "fuel exhausted",
             FailureKind::MemoryLimit => "memory limit",
             FailureKind::Misuse => "api misuse",

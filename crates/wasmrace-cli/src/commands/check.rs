@@ -188,6 +188,12 @@ pub struct CheckCommand {
     /// Fail an execution that takes more than N steps (possible livelock)
     #[arg(long, value_name = "N", default_value_t = Config::default().max_steps)]
     max_steps: u64,
+    /// Fair scheduling: each thread's first N `yield_now`s are free, from
+    /// the next on it gives way to the threads it may be starving, so a
+    /// waiting loop ends whenever the awaited thread can run; `off` explores
+    /// unfair schedules too (a spin wait then hits --max-steps)
+    #[arg(long, value_name = "N|off", default_value = "2", value_parser = parse_fairness_bound)]
+    fairness_bound: FairnessBound,
     /// Stop exploring a test after SECS seconds of wall-clock time
     #[arg(long, value_name = "SECS")]
     time_budget: Option<u64>,
@@ -205,6 +211,10 @@ pub struct CheckCommand {
     /// Print one JSON document on stdout instead of text
     #[arg(long)]
     json: bool,
+    /// Print every step of a bug's interleaving (by default, steps repeated
+    /// back to back, a waiting loop's, are shown once with a count)
+    #[arg(long)]
+    full_trace: bool,
     #[command(flatten)]
     host: HostArgs,
 }
@@ -330,6 +340,7 @@ impl CheckCommand {
             explore: Config {
                 max_executions: self.max_executions,
                 max_steps: self.max_steps,
+                fairness_bound: self.fairness_bound.0,
                 time_budget: self.time_budget.map(Duration::from_secs),
                 max_saved_snapshots: self.max_saved_snapshots,
                 max_saved_bytes: self.saved_snapshots_mb.saturating_mul(1 << 20),
@@ -419,7 +430,7 @@ impl CheckCommand {
                     ));
                 }
                 out.push('\n');
-                out.push_str(&report::trace_block(&bug.trace));
+                out.push_str(&report::trace_block(&bug.trace, self.full_trace));
                 out.push('\n');
                 match path {
                     Written::To(path) => {
@@ -664,6 +675,19 @@ fn explore(guest: &Guest, test: &str, opts: &CheckOptions, json: bool) -> Result
     let result = wasmrace_host::check_with_progress(guest, test, opts, &mut progress);
     bar.finish_and_clear();
     Ok(result?)
+}
+
+/// `--fairness-bound`: a number of free yields, or `off` (`None`).
+#[derive(Clone, Copy, Debug)]
+struct FairnessBound(Option<u32>);
+
+fn parse_fairness_bound(s: &str) -> Result<FairnessBound, String> {
+    if s == "off" {
+        return Ok(FairnessBound(None));
+    }
+    s.parse()
+        .map(|n| FairnessBound(Some(n)))
+        .map_err(|_| format!("`{s}` is not a number of yields or `off`"))
 }
 
 #[cfg(test)]

@@ -49,6 +49,10 @@ pub struct ReplayCommand {
     /// Print one JSON document on stdout instead of text
     #[arg(long)]
     json: bool,
+    /// Print every step of a bug's interleaving (by default, steps repeated
+    /// back to back, a waiting loop's, are shown once with a count)
+    #[arg(long)]
+    full_trace: bool,
     #[command(flatten)]
     host: HostArgs,
 }
@@ -191,7 +195,7 @@ impl ReplayCommand {
             out.push('\n');
         }
         out.push('\n');
-        out.push_str(&report::trace_block(&outcome.trace));
+        out.push_str(&report::trace_block(&outcome.trace, self.full_trace));
         out.push('\n');
         if let Some(d) = &outcome.divergence {
             out.push_str(&format!(
