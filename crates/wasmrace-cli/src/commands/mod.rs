@@ -6,6 +6,7 @@ pub mod bench;
 pub mod check;
 pub mod list;
 pub mod replay;
+pub mod shrink;
 
 use anyhow::{bail, Result};
 use wasmrace_host::HostConfig;
