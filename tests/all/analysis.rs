@@ -155,3 +155,119 @@ fn shrink_refuses_a_schedule_that_does_not_reproduce() {
         "{err}"
     );
 }
+
+// ------------------------------------------------------------------ bisect
+
+use wasmrace_explore::{Explorer, Metrics, Program, Status};
+use wasmrace_host::{bisect, BisectOptions, Failure, Sealing, WasmProgram};
+
+/// Whether every completion of `prefix` fails like `target`, by brute
+/// force: replay from the start for every path, no snapshots.
+fn all_fail(p: &mut WasmProgram, prefix: &mut Vec<Decision>, target: &Failure) -> bool {
+    p.reset().unwrap();
+    for &d in prefix.iter() {
+        p.step(d).unwrap();
+    }
+    match p.status().clone() {
+        Status::Failed(f) => return same_failure(target, &f),
+        Status::Finished => return false,
+        Status::Running => {}
+    }
+    let enabled: Vec<Decision> = p
+        .threads()
+        .iter()
+        .filter(|t| t.pending.enabled)
+        .flat_map(|t| (0..t.pending.alts).map(move |a| Decision::new(t.tid, a)))
+        .collect();
+    enabled.into_iter().all(|d| {
+        prefix.push(d);
+        let all = all_fail(p, prefix, target);
+        prefix.pop();
+        all
+    })
+}
+
+#[test]
+fn bisect_lost_update_seals_where_brute_force_says() {
+    let g = guest("lost_update");
+    for test in ["lost_update", "lost_update_3"] {
+        let schedule = found_by(&g, test, "random", 1);
+        let target = schedule.failure.clone().unwrap();
+        let opts = BisectOptions {
+            exact: true,
+            ..BisectOptions::default()
+        };
+        let b = bisect(&g, &schedule, &opts).unwrap();
+        let n = schedule.steps.len();
+        // P after the last step is 1, exactly.
+        let last = b.steps.last().unwrap();
+        assert_eq!((last.step, last.probability, last.exact), (n, 1.0, true));
+        assert_eq!(b.trace.len(), n);
+        // The proved sealing point is the first prefix all of whose
+        // completions fail.
+        let ds = schedule.decisions();
+        let mut p = g.program(test).unwrap();
+        let brute = (0..=n)
+            .find(|&k| all_fail(&mut p, &mut ds[..k].to_vec(), &target))
+            .unwrap();
+        match b.sealed {
+            Sealing::Proved { step, completions } => {
+                assert_eq!(step, brute, "{test}");
+                assert!(completions >= 1);
+            }
+            other => panic!("{test}: not proved: {other:?}"),
+        }
+        // The estimates agree: 1 from the sealing point on, below 1 before.
+        for s in &b.steps {
+            if s.step >= brute {
+                assert_eq!(s.probability, 1.0, "{test}, step {}", s.step);
+            } else if s.exact {
+                assert!(s.probability < 1.0, "{test}, step {}", s.step);
+            }
+        }
+        // The largest jump ends at 1 or on the way there, with the
+        // alternatives estimated.
+        let d = &b.decisive[0];
+        assert!(d.probability_after > d.probability_before);
+        assert!(!d.alternatives.is_empty());
+        // Deterministic for a seed.
+        let again = bisect(&g, &schedule, &opts).unwrap();
+        assert_eq!(again.steps, b.steps);
+        assert_eq!(again.decisive, b.decisive);
+    }
+}
+
+/// P(0) is the random walk's hit ratio, within sampling error.
+#[test]
+fn bisect_starts_at_the_random_walks_hit_ratio() {
+    let g = guest("lost_update");
+    let schedule = found_by(&g, "lost_update", "random", 1);
+    let opts = BisectOptions {
+        samples: 1000,
+        seed: 5,
+        ..BisectOptions::default()
+    };
+    let b = bisect(&g, &schedule, &opts).unwrap();
+    let p0 = &b.steps[0];
+    assert_eq!(p0.step, 0);
+    assert_eq!(p0.samples, 1000);
+    let config = Config {
+        max_executions: 4000,
+        stop_on_first_bug: false,
+        ..Config::default()
+    };
+    let mut explorer = Explorer::new(g.program("lost_update").unwrap(), config);
+    let mut metrics = Metrics::new();
+    let mut walk = wasmrace_host::strategies::RandomWalk::new(11);
+    explorer.run_observed(&mut walk, &mut metrics).unwrap();
+    let ratio = metrics.failing_executions() as f64 / metrics.executions() as f64;
+    // Standard errors 0.016 (1000 samples) and 0.008 (4000): 4 sigma.
+    assert!(
+        (p0.probability - ratio).abs() < 0.075,
+        "P(0) = {}, random walk {ratio}",
+        p0.probability
+    );
+    // A different seed draws other samples.
+    let other = bisect(&g, &schedule, &BisectOptions { seed: 6, ..opts }).unwrap();
+    assert_ne!(other.steps[0].probability, p0.probability);
+}

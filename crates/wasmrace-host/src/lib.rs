@@ -50,6 +50,9 @@ mod program;
 mod snapshot;
 mod world;
 
+pub use analysis::bisect::{
+    bisect, Alternative, BisectOptions, Bisection, Decisive, Sealing, StepEstimate,
+};
 pub use analysis::same_failure;
 pub use analysis::shrink::{
     run_candidate, shrink, shrink_bug, CandidateRun, ScheduleStats, ShrinkOptions, Shrunk,

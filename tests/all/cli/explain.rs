@@ -81,3 +81,55 @@ fn shrink_refuses_a_schedule_that_does_not_reproduce() {
     let run = wasmrace(&dir, &["shrink", &m, SCHEDULE]);
     expect_error(&run, "does not reproduce panic in thread `main`");
 }
+
+#[test]
+fn bisect_reports_the_sealing_point_and_exits_1() {
+    let dir = TempDir::new("bisect");
+    let m = fixture(&dir, "lost_update");
+    expect(&wasmrace(&dir, &["check", &m, "--test", "lost_update"]), 1);
+    let s = "wasmrace-schedules/lost_update.lost_update.schedule.json";
+    let run = wasmrace(&dir, &["bisect", &m, s, "--exact", "--json"]);
+    expect(&run, 1);
+    let json: serde_json::Value = serde_json::from_str(&run.stdout).unwrap();
+    let steps = json["steps"].as_array().unwrap();
+    let last = steps.last().unwrap();
+    assert_eq!(last["probability"], 1.0);
+    assert_eq!(last["exact"], true);
+    assert!(steps[0]["thread"].is_null());
+    assert_eq!(steps[1]["thread"], "main");
+    assert_eq!(json["sealed_proved"], true);
+    assert!(json["sealed_at"].as_u64().unwrap() <= last["step"].as_u64().unwrap());
+    let d = &json["decisive"][0];
+    for field in [
+        "step",
+        "probability_before",
+        "probability_after",
+        "alternatives",
+    ] {
+        assert!(!d[field].is_null(), "{field} in {d}");
+    }
+    let text = wasmrace(&dir, &["bisect", &m, s, "--exact"]);
+    expect(&text, 1);
+    assert!(text.stdout.contains("\nsealed at step "), "{}", text.stdout);
+    assert!(
+        text.stdout.contains(" completions fail\n"),
+        "{}",
+        text.stdout
+    );
+    assert!(
+        text.stdout.contains("\ndecisive steps:\n  step "),
+        "{}",
+        text.stdout
+    );
+    assert_eq!(
+        text.stdout,
+        wasmrace(&dir, &["bisect", &m, s, "--exact"]).stdout
+    );
+    // A schedule that does not reproduce: exit 2, saying why.
+    let path = dir.join(s);
+    let mut v: serde_json::Value =
+        serde_json::from_str(&std::fs::read_to_string(&path).unwrap()).unwrap();
+    v["steps"].as_array_mut().unwrap().truncate(2);
+    std::fs::write(&path, v.to_string()).unwrap();
+    expect_error(&wasmrace(&dir, &["bisect", &m, s]), "does not reproduce");
+}

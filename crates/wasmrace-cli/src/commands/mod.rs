@@ -3,6 +3,7 @@
 //! with, so replay accepts the same ones.
 
 pub mod bench;
+pub mod bisect;
 pub mod check;
 pub mod list;
 pub mod replay;

@@ -5,7 +5,7 @@
 //! they share: what "the same failure" means, and a driver that runs a list
 //! of decisions leniently and measures the execution it ran.
 
-// bisect: next commit
+pub mod bisect;
 pub mod shrink;
 
 use crate::error::HostError;
