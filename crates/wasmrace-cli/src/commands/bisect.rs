@@ -17,8 +17,8 @@ Replays the schedule once, snapshotting the state before every step, and
 for each step k estimates P(k): the probability that a completion from the
 state after k steps, drawn by --strategy, fails with the same failure (same
 kind, same source location). Each sample restores a snapshot instead of
-replaying the prefix. Sampling is adaptive (it stops after 30 samples that
-all agree); where at most 64 completions are left, P is computed exactly.
+replaying the prefix. Sampling is adaptive (it stops after half the samples,
+at least 30, when they all agree); where at most 64 completions are left, P is computed exactly.
 The sealing point is the first step after which every completion fails:
 with --exact it is proved by enumerating them all from the snapshot, else
 it is estimated and said so. Decisive steps are where P jumps most, each
@@ -93,6 +93,7 @@ impl BisectCommand {
             exact: self.exact,
             exact_budget: self.exact_budget,
             max_steps: Some(max_steps),
+            from_snapshots: true,
         };
         let b = wasmrace_host::bisect(&guest, &schedule, &opts)?;
         let text = if self.json {

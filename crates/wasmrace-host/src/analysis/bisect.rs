@@ -9,7 +9,8 @@
 //! The schedule is replayed once, snapshotting the state before each step;
 //! every sample restores a snapshot instead of replaying the prefix (the
 //! README measures the difference). Sampling is adaptive: a step stops
-//! after 30 samples when they all agree (P clearly 0 or 1). Where the space
+//! after half its samples (at least 30) when they all agree (P clearly 0
+//! or 1). Where the space
 //! left is small (at most [`AUTO_EXACT`] completions) P is computed
 //! exactly instead: for the random walk, the exact probability that a
 //! uniform walk fails (each thread, then each alternative, equally likely);
@@ -36,7 +37,8 @@ use wasmrace_trace::{Decision, Failure, Schedule, TraceEvent};
 pub const AUTO_EXACT: u64 = 64;
 /// Steps estimated at most before refinement, on long schedules.
 pub const GRID: usize = 256;
-/// Samples after which a step stops when they all agree.
+/// Samples after which a step stops when they all agree, at least (half
+/// the samples asked for, so that a P of 0.97 rarely passes for 1).
 const AGREE: u32 = 30;
 /// Decisive steps reported.
 const DECISIVE: usize = 3;
@@ -61,6 +63,10 @@ pub struct BisectOptions {
     pub exact_budget: u64,
     /// Steps an execution may take; `None`: the schedule's.
     pub max_steps: Option<u64>,
+    /// Start each sample by restoring a snapshot (the default); `false`
+    /// replays the prefix from the start instead, which exists to measure
+    /// what snapshots save (the README's numbers).
+    pub from_snapshots: bool,
 }
 
 impl Default for BisectOptions {
@@ -72,6 +78,7 @@ impl Default for BisectOptions {
             exact: false,
             exact_budget: 100_000,
             max_steps: None,
+            from_snapshots: true,
         }
     }
 }
@@ -339,7 +346,8 @@ impl Bisector {
 
     fn estimate_at(&mut self, k: usize, trace: &[TraceEvent]) -> Result<StepEstimate, HostError> {
         self.goto(k)?;
-        let (probability, samples, exact, other_failures) = self.estimate(k as u64)?;
+        let prefix = self.decisions[..k].to_vec();
+        let (probability, samples, exact, other_failures) = self.estimate(k as u64, prefix)?;
         Ok(StepEstimate {
             step: k,
             thread: k
@@ -355,7 +363,12 @@ impl Bisector {
 
     /// P from the program's current state: exact when the space left is
     /// small, else sampled; `(P, samples, exact, other failures)`.
-    fn estimate(&mut self, stream: u64) -> Result<(f64, u64, bool, u64), HostError> {
+    /// `prefix` leads to the current state from the start.
+    fn estimate(
+        &mut self,
+        stream: u64,
+        prefix: Vec<Decision>,
+    ) -> Result<(f64, u64, bool, u64), HostError> {
         let start = self.program.snapshot()?;
         if let Some(e) = self.enumerate(AUTO_EXACT, start.as_ref())? {
             let exact = if e.failing == e.completions {
@@ -374,8 +387,14 @@ impl Bisector {
         let mut strategy = self.opts.strategy.build(mix(self.opts.seed, stream));
         let (mut hits, mut other, mut n) = (0u64, 0u64, 0u32);
         while n < self.opts.samples {
-            if let Some(s) = &start {
-                self.program.restore(s)?;
+            match &start {
+                Some(s) if self.opts.from_snapshots => self.program.restore(s)?,
+                _ => {
+                    self.program.reset()?;
+                    for &d in &prefix {
+                        self.program.step(d)?;
+                    }
+                }
             }
             match self.sample(&mut *strategy, u64::from(n))? {
                 Some(f) if same_failure(&self.target, &f) => hits += 1,
@@ -384,7 +403,7 @@ impl Bisector {
             }
             n += 1;
             let agree = hits == u64::from(n) || hits == 0;
-            if n >= AGREE.min(self.opts.samples) && agree {
+            if n >= AGREE.max(self.opts.samples / 2).min(self.opts.samples) && agree {
                 break;
             }
         }
@@ -586,7 +605,8 @@ impl Bisector {
                 let name = self.program.thread_name(d.tid);
                 self.program.step(d)?;
                 let stream = (1 << 40) + (k as u64) * 64 + j as u64;
-                let (probability, _, exact, _) = self.estimate(stream)?;
+                let prefix = [&self.decisions[..k - 1], &[d]].concat();
+                let (probability, _, exact, _) = self.estimate(stream, prefix)?;
                 alternatives.push(Alternative {
                     thread: name,
                     alt: d.alt,
