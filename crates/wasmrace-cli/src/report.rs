@@ -33,6 +33,20 @@ pub fn races_block(races: &[wasmrace_host::RaceReport]) -> String {
     out
 }
 
+/// The line saying a bug's schedule is the shrunk form of the strategy's
+/// (`shrunk:   from 3 preemptions / 14 steps ...`), or nothing.
+pub fn shrunk_line(from: Option<&wasmrace_host::ScheduleStats>) -> String {
+    match from {
+        Some(s) => format!(
+            "shrunk:   from {} preemption{} / {} steps (--no-shrink shows the strategy's own)\n",
+            s.preemptions,
+            if s.preemptions == 1 { "" } else { "s" },
+            s.steps
+        ),
+        None => String::new(),
+    }
+}
+
 /// A failure, one labelled field per line; continuation lines of a
 /// multi-line message (`assert_eq!`'s left/right) stay aligned under it.
 pub fn failure_block(failure: &Failure) -> String {

@@ -173,6 +173,10 @@ pub struct BugReport {
     pub schedule: Schedule,
     /// 1-based index of the execution that found it.
     pub execution: u64,
+    /// The size of the schedule the strategy found, when the one above is
+    /// its shrunk form ([`shrink_bug`](crate::shrink_bug)); `None` when it
+    /// is the strategy's own.
+    pub shrunk_from: Option<crate::ScheduleStats>,
 }
 
 /// What [`check`] did and found.
@@ -358,6 +362,7 @@ fn finish_check(
                 trace,
                 schedule,
                 execution: b.execution,
+                shrunk_from: None,
             })
         }
         None => None,

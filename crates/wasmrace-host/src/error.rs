@@ -210,6 +210,15 @@ pub enum HostError {
     /// A schedule file could not be read.
     #[error(transparent)]
     Schedule(#[from] wasmrace_trace::ScheduleError),
+    /// A schedule given to `shrink` or `bisect` does not lead to the
+    /// failure it records.
+    #[error("the schedule does not reproduce its failure, {failure}: {why}; `wasmrace replay` shows where it goes")]
+    NotReproduced {
+        /// The failure the schedule records.
+        failure: String,
+        /// What the schedule did instead.
+        why: String,
+    },
     /// A decision names a thread or alternative that is not enabled.
     #[error("decision for thread `{thread}` (alternative {alt}) at step {step} is not enabled")]
     InvalidDecision {

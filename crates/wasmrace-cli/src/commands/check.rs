@@ -15,7 +15,7 @@ use std::time::{Duration, Instant};
 use wasmrace_explore::strategies::registry::{self, Knob, StrategyOptions, REGISTRY};
 use wasmrace_explore::strategies::{DporMode, ExplorerKind};
 use wasmrace_explore::{Config, Report};
-use wasmrace_host::{CheckOptions, CheckOutcome, Guest, HostError, StrategyChoice};
+use wasmrace_host::{CheckOptions, CheckOutcome, Guest, HostError, ShrinkOptions, StrategyChoice};
 
 const AFTER_HELP: &str = "\
 Output: for each test, either `no bug in N executions (...)`, saying whether
@@ -215,6 +215,13 @@ pub struct CheckCommand {
     /// back to back, a waiting loop's, are shown once with a count)
     #[arg(long)]
     full_trace: bool,
+    /// Report each bug's schedule as the strategy found it, without
+    /// shrinking it to the fewest preemptions, switches and steps
+    #[arg(long)]
+    no_shrink: bool,
+    /// Steps the shrinking of each bug may replay in all
+    #[arg(long, value_name = "N", default_value_t = ShrinkOptions::for_check().budget_steps)]
+    shrink_budget: u64,
     #[command(flatten)]
     host: HostArgs,
 }
@@ -244,7 +251,8 @@ impl CheckCommand {
         // report: it is printed, and the error comes after it (exit 2).
         let mut write_error = None;
         for (i, test) in tests.iter().enumerate() {
-            let outcome = explore(&guest, test, &opts, self.json)?;
+            let mut outcome = explore(&guest, test, &opts, self.json)?;
+            self.shrink(&guest, &mut outcome)?;
             let schedule_path = match &outcome.bug {
                 Some(bug) => {
                     failed.push(test.clone());
@@ -429,6 +437,7 @@ impl CheckCommand {
                         bug.found_by, outcome.strategy
                     ));
                 }
+                out.push_str(&report::shrunk_line(bug.shrunk_from.as_ref()));
                 out.push('\n');
                 out.push_str(&report::trace_block(&bug.trace, self.full_trace));
                 out.push('\n');
@@ -456,6 +465,23 @@ impl CheckCommand {
         out
     }
 
+    /// Shrinks the bug of `outcome`, if any, unless `--no-shrink`; a
+    /// schedule that does not shrink (or, impossibly, does not replay)
+    /// stays as found.
+    fn shrink(&self, guest: &Guest, outcome: &mut CheckOutcome) -> Result<()> {
+        let Some(bug) = outcome.bug.as_mut().filter(|_| !self.no_shrink) else {
+            return Ok(());
+        };
+        let opts = ShrinkOptions {
+            budget_steps: self.shrink_budget,
+            max_steps: Some(self.max_steps),
+        };
+        match wasmrace_host::shrink_bug(guest, bug, &opts) {
+            Ok(()) | Err(HostError::NotReproduced { .. }) => Ok(()),
+            Err(e) => Err(e.into()),
+        }
+    }
+
     fn json_result(
         &self,
         outcome: &CheckOutcome,
@@ -469,6 +495,7 @@ impl CheckCommand {
                     "execution": bug.execution,
                     "found_by": bug.found_by,
                     "failure": bug.failure,
+                    "shrunk_from": bug.shrunk_from,
                     "trace": bug.trace,
                 });
                 let place = match written {

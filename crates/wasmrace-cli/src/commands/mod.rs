@@ -3,9 +3,11 @@
 //! with, so replay accepts the same ones.
 
 pub mod bench;
+pub mod bisect;
 pub mod check;
 pub mod list;
 pub mod replay;
+pub mod shrink;
 
 use anyhow::{bail, Result};
 use wasmrace_host::HostConfig;
