@@ -85,14 +85,16 @@ pub fn hook_imports() -> Vec<u8> {
     m.finish()
 }
 
-/// A module importing every hook and exporting its memory and one test,
-/// `every_hook`, that does nothing: it loads only if every signature of
+/// A module importing every hook and exporting its memory, a shadow stack pointer and one test,
+/// `every_hook`, and a thread entry, that do nothing: it loads only if every signature of
 /// [`hook_imports`] is the one the host links.
 pub fn every_hook_module() -> Vec<u8> {
     let (mut types, imports, n) = hook_sections();
     types.ty().function([], []);
+    types.ty().function([I32], []);
     let mut funcs = FunctionSection::new();
     funcs.function(n);
+    funcs.function(n + 1);
     let mut memories = MemorySection::new();
     memories.memory(MemoryType {
         minimum: 1,
@@ -101,18 +103,30 @@ pub fn every_hook_module() -> Vec<u8> {
         shared: false,
         page_size_log2: None,
     });
+    // The shadow stack pointer every Rust guest has.
+    let mut globals = wasm_encoder::GlobalSection::new();
+    globals.global(
+        wasm_encoder::GlobalType {
+            val_type: I32,
+            mutable: true,
+            shared: false,
+        },
+        &wasm_encoder::ConstExpr::i32_const(65536),
+    );
     let mut exports = ExportSection::new();
     exports.export("memory", ExportKind::Memory, 0);
     exports.export(&format!("{TEST_PREFIX}every_hook"), ExportKind::Func, n);
+    exports.export(THREAD_START, ExportKind::Func, n + 1);
     let mut body = Function::new([]);
     body.instructions().end();
     let mut code = CodeSection::new();
-    code.function(&body);
+    code.function(&body).function(&body);
     let mut m = Module::new();
     m.section(&types)
         .section(&imports)
         .section(&funcs)
         .section(&memories)
+        .section(&globals)
         .section(&exports)
         .section(&code);
     m.finish()
