@@ -21,6 +21,14 @@ pub struct HostArgs {
     /// Guest linear memory limit, in MiB
     #[arg(long, value_name = "MB", default_value_t = HostConfig::default().max_memory_bytes >> 20)]
     pub max_memory_mb: u64,
+    /// What a guest can make the host hold (messages, names, table
+    /// entries, threads), in MiB
+    #[arg(long, value_name = "MB", default_value_t = HostConfig::default().max_host_bytes >> 20)]
+    pub max_host_memory_mb: u64,
+    /// Log bytes a traced execution keeps (the rest is dropped, and the
+    /// trace says so), in KiB
+    #[arg(long, value_name = "KIB", default_value_t = HostConfig::default().max_log_bytes >> 10)]
+    pub max_log_kib: u64,
     /// Largest module file read, in MiB
     #[arg(long, value_name = "MB", default_value_t = HostConfig::default().max_module_bytes >> 20)]
     pub max_module_mb: u64,
@@ -58,6 +66,22 @@ impl HostArgs {
                 self.max_module_mb
             );
         };
+        let Some(max_host_bytes) = self
+            .max_host_memory_mb
+            .checked_mul(1 << 20)
+            .filter(|&b| b > 0)
+        else {
+            bail!(
+                "`--max-host-memory-mb {}` is out of range; give a positive number of MiB",
+                self.max_host_memory_mb
+            );
+        };
+        let Some(max_log_bytes) = self.max_log_kib.checked_mul(1 << 10) else {
+            bail!(
+                "`--max-log-kib {}` is out of range; give a number of KiB",
+                self.max_log_kib
+            );
+        };
         let kib = |flag: &str, v: u32| match v.checked_mul(1024).filter(|&b| b > 0) {
             Some(b) => Ok(b),
             None => Err(anyhow::anyhow!(
@@ -68,6 +92,8 @@ impl HostArgs {
             fuel_per_step: self.fuel_per_step,
             max_memory_bytes,
             max_module_bytes,
+            max_host_bytes,
+            max_log_bytes,
             thread_stack_bytes: kib("--thread-stack-kib", self.thread_stack_kib)?,
             asyncify_buffer_bytes: kib("--asyncify-buffer-kib", self.asyncify_buffer_kib)?,
             cache_dir: if self.no_cache {
@@ -97,6 +123,12 @@ impl HostArgs {
             self.max_memory_mb,
             d.max_memory_bytes >> 20,
         );
+        flag(
+            "--max-host-memory-mb",
+            self.max_host_memory_mb,
+            d.max_host_bytes >> 20,
+        );
+        flag("--max-log-kib", self.max_log_kib, d.max_log_bytes >> 10);
         // A module over the default limit needs the same limit to replay.
         flag(
             "--max-module-mb",
