@@ -29,7 +29,7 @@ impl Kind for Ops {
             Op::Whereis { name, .. } => out.push(Access::read(Oid::name(name))),
             Op::Unregister { name } => {
                 out.push(Access::write(Oid::name(name)));
-                if let Some(owner) = w.names.get(&*name) {
+                if let Some(owner) = w.names.get(&**name) {
                     out.push(Access::write(name_slot(*owner)));
                 }
             }
