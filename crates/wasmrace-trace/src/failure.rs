@@ -25,6 +25,9 @@ pub enum FailureKind {
     FuelExhausted,
     /// The guest asked for more memory than its limit.
     MemoryLimit,
+    /// A thread ran below the bottom of its shadow stack (into its
+    /// neighbour's stack or the heap) between two scheduling points.
+    StackOverflow,
     /// The guest misused the API: unlocking a mutex it does not hold, a
     /// handle or thread id that does not exist, waiting on a condition
     /// variable without holding the mutex.
@@ -42,6 +45,7 @@ impl FailureKind {
             FailureKind::Livelock => "livelock",
             FailureKind::FuelExhausted => "fuel exhausted",
             FailureKind::MemoryLimit => "memory limit",
+            FailureKind::StackOverflow => "stack overflow",
             FailureKind::Misuse => "api misuse",
         }
     }
