@@ -139,7 +139,9 @@ fn section(out: &mut String, index: usize, s: &Section) {
         out.push_str("<p class=\"note\">no steps: it failed before its first scheduling point, or there is no failing interleaving to show</p>\n</section>\n");
         return;
     }
-    out.push_str("<table class=\"steps\">\n<thead><tr><th class=\"num\">step</th>");
+    out.push_str(
+        "<div class=\"scroll\"><table class=\"steps\">\n<thead><tr><th class=\"num\">step</th>",
+    );
     if s.curve.is_some() {
         out.push_str("<th class=\"p\">P after</th>");
     }
@@ -156,7 +158,7 @@ fn section(out: &mut String, index: usize, s: &Section) {
     for (k, e) in s.trace.iter().enumerate() {
         step_row(out, s, &lanes, k, e, failing == Some(k));
     }
-    out.push_str("</tbody>\n</table>\n</section>\n");
+    out.push_str("</tbody>\n</table></div>\n</section>\n");
 }
 
 /// The index of the failing thread's last step.
@@ -407,6 +409,7 @@ section.test h2{font-size:16px;margin:4px 0}
 .failure dd{margin:0;font-family:monospace;white-space:pre-wrap;word-break:break-word}
 .curve{border-left:4px solid #27ae60;padding:4px 10px}
 .decisive{margin:0;padding-left:18px;font-family:monospace;font-size:12px}
+div.scroll{overflow-x:auto}
 table.steps{border-collapse:collapse;font-family:monospace;font-size:12px}
 table.steps th{position:sticky;top:0;background:#fff;border-bottom:2px solid #ccc;padding:3px 8px;text-align:left;white-space:nowrap}
 th.lane-head{border-top:4px solid hsl(var(--hue),60%,50%)}
