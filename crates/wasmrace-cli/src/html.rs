@@ -402,7 +402,7 @@ section.test{background:#fff;border:1px solid #ddd;border-radius:4px;padding:8px
 section.test h2{font-size:16px;margin:4px 0}
 .note{margin:2px 0;color:#555;font-family:monospace;white-space:pre-wrap}
 .summary{display:flex;flex-wrap:wrap;gap:12px;margin:8px 0}
-.failure{border-left:4px solid #c0392b;background:#fdf0ee;padding:4px 10px;max-width:640px}
+.failure{border-left:4px solid #c0392b;background:#fdf0ee;padding:4px 10px;max-width:520px}
 .failure h3,.curve h3{margin:2px 0 4px;font-size:13px}
 .failure dl{display:grid;grid-template-columns:max-content 1fr;gap:2px 10px;margin:0}
 .failure dt{font-weight:600}
@@ -416,7 +416,7 @@ th.lane-head{border-top:4px solid hsl(var(--hue),60%,50%)}
 table.steps td{padding:2px 8px;border-bottom:1px solid #eee;vertical-align:top}
 td.num{text-align:right;color:#777;white-space:nowrap}
 td.p{white-space:nowrap}
-td.lane{min-width:140px;border-left:1px dashed #e4e4e4}
+td.lane{min-width:150px;overflow-wrap:break-word;border-left:1px dashed #e4e4e4}
 td.lane.on{background:hsl(var(--hue),70%,94%);border-left:3px solid hsl(var(--hue),60%,50%)}
 .op{font-weight:600}
 .obj{color:#2c3e50}
@@ -429,7 +429,7 @@ tr.step.sel td{outline:2px solid #3498db;outline-offset:-2px}
 tr.preempt td{border-top:2px solid #e67e22}
 .pmark{display:inline-block;margin-left:4px;padding:0 3px;border-radius:3px;background:#e67e22;color:#fff;font-size:10px}
 tr.failing td.lane.on{background:#f9d6d1}
-#panel{position:sticky;top:8px;width:340px;flex:none;background:#fff;border:1px solid #ddd;border-radius:4px;padding:8px 12px;max-height:95vh;overflow:auto}
+#panel{position:sticky;top:8px;width:300px;flex:none;background:#fff;border:1px solid #ddd;border-radius:4px;padding:8px 12px;max-height:95vh;overflow:auto}
 #panel h2{font-size:15px;margin:2px 0 6px}
 #panel dl{display:grid;grid-template-columns:max-content 1fr;gap:2px 8px;margin:0 0 8px;font-family:monospace;font-size:12px}
 #panel dt{font-weight:600}
