@@ -1,7 +1,9 @@
 #!/usr/bin/env bash
 # Installs what wasmrace needs beyond a Rust toolchain: the wasm32 target
-# (guests are built for it) and Binaryen's wasm-opt (Asyncify, applied by
-# the host at load time). Idempotent; safe to run on every CI run.
+# (guests are built for it), Binaryen's wasm-opt (Asyncify, applied by
+# the host at load time) and, for the tests only, Debian's headless-capable
+# `chromium` (tests/all/cli/html.rs renders `--html` reports in it).
+# Idempotent; safe to run on every CI run.
 set -euo pipefail
 
 if ! rustup target list --installed 2>/dev/null | grep -qx wasm32-unknown-unknown; then
@@ -21,6 +23,18 @@ if ! command -v wasm-opt >/dev/null 2>&1; then
     else
         echo "setup: cannot install binaryen automatically; install it so that \`wasm-opt\` is on PATH" >&2
         exit 2
+    fi
+fi
+# The HTML report test looks for /usr/bin/chromium (or $WASMRACE_CHROMIUM).
+if [ -z "${WASMRACE_CHROMIUM:-}" ] && [ ! -x /usr/bin/chromium ]; then
+    sudo=""
+    if [ "$(id -u)" != 0 ] && command -v sudo >/dev/null 2>&1; then sudo=sudo; fi
+    if command -v apt-get >/dev/null 2>&1; then
+        echo "setup: installing chromium (the html report test renders in it)" >&2
+        $sudo apt-get update -qq >/dev/null
+        $sudo env DEBIAN_FRONTEND=noninteractive apt-get install -y -qq chromium >/dev/null
+    else
+        echo "setup: no apt-get: install Chromium and set WASMRACE_CHROMIUM to its binary for the html report test" >&2
     fi
 fi
 echo "setup: $(wasm-opt --version), $(rustc --version)" >&2

@@ -791,6 +791,8 @@ fn version_and_help() {
 /// `--strategy ses|ss` and `--state-cache` (FSE 2015 delaying explorers).
 mod delaying;
 mod explain;
+/// `--html`, rendered in headless Chromium.
+mod html;
 
 /// A bug found under `--fuel-per-step 1000000` once replayed under the
 /// default fuel and was reported as a DIFFERENT FAILURE. The schedule file

@@ -7,6 +7,7 @@ mod bench_report;
 mod chart;
 mod commands;
 mod fold;
+mod html;
 mod output;
 mod report;
 

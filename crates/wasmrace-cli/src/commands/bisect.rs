@@ -4,13 +4,14 @@
 use super::replay::resolve_settings;
 use super::shrink::check_reproduces;
 use super::HostArgs;
+use crate::html;
 use crate::output;
 use crate::report;
 use crate::Verdict;
 use anyhow::{bail, Result};
 use std::path::PathBuf;
 use wasmrace_host::analysis::bisect::SAMPLING_STRATEGIES;
-use wasmrace_host::{BisectOptions, Bisection, Guest, Schedule, Sealing, StrategyChoice};
+use wasmrace_host::{BisectOptions, Bisection, Decisive, Guest, Schedule, Sealing, StrategyChoice};
 
 const AFTER_HELP: &str = "\
 Replays the schedule once, snapshotting the state before every step, and
@@ -66,6 +67,10 @@ pub struct BisectCommand {
     /// Print one JSON document on stdout instead of text
     #[arg(long)]
     json: bool,
+    /// Also write the analysis as one self-contained HTML page (a lane per
+    /// thread, a row per step, the probability curve beside them)
+    #[arg(long, value_name = "PATH")]
+    html: Option<PathBuf>,
     #[command(flatten)]
     host: HostArgs,
 }
@@ -104,7 +109,58 @@ impl BisectCommand {
             self.text(&schedule, &b, &notes)
         };
         output::print(&text)?;
+        if let Some(path) = &self.html {
+            self.write_html(path, &schedule, &b, &notes)?;
+        }
         Ok(Verdict::Bug)
+    }
+
+    /// Writes the HTML report of the bisection to `path`: the steps with
+    /// P after each, the curve, the sealing point and the decisive steps.
+    fn write_html(
+        &self,
+        path: &std::path::Path,
+        schedule: &Schedule,
+        b: &Bisection,
+        notes: &[String],
+    ) -> Result<()> {
+        let mut lines = vec![format!(
+            "bisecting {}: completions drawn by {} (seed {})",
+            self.schedule.display(),
+            self.strategy,
+            self.seed
+        )];
+        lines.extend(notes.iter().cloned());
+        lines.push(sealing_line(b.sealed).trim_end().to_string());
+        let curve = html::Curve {
+            points: b
+                .steps
+                .iter()
+                .map(|s| (s.step, s.probability, s.exact))
+                .collect(),
+            sealed: Some(match b.sealed {
+                Sealing::Proved { step, .. } => (step, true),
+                Sealing::Estimated { step } => (step, false),
+            }),
+            decisive: b
+                .decisive
+                .iter()
+                .map(|d| (d.step, decisive_line(b, d)))
+                .collect(),
+        };
+        let module = self.module.display().to_string();
+        let page = html::Page {
+            command: "bisect",
+            module: &module,
+            sections: vec![html::Section {
+                test: &schedule.test,
+                notes: lines,
+                failure: Some(&b.failure),
+                trace: &b.trace,
+                curve: Some(curve),
+            }],
+        };
+        html::write(path, &page, self.json)
     }
 
     fn text(&self, schedule: &Schedule, b: &Bisection, notes: &[String]) -> String {
@@ -125,45 +181,12 @@ impl BisectCommand {
         t.push('\n');
         let p0 = b.steps.first().map_or(0.0, |s| s.probability);
         t.push_str(&format!("at the start: P = {}\n", p(p0)));
-        t.push_str(&match b.sealed {
-            Sealing::Proved { step, completions } => format!(
-                "sealed at step {step}: all {completions} completion{} fail\n",
-                if completions == 1 { "" } else { "s" }
-            ),
-            Sealing::Estimated { step } => format!(
-                "sealed at step {step} (estimated: every sample failed from there on; --exact proves it)\n"
-            ),
-        });
+        t.push_str(&sealing_line(b.sealed));
         if !b.decisive.is_empty() {
             t.push_str("\ndecisive steps:\n");
         }
         for d in &b.decisive {
-            let what = b
-                .trace
-                .get(d.step - 1)
-                .map(|e| format!("{} {}", e.op, e.object.as_deref().unwrap_or("")))
-                .unwrap_or_default();
-            t.push_str(&format!(
-                "  step {}: {} ran {} (P {} -> {})",
-                d.step,
-                d.thread,
-                what.trim_end(),
-                p(d.probability_before),
-                p(d.probability_after)
-            ));
-            for a in &d.alternatives {
-                let alt = if a.alt > 0 {
-                    format!(" (alternative {})", a.alt)
-                } else {
-                    String::new()
-                };
-                t.push_str(&format!(
-                    "; had {}{alt} run instead, P = {}",
-                    a.thread,
-                    p(a.probability)
-                ));
-            }
-            t.push('\n');
+            t.push_str(&format!("  {}\n", decisive_line(b, d)));
         }
         t.push_str(&format!(
             "\ninterleaving with P after each step (`=` exact, `~` sampled; {} steps):\n",
@@ -172,6 +195,49 @@ impl BisectCommand {
         t.push_str(&probability_trace(b));
         t
     }
+}
+
+/// The sealing point, as a line.
+fn sealing_line(sealed: Sealing) -> String {
+    match sealed {
+        Sealing::Proved { step, completions } => format!(
+            "sealed at step {step}: all {completions} completion{} fail\n",
+            if completions == 1 { "" } else { "s" }
+        ),
+        Sealing::Estimated { step } => format!(
+            "sealed at step {step} (estimated: every sample failed from there on; --exact proves it)\n"
+        ),
+    }
+}
+
+/// A decisive step with its alternatives, on one line.
+fn decisive_line(b: &Bisection, d: &Decisive) -> String {
+    let what = b
+        .trace
+        .get(d.step - 1)
+        .map(|e| format!("{} {}", e.op, e.object.as_deref().unwrap_or("")))
+        .unwrap_or_default();
+    let mut t = format!(
+        "step {}: {} ran {} (P {} -> {})",
+        d.step,
+        d.thread,
+        what.trim_end(),
+        p(d.probability_before),
+        p(d.probability_after)
+    );
+    for a in &d.alternatives {
+        let alt = if a.alt > 0 {
+            format!(" (alternative {})", a.alt)
+        } else {
+            String::new()
+        };
+        t.push_str(&format!(
+            "; had {}{alt} run instead, P = {}",
+            a.thread,
+            p(a.probability)
+        ));
+    }
+    t
 }
 
 /// P with two decimals.

@@ -3,6 +3,7 @@
 //! command that replays it.
 
 use super::HostArgs;
+use crate::html;
 use crate::output;
 use crate::report;
 use crate::Verdict;
@@ -215,6 +216,10 @@ pub struct CheckCommand {
     /// back to back, a waiting loop's, are shown once with a count)
     #[arg(long)]
     full_trace: bool,
+    /// Also write the report as one self-contained HTML page (a lane per
+    /// thread, a row per step; nothing fetched)
+    #[arg(long, value_name = "PATH")]
+    html: Option<PathBuf>,
     /// Report each bug's schedule as the strategy found it, without
     /// shrinking it to the fewest preemptions, switches and steps
     #[arg(long)]
@@ -250,6 +255,7 @@ impl CheckCommand {
         // A schedule that cannot be written does not cost the user the
         // report: it is printed, and the error comes after it (exit 2).
         let mut write_error = None;
+        let mut explored = Vec::new();
         for (i, test) in tests.iter().enumerate() {
             let mut outcome = explore(&guest, test, &opts, self.json)?;
             self.shrink(&guest, &mut outcome)?;
@@ -280,6 +286,12 @@ impl CheckCommand {
                 text.push_str(&self.text_result(&outcome, &opts, schedule_path.as_ref()));
                 output::print(&text)?;
             }
+            if self.html.is_some() {
+                explored.push(outcome);
+            }
+        }
+        if let Some(path) = &self.html {
+            self.write_html(path, &explored, &opts)?;
         }
         if self.json {
             let doc = serde_json::json!({
@@ -463,6 +475,48 @@ impl CheckCommand {
         out.push_str(&report::races_block(&outcome.races));
         out.push_str(&report::timing_line(r.executions, r.elapsed));
         out
+    }
+
+    /// Writes the HTML report of every test explored to `path`.
+    fn write_html(
+        &self,
+        path: &Path,
+        outcomes: &[CheckOutcome],
+        opts: &CheckOptions,
+    ) -> Result<()> {
+        let module = self.module.display().to_string();
+        let sections = outcomes
+            .iter()
+            .map(|o| {
+                let mut notes = vec![report::strategy_description(&opts.strategy, opts.seed)];
+                match &o.bug {
+                    Some(bug) => {
+                        notes.push(format!(
+                            "BUG found in execution {} by {}",
+                            bug.execution, bug.found_by
+                        ));
+                        let shrunk = report::shrunk_line(bug.shrunk_from.as_ref());
+                        if !shrunk.is_empty() {
+                            notes.push(shrunk.trim_end().to_string());
+                        }
+                    }
+                    None => notes.push(report::no_bug_summary(&o.report)),
+                }
+                html::Section {
+                    test: &o.test,
+                    notes,
+                    failure: o.bug.as_ref().map(|b| &b.failure),
+                    trace: o.bug.as_ref().map_or(&[], |b| &b.trace),
+                    curve: None,
+                }
+            })
+            .collect();
+        let page = html::Page {
+            command: "check",
+            module: &module,
+            sections,
+        };
+        html::write(path, &page, self.json)
     }
 
     /// Shrinks the bug of `outcome`, if any, unless `--no-shrink`; a

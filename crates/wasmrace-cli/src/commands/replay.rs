@@ -2,6 +2,7 @@
 //! it did not, whether the recorded failure came back.
 
 use super::HostArgs;
+use crate::html;
 use crate::output;
 use crate::report;
 use crate::Verdict;
@@ -53,6 +54,10 @@ pub struct ReplayCommand {
     /// back to back, a waiting loop's, are shown once with a count)
     #[arg(long)]
     full_trace: bool,
+    /// Also write the report as one self-contained HTML page (a lane per
+    /// thread, a row per step; nothing fetched)
+    #[arg(long, value_name = "PATH")]
+    html: Option<PathBuf>,
     #[command(flatten)]
     host: HostArgs,
 }
@@ -83,6 +88,9 @@ impl ReplayCommand {
             self.text_result(&schedule, &outcome, &notes)
         };
         output::print(&text)?;
+        if let Some(path) = &self.html {
+            self.write_html(path, &schedule, &outcome, &notes)?;
+        }
         Ok(if outcome.failure.is_some() {
             Verdict::Bug
         } else {
@@ -145,6 +153,39 @@ impl ReplayCommand {
             }
         }
         out
+    }
+
+    /// Writes the HTML report of the replay to `path`.
+    fn write_html(
+        &self,
+        path: &std::path::Path,
+        schedule: &Schedule,
+        outcome: &ReplayOutcome,
+        notes: &[String],
+    ) -> Result<()> {
+        let mut lines = vec![format!("replaying {}", self.schedule.display())];
+        lines.extend(notes.iter().cloned());
+        if let Some(d) = &outcome.divergence {
+            lines.push(format!("DIVERGED at step {}: {}", d.step, d.reason));
+        }
+        lines.push(match &outcome.failure {
+            Some(_) if outcome.reproduces(schedule) => "reproduced".to_string(),
+            Some(_) => "DIFFERENT FAILURE than the file recorded".to_string(),
+            None => "NOT REPRODUCED".to_string(),
+        });
+        let module = self.module.display().to_string();
+        let page = html::Page {
+            command: "replay",
+            module: &module,
+            sections: vec![html::Section {
+                test: &schedule.test,
+                notes: lines,
+                failure: outcome.failure.as_ref(),
+                trace: &outcome.trace,
+                curve: None,
+            }],
+        };
+        html::write(path, &page, self.json)
     }
 
     fn json_result(
