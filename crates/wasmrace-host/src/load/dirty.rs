@@ -22,7 +22,9 @@ const UNSET_BASE: i32 = 0xffff_0000_u32 as i32;
 /// exported function marking a span (`DIRTY_SPAN_EXPORT`, which the
 /// trampolines call for Asyncify's buffer). Leaves modules it cannot track
 /// alone (several or 64-bit memories, a start function, which would run
-/// before the host places the map): the host then scans every page.
+/// before the host places the map, a declared memory maximum, under which
+/// the map would take memory the guest may need): the host then scans
+/// every page.
 pub fn track_dirty_pages(name: &str, bytes: &[u8]) -> Result<Vec<u8>, HostError> {
     let mut module = walrus::Module::from_buffer(bytes).map_err(|e| HostError::Instrument {
         name: name.into(),
@@ -31,7 +33,9 @@ pub fn track_dirty_pages(name: &str, bytes: &[u8]) -> Result<Vec<u8>, HostError>
     let mem = {
         let mut memories = module.memories.iter();
         match (memories.next(), memories.next()) {
-            (Some(m), None) if !m.memory64 && module.start.is_none() => m.id(),
+            (Some(m), None) if !m.memory64 && m.maximum.is_none() && module.start.is_none() => {
+                m.id()
+            }
             _ => return Ok(bytes.to_vec()),
         }
     };
