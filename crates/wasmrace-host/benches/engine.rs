@@ -70,6 +70,33 @@ fn bench(c: &mut Criterion) {
     c.bench_function("restore", |b| {
         b.iter(|| p.restore(black_box(&mid)).unwrap())
     });
+    // A restore after one step from `mid`, which wrote a few pages (the
+    // thread's stack and Asyncify buffer, the host's output): the
+    // dirty-page map lets the restore write only those. The step is not
+    // timed.
+    let step_from_mid = |p: &mut WasmProgram| {
+        p.restore(&mid).unwrap();
+        let t = p.threads().iter().rfind(|t| t.pending.enabled).unwrap().tid;
+        p.step(Decision::new(t, 0)).unwrap();
+    };
+    step_from_mid(&mut p);
+    p.restore(&mid).unwrap();
+    eprintln!(
+        "restore_few_pages: the restore wrote {:?} pages",
+        p.restored_pages()
+    );
+    c.bench_function("restore_few_pages", |b| {
+        b.iter_custom(|iters| {
+            let mut total = std::time::Duration::ZERO;
+            for _ in 0..iters {
+                step_from_mid(&mut p);
+                let start = std::time::Instant::now();
+                p.restore(black_box(&mid)).unwrap();
+                total += start.elapsed();
+            }
+            total
+        })
+    });
     c.bench_function("state_hash", |b| b.iter(|| black_box(p.state_hash())));
     // Steps in a running execution, every one a thread switch (round
     // robin): whole executions are timed without their reset, and the time

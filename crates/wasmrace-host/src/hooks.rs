@@ -124,6 +124,9 @@ pub(crate) struct Exports {
     /// one call into wasm and no host-side global access (the module's hook
     /// wrappers do Asyncify's bookkeeping, so hooks must not).
     pub enter: Option<Enter>,
+    /// The dirty-page map's address global (`load::track_dirty_pages`),
+    /// when the module's writes are tracked.
+    pub dirty_base: Option<Global>,
 }
 
 /// `(arg, sp, low, asyncify state, asyncify data, buffer end, resumed
@@ -180,6 +183,9 @@ pub struct HostState {
     /// reset when an execution starts or a state is restored.
     pub(crate) log_room: u64,
     pub(crate) asyncify_bytes: u32,
+    /// Where the dirty-page map is, once placed: the host's own writes
+    /// into guest memory mark it as the guest's do.
+    pub(crate) dirty_map: Option<u32>,
 }
 
 impl HostState {
@@ -199,6 +205,7 @@ impl HostState {
             logs: Vec::new(),
             log_room: config.max_log_bytes,
             asyncify_bytes: config.asyncify_buffer_bytes,
+            dirty_map: None,
         }
     }
 
@@ -241,13 +248,27 @@ fn fault(msg: String) -> wasmtime::Error {
     wasmtime::Error::new(GuestFault(Failure::new(FailureKind::Misuse, None, msg)))
 }
 
-/// Writes `bytes` into guest memory at `ptr`, a hook's output; the error is
+/// Writes `bytes` into guest memory at `ptr`, a hook's output, and marks
+/// the pages written in the dirty-page map at `map`, if any; the error is
 /// the guest's fault.
-pub(crate) fn put_guest_bytes(mem: &mut [u8], ptr: u32, bytes: &[u8]) -> Result<(), String> {
+pub(crate) fn put_guest_bytes(
+    mem: &mut [u8],
+    map: Option<u32>,
+    ptr: u32,
+    bytes: &[u8],
+) -> Result<(), String> {
     let p = ptr as usize;
     match mem.get_mut(p..p.saturating_add(bytes.len())) {
         Some(s) => {
             s.copy_from_slice(bytes);
+            if let (Some(map), false) = (map, bytes.is_empty()) {
+                let (first, last) = (p / 4096, (p + bytes.len() - 1) / 4096);
+                for page in first..=last {
+                    if let Some(b) = mem.get_mut(map as usize + page) {
+                        *b = 1;
+                    }
+                }
+            }
             Ok(())
         }
         None => Err(format!(
@@ -268,7 +289,8 @@ fn read_bytes(
 
 fn write_bytes(caller: &mut Caller<'_, HostState>, ptr: u32, bytes: &[u8]) -> wasmtime::Result<()> {
     let ex = caller.data().ex();
-    put_guest_bytes(ex.memory.data_mut(&mut *caller), ptr, bytes).map_err(fault)
+    let map = caller.data().dirty_map;
+    put_guest_bytes(ex.memory.data_mut(&mut *caller), map, ptr, bytes).map_err(fault)
 }
 
 /// The heart of quiescent stepping for modules without trampolines (whose

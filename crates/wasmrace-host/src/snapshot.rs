@@ -16,7 +16,9 @@ pub type Page = [u8; PAGE];
 #[derive(Clone)]
 pub struct Snapshot {
     pub(crate) memory_bytes: usize,
-    pub(crate) pages: Vec<Option<Arc<Page>>>,
+    /// Shared as a whole, so that a restore can tell by one pointer that
+    /// it restores the page list memory was last synchronised with.
+    pub(crate) pages: Arc<Vec<Option<Arc<Page>>>>,
     pub(crate) globals: Vec<u128>,
     pub(crate) world: World,
     pub(crate) views: Vec<ThreadView>,
@@ -95,20 +97,47 @@ pub fn capture_pages(
     mem.chunks_exact(PAGE)
         .enumerate()
         .map(|(i, chunk)| {
-            if known_zero.get(i).copied().unwrap_or(false) || is_zero(chunk) {
+            if known_zero.get(i).copied().unwrap_or(false) {
                 return None;
             }
-            if let Some(Some(p)) = prev.get(i) {
-                if p[..] == *chunk {
-                    return Some(p.clone());
-                }
-            }
-            let mut page = [0u8; PAGE];
-            page.copy_from_slice(chunk);
-            Some(Arc::new(page))
+            capture_page(chunk, prev.get(i).and_then(|p| p.as_ref()))
         })
         .collect()
 }
+
+/// One page of memory: `None` when zero, `prev` when unchanged, else a
+/// copy.
+pub fn capture_page(chunk: &[u8], prev: Option<&Arc<Page>>) -> Option<Arc<Page>> {
+    if is_zero(chunk) {
+        return None;
+    }
+    if let Some(p) = prev {
+        if p[..] == *chunk {
+            return Some(p.clone());
+        }
+    }
+    let mut page = [0u8; PAGE];
+    page.copy_from_slice(chunk);
+    Some(Arc::new(page))
+}
+
+/// Writes page `i` of `mem`: `page`, or zeros for `None`.
+pub fn restore_page(mem: &mut [u8], i: usize, page: Option<&Arc<Page>>) {
+    let chunk = &mut mem[i * PAGE..(i + 1) * PAGE];
+    match page {
+        Some(p) => chunk.copy_from_slice(&p[..]),
+        // Only write zeros over non-zero pages: writing an untouched
+        // copy-on-write page would fault it in for nothing. A copy from a
+        // zero page: `fill(0)` here compiled to a byte loop.
+        None => {
+            if !is_zero(chunk) {
+                chunk.copy_from_slice(&ZERO_PAGE);
+            }
+        }
+    }
+}
+
+static ZERO_PAGE: Page = [0; PAGE];
 
 /// Writes `pages` over `mem`; `skip[i]` marks pages zero both in `mem` and
 /// in `pages`, left alone.

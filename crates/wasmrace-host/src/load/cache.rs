@@ -9,7 +9,10 @@
 //! crash the host. The cache is an optimization: an entry that cannot be
 //! read or used is rebuilt, a write that fails is ignored.
 
-use super::{asyncify, check_generated, export_asyncify_globals, export_globals, find_wasm_opt};
+use super::{
+    asyncify, check_generated, export_asyncify_globals, export_globals, find_wasm_opt,
+    track_dirty_pages,
+};
 use crate::config::HostConfig;
 use crate::error::{one_line, HostError};
 use std::path::{Path, PathBuf};
@@ -21,7 +24,7 @@ use wasmtime::{Engine, Module};
 /// import audit (which runs before the cache is consulted), so no cached
 /// entry was instrumented without it, and Asyncify ignores listed imports a
 /// module does not have. 12: entries carry a checked header ([`MAGIC`]).
-const INSTRUMENTATION_VERSION: u32 = 12;
+const INSTRUMENTATION_VERSION: u32 = 14;
 
 /// First bytes of every entry: names the file format, so a file of the
 /// unchecked format (or anything else) is never taken for an entry.
@@ -216,8 +219,8 @@ fn read_compiled(engine: &Engine, dir: &Path, key: &CacheKey) -> Option<Module> 
     unsafe { Module::deserialize(engine, &ser) }.ok()
 }
 
-/// The instrumentation pipeline: export the mutable globals (walrus), run
-/// Asyncify (wasm-opt), then export Asyncify's globals and add the
+/// The instrumentation pipeline: export the mutable globals and mark
+/// written pages (walrus), run Asyncify (wasm-opt), then export Asyncify's globals and add the
 /// trampolines (walrus).
 fn instrument(name: &str, bytes: &[u8], config: &HostConfig) -> Result<Vec<u8>, HostError> {
     let wasm_opt = find_wasm_opt(config.wasm_opt.as_deref())?;
@@ -227,7 +230,9 @@ fn instrument(name: &str, bytes: &[u8], config: &HostConfig) -> Result<Vec<u8>, 
     // the user's module).
     let exported = export_globals(name, bytes)?;
     check_generated(name, "export globals", &exported)?;
-    let b = asyncify(name, &exported, &wasm_opt)?;
+    let tracked = track_dirty_pages(name, &exported)?;
+    check_generated(name, "dirty pages", &tracked)?;
+    let b = asyncify(name, &tracked, &wasm_opt)?;
     check_generated(name, "asyncify", &b)?;
     let out = export_asyncify_globals(name, &b)?;
     check_generated(name, "trampolines", &out)?;

@@ -9,6 +9,7 @@
 mod asyncify;
 mod audit;
 mod cache;
+mod dirty;
 mod instrument;
 mod support;
 mod trampolines;
@@ -19,6 +20,7 @@ pub use support::Declared;
 // them in order.
 pub(crate) use asyncify::{asyncify, find_wasm_opt};
 pub(crate) use cache::{compile_error, compiled_module};
+pub(crate) use dirty::track_dirty_pages;
 pub(crate) use instrument::export_globals;
 pub(crate) use support::{check_declared, check_generated, pool_message};
 pub(crate) use trampolines::export_asyncify_globals;
@@ -55,6 +57,13 @@ pub const STACK_REGION_EXPORT: &str = "__wasmrace_stack_region";
 pub const ASYNCIFY_DATA_EXPORT: &str = "__wasmrace_asyncify_data";
 /// The guest's view of its memory size in wasm pages (`virtualize_memory_size`).
 pub const MEMORY_PAGES_EXPORT: &str = "__wasmrace_memory_pages";
+/// The address of the dirty-page map (a byte per 4 KiB page of memory,
+/// set by instrumented writes; `load::track_dirty_pages`), a global the
+/// host sets once it has placed the map.
+pub const DIRTY_BASE_EXPORT: &str = "__wasmrace_dirty_base";
+/// The function marking the pages of a span `(from, len)` in the
+/// dirty-page map; the trampolines call it for Asyncify's buffer.
+pub const DIRTY_SPAN_EXPORT: &str = "__wasmrace_dirty_span";
 /// Prefix of the trampolines `add_trampolines` adds: `__wasmrace_enter_`
 /// followed by the name of the entry export it calls.
 pub const ENTER_PREFIX: &str = "__wasmrace_enter_";

@@ -4,8 +4,8 @@
 //! the thread start, so that a step is one call into wasm.
 
 use super::{
-    ASYNCIFY_DATA_EXPORT, ASYNCIFY_STATE_EXPORT, ENTER_PREFIX, HOOK_MODULE, OP_ARGS,
-    STACK_LOW_EXPORT, STACK_POINTER_EXPORT, SUSPENDING_HOOKS, TEST_PREFIX, THREAD_START,
+    ASYNCIFY_DATA_EXPORT, ASYNCIFY_STATE_EXPORT, DIRTY_SPAN_EXPORT, ENTER_PREFIX, HOOK_MODULE,
+    OP_ARGS, STACK_LOW_EXPORT, STACK_POINTER_EXPORT, SUSPENDING_HOOKS, TEST_PREFIX, THREAD_START,
 };
 use crate::error::{one_line, HostError};
 
@@ -275,6 +275,7 @@ fn add_trampolines(module: &mut walrus::Module, state: walrus::GlobalId, data: w
     }
     let trampolines = Trampolines {
         mem,
+        span: exported_func(module, DIRTY_SPAN_EXPORT),
         sp,
         low,
         state,
@@ -286,6 +287,14 @@ fn add_trampolines(module: &mut walrus::Module, state: walrus::GlobalId, data: w
         let id = trampolines.add(module, entry);
         module.exports.add(&format!("{ENTER_PREFIX}{name}"), id);
     }
+}
+
+/// The function exported as `name`, if any.
+fn exported_func(module: &walrus::Module, name: &str) -> Option<walrus::FunctionId> {
+    module.exports.iter().find_map(|e| match e.item {
+        walrus::ExportItem::Function(f) if e.name == name => Some(f),
+        _ => None,
+    })
 }
 
 /// The global exported as `name`, if any.
@@ -361,6 +370,8 @@ struct TrampolineArgs {
 /// What every trampoline of a module reads and writes.
 struct Trampolines {
     mem: walrus::MemoryId,
+    /// The dirty-page map's span marker (`load::track_dirty_pages`).
+    span: Option<walrus::FunctionId>,
     sp: walrus::GlobalId,
     low: Option<walrus::GlobalId>,
     state: walrus::GlobalId,
@@ -402,6 +413,7 @@ impl Trampolines {
         self.trap_on_buffer_overflow(&mut body, &args);
         // Stop an unwind; a returned entry left the state normal already.
         body.i32_const(0).global_set(self.state);
+        self.mark_buffer(&mut body, &args);
         self.return_record(&mut body);
         b.finish(locals, &mut module.funcs)
     }
@@ -443,6 +455,22 @@ impl Trampolines {
                 },
                 |_| {},
             );
+    }
+
+    /// Marks the pages of Asyncify's buffer this segment wrote, header
+    /// included (`[data, *data)`), in the dirty-page map: Asyncify's
+    /// writes come after the pass that marks the guest's own.
+    fn mark_buffer(&self, body: &mut walrus::InstrSeqBuilder, args: &TrampolineArgs) {
+        let Some(span) = self.span else {
+            return;
+        };
+        let load32 = walrus::ir::LoadKind::I32 { atomic: false };
+        body.local_get(args.data)
+            .local_get(args.data)
+            .load(self.mem, load32, mem_arg32(0))
+            .local_get(args.data)
+            .binop(walrus::ir::BinaryOp::I32Sub)
+            .call(span);
     }
 
     /// Traps when the unwind went past the buffer's end.

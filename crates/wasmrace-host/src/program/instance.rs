@@ -27,7 +27,7 @@ impl WasmProgram {
     /// Grows the guest's memory by `pages` wasm pages; returns the old size
     /// in pages, like `memory.grow`. With a virtual size, real memory grows
     /// only past its current size.
-    fn grow(&mut self, pages: u64) -> wasmtime::Result<u64> {
+    pub(super) fn grow(&mut self, pages: u64) -> wasmtime::Result<u64> {
         let Some(g) = self.ex.pages else {
             return self.ex.memory.grow(&mut self.store, pages);
         };
@@ -271,6 +271,7 @@ pub(super) fn instantiate(
         pages: inst.get_global(&mut store, load::MEMORY_PAGES_EXPORT),
         site,
         enter,
+        dirty_base: inst.get_global(&mut store, load::DIRTY_BASE_EXPORT),
     });
     store.data_mut().ex = Some(ex.clone());
     Ok((store, ex))

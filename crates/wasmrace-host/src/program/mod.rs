@@ -4,8 +4,10 @@
 //! explore crate's `Program`, with exact snapshots and state hashes. The
 //! rooms: `segment` (running a thread to its next hook), `views` (the
 //! thread views kept up after each step), `instance` (instantiation, thread
-//! slots, known-zero pages); snapshots and hashes are here, with the step.
+//! slots, known-zero pages), `dirty` (snapshots and restores through the
+//! dirty-page map); snapshots and hashes are here, with the step.
 
+mod dirty;
 mod instance;
 mod segment;
 mod views;
@@ -36,7 +38,18 @@ pub struct WasmProgram {
     last: Option<(Tid, Option<OpKind>)>,
     trace: Vec<TraceEvent>,
     sites: BTreeMap<u32, Option<String>>,
-    prev_pages: Vec<Option<Arc<snapshot::Page>>>,
+    /// The page list of the last snapshot or restore: memory equals it but
+    /// for the pages the dirty-page map marks since, when `synced`.
+    reference: Arc<Vec<Option<Arc<snapshot::Page>>>>,
+    synced: bool,
+    /// The dirty-page map, when the module is tracked and it is placed.
+    map: Option<dirty::DirtyMap>,
+    /// Pages marked since the last synchronisation (scratch), and marked
+    /// pages above the guest's size a snapshot left for the next restore.
+    dirty: Vec<u32>,
+    carry: Vec<u32>,
+    /// Pages the last restore wrote through the map (`None`: full scan).
+    restored_pages: Option<usize>,
     /// The state right after `start` on the current instance: `reset`
     /// restores it (microseconds) instead of instantiating afresh (tens of
     /// microseconds) while memory has not grown past it.
@@ -89,12 +102,18 @@ impl WasmProgram {
             last: None,
             trace: Vec::new(),
             sites: BTreeMap::new(),
-            prev_pages: Vec::new(),
+            reference: Arc::new(Vec::new()),
+            synced: false,
+            map: None,
+            dirty: Vec::new(),
+            carry: Vec::new(),
+            restored_pages: None,
             initial: None,
             instances: 1,
             scheduling_point: false,
             spawned: false,
         };
+        p.place_dirty_map()?;
         p.start()?;
         p.initial = p.snapshot()?;
         Ok(p)
@@ -402,7 +421,31 @@ impl WasmProgram {
         self.store = store;
         self.ex = ex;
         self.instances += 1;
-        Ok(())
+        self.carry.clear();
+        self.place_dirty_map()
+    }
+}
+
+impl WasmProgram {
+    /// Restores `s`'s memory by looking at every page the guest has now or
+    /// had then; above both, memory is zero already. Pages beyond the
+    /// snapshot's size become zero (the guest's later growth must find
+    /// them as fresh memory is).
+    fn restore_fully(&mut self, s: &Snapshot) {
+        self.begin_full_sync();
+        let len = self.mem_len().max(s.memory_bytes);
+        // Pages zero both now and in the snapshot need no look at all.
+        let pages = len / snapshot::PAGE;
+        let zero_now = self.known_zero(&self.store.data().world, pages);
+        let zero_then = self.known_zero(&s.world, pages);
+        let both: Vec<bool> = zero_now
+            .iter()
+            .zip(&zero_then)
+            .map(|(a, b)| *a && *b)
+            .collect();
+        let data = &mut self.ex.memory.data_mut(&mut self.store)[..len];
+        snapshot::restore_pages(data, &s.pages, &both);
+        self.end_full_sync(&s.pages, len, true);
     }
 }
 
@@ -451,10 +494,17 @@ impl Program for WasmProgram {
             return Ok(None);
         }
         let memory_bytes = self.mem_len();
-        let zero = self.known_zero(&self.store.data().world, memory_bytes / snapshot::PAGE);
-        let data = &self.ex.memory.data(&self.store)[..memory_bytes];
-        let pages = snapshot::capture_pages(data, &self.prev_pages, &zero);
-        self.prev_pages = pages.clone();
+        let pages = match self.capture_dirty(memory_bytes) {
+            Some(pages) => pages,
+            None => {
+                self.begin_full_sync();
+                let zero = self.known_zero(&self.store.data().world, memory_bytes / snapshot::PAGE);
+                let data = &self.ex.memory.data(&self.store)[..memory_bytes];
+                let pages = Arc::new(snapshot::capture_pages(data, &self.reference, &zero));
+                self.end_full_sync(&pages, memory_bytes, false);
+                pages
+            }
+        };
         let mut globals = Vec::with_capacity(self.ex.globals.len());
         for g in &self.ex.globals {
             globals.push(snapshot::val_bits(&g.get(&mut self.store)));
@@ -484,21 +534,9 @@ impl Program for WasmProgram {
                 .grow(&mut self.store, pages)
                 .map_err(runtime)?;
         }
-        // Everything the guest has now or had then; above both, memory is
-        // zero already. Pages beyond the snapshot's size become zero (the
-        // guest's later growth must find them as fresh memory is).
-        let len = self.mem_len().max(s.memory_bytes);
-        // Pages zero both now and in the snapshot need no look at all.
-        let pages = len / snapshot::PAGE;
-        let zero_now = self.known_zero(&self.store.data().world, pages);
-        let zero_then = self.known_zero(&s.world, pages);
-        let both: Vec<bool> = zero_now
-            .iter()
-            .zip(&zero_then)
-            .map(|(a, b)| *a && *b)
-            .collect();
-        let data = &mut self.ex.memory.data_mut(&mut self.store)[..len];
-        snapshot::restore_pages(data, &s.pages, &both);
+        if !self.restore_dirty(&s.pages) {
+            self.restore_fully(s);
+        }
         for (g, bits) in self.ex.globals.clone().iter().zip(&s.globals) {
             let v = snapshot::val_from_bits(&g.ty(&self.store), *bits);
             g.set(&mut self.store, v).map_err(runtime)?;
@@ -540,7 +578,8 @@ impl Program for WasmProgram {
         // The guest's memory only: the same state hashes the same whatever
         // the real memory grew to in other executions.
         let len = self.mem_len();
-        let zero = self.known_zero(&self.store.data().world, len / snapshot::PAGE);
+        let mut zero = self.known_zero(&self.store.data().world, len / snapshot::PAGE);
+        self.mask_map(&mut zero);
         snapshot::hash_memory(&self.ex.memory.data(&self.store)[..len], &zero, &mut h);
         for g in self.ex.globals.clone() {
             h.update(&snapshot::val_bits(&g.get(&mut self.store)).to_le_bytes());

@@ -128,8 +128,11 @@ impl WasmProgram {
         let (state, val) = if seg.started {
             let r = resume.unwrap_or_default();
             if let Some((addr, v)) = r.out {
+                let map = self.store.data().dirty_map;
                 let mem = self.ex.memory.data_mut(&mut self.store);
-                if let Err(message) = crate::hooks::put_guest_bytes(mem, addr, &v.to_le_bytes()) {
+                if let Err(message) =
+                    crate::hooks::put_guest_bytes(mem, map, addr, &v.to_le_bytes())
+                {
                     self.fail_misuse(seg.i, message);
                     return Ok(None);
                 }

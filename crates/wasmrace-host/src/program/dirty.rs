@@ -1,0 +1,252 @@
+//! Snapshots and restores in proportion to what changed: the guest's
+//! writes (instrumented: `load::track_dirty_pages`), Asyncify's buffer
+//! writes (the trampolines) and the host's (`hooks::put_guest_bytes`) set
+//! a byte per written 4 KiB page in a map in guest memory. Between two
+//! synchronisations (a snapshot or a restore), memory equals the page list
+//! of the last one (`WasmProgram::reference`) except on the marked pages;
+//! so a snapshot reads only those, and a restore writes only those and the
+//! pages where the two page lists differ (none for `reset`: the same list).
+
+use super::WasmProgram;
+use crate::error::HostError;
+use crate::snapshot::{self, Page, PAGE};
+use std::sync::Arc;
+use wasmrace_explore::Status;
+use wasmtime::Val;
+
+/// The map's place in guest memory: a byte per page of the most memory
+/// the guest may have, and one more (a store's second byte may mark the
+/// page after the last).
+#[derive(Clone, Copy, Debug)]
+pub(super) struct DirtyMap {
+    pub base: u32,
+    pub len: u32,
+}
+
+impl WasmProgram {
+    /// Places the dirty-page map on a fresh instance of a tracked module,
+    /// before any of the guest's code runs: the first memory the host
+    /// grows, so that it lies at the same address in every instance.
+    pub(super) fn place_dirty_map(&mut self) -> Result<(), HostError> {
+        self.map = None;
+        self.synced = false;
+        let Some(g) = self.ex.dirty_base else {
+            return Ok(());
+        };
+        let len = (self.guest.config.max_memory_bytes / PAGE as u64 + 2).min(1 << 20);
+        let grown = self
+            .grow(len.div_ceil(65536))
+            .ok()
+            .and_then(|old| u32::try_from(old * 65536).ok());
+        let Some(base) = grown else {
+            return Err(crate::error::runtime(format!(
+                "cannot place the dirty-page map (`{len}` bytes) in guest memory; raise --max-memory-mb"
+            )));
+        };
+        g.set(&mut self.store, Val::I32(base as i32))
+            .map_err(crate::error::runtime)?;
+        self.store.data_mut().dirty_map = Some(base);
+        self.map = Some(DirtyMap {
+            base,
+            len: len as u32,
+        });
+        Ok(())
+    }
+
+    /// Whether the next snapshot or restore may use the map: it is placed,
+    /// every write of this instance is marked (a module without
+    /// trampolines writes Asyncify's buffer unmarked), memory equalled
+    /// `reference` at the last synchronisation, and the execution did not
+    /// fail (a trap may stop a write's marking, or Asyncify's unwind,
+    /// half-way).
+    fn tracks(&self) -> bool {
+        let trampolines = match &self.ex.enter {
+            Some(e) => self.ex.thread_start.is_none() || e.thread_start.is_some(),
+            None => false,
+        };
+        self.map.is_some()
+            && trampolines
+            && self.synced
+            && !matches!(self.status, Status::Failed(_))
+    }
+
+    /// The pages marked since the last synchronisation (and those carried
+    /// over from it), into `self.dirty`; clears the map.
+    fn take_dirty(&mut self) {
+        self.dirty.clear();
+        self.dirty.append(&mut self.carry);
+        let Some(map) = self.map else {
+            return;
+        };
+        let mem = self.ex.memory.data_mut(&mut self.store);
+        // A mark names a page of memory as it is: none lies past the real
+        // size (and its one spill-over byte).
+        let len = (map.len as usize).min(mem.len() / PAGE + 1);
+        let Some(bytes) = mem.get_mut(map.base as usize..map.base as usize + len) else {
+            return;
+        };
+        for (c, chunk) in bytes.chunks_mut(128).enumerate() {
+            if snapshot::is_zero(chunk) {
+                continue;
+            }
+            for (k, b) in chunk.iter_mut().enumerate() {
+                if *b != 0 {
+                    self.dirty.push((c * 128 + k) as u32);
+                    *b = 0;
+                }
+            }
+        }
+    }
+
+    /// Marks the map's own pages in `mask` (pages known to be zero): its
+    /// marks are bookkeeping, not the guest's state, so the state hash
+    /// leaves them out.
+    pub(super) fn mask_map(&self, mask: &mut [bool]) {
+        let Some(map) = self.map else {
+            return;
+        };
+        let first = map.base as usize / PAGE;
+        let end = (map.base as usize + map.len as usize).div_ceil(PAGE);
+        for m in mask.iter_mut().take(end).skip(first) {
+            *m = true;
+        }
+    }
+
+    /// A snapshot's pages through the map: the reference's, with the
+    /// marked pages read again. `None` when the map cannot answer.
+    pub(super) fn capture_dirty(
+        &mut self,
+        memory_bytes: usize,
+    ) -> Option<Arc<Vec<Option<Arc<Page>>>>> {
+        if !self.tracks() {
+            return None;
+        }
+        self.take_dirty();
+        let n = memory_bytes / PAGE;
+        if self.dirty.is_empty() && self.reference.len() == n {
+            return Some(self.reference.clone());
+        }
+        let mut pages: Vec<Option<Arc<Page>>> = (*self.reference).clone();
+        pages.resize(n, None);
+        let data = self.ex.memory.data(&self.store);
+        for &i in &self.dirty {
+            let i = i as usize;
+            if i >= n {
+                // Above the guest's size: kept for the next restore to zero.
+                self.carry.push(i as u32);
+                continue;
+            }
+            let chunk = &data[i * PAGE..(i + 1) * PAGE];
+            pages[i] =
+                snapshot::capture_page(chunk, self.reference.get(i).and_then(|p| p.as_ref()));
+        }
+        let pages = Arc::new(pages);
+        self.reference = pages.clone();
+        Some(pages)
+    }
+
+    /// Restores `pages` through the map: writes the marked pages and those
+    /// where `pages` and the reference differ. `false` (nothing done) when
+    /// the map cannot answer.
+    pub(super) fn restore_dirty(&mut self, pages: &Arc<Vec<Option<Arc<Page>>>>) -> bool {
+        if !self.tracks() {
+            return false;
+        }
+        self.take_dirty();
+        let mut written = 0;
+        let reference = std::mem::replace(&mut self.reference, pages.clone());
+        let data = self.ex.memory.data_mut(&mut self.store);
+        let real = data.len() / PAGE;
+        if !Arc::ptr_eq(&reference, pages) {
+            let n = reference.len().max(pages.len()).min(real);
+            for i in 0..n {
+                let (was, want) = (reference.get(i), pages.get(i));
+                let same = match (was, want) {
+                    (Some(Some(a)), Some(Some(b))) => Arc::ptr_eq(a, b),
+                    (Some(Some(_)), _) | (_, Some(Some(_))) => false,
+                    _ => true,
+                };
+                if !same {
+                    snapshot::restore_page(data, i, want.and_then(|p| p.as_ref()));
+                    written += 1;
+                }
+            }
+        }
+        for &i in &self.dirty {
+            if (i as usize) < real {
+                snapshot::restore_page(
+                    data,
+                    i as usize,
+                    pages.get(i as usize).and_then(|p| p.as_ref()),
+                );
+                written += 1;
+            }
+        }
+        self.restored_pages = Some(written);
+        true
+    }
+
+    /// Before a full scan (snapshot or restore): consumes the map's marks,
+    /// so that the scan finds the map zero, as every snapshot has it.
+    pub(super) fn begin_full_sync(&mut self) {
+        self.restored_pages = None;
+        self.take_dirty();
+    }
+
+    /// After a full scan made memory up to `scanned` bytes equal `pages`:
+    /// `pages` becomes the reference. A marked page above `scanned` is
+    /// zeroed after a restore (the guest's later growth must find it as
+    /// fresh memory is) and carried over after a snapshot (which leaves
+    /// memory as it is).
+    pub(super) fn end_full_sync(
+        &mut self,
+        pages: &Arc<Vec<Option<Arc<Page>>>>,
+        scanned: usize,
+        restored: bool,
+    ) {
+        if self.map.is_none() {
+            return;
+        }
+        let dirty = std::mem::take(&mut self.dirty);
+        let data = self.ex.memory.data_mut(&mut self.store);
+        let real = data.len() / PAGE;
+        for &i in &dirty {
+            let i = i as usize;
+            if i >= scanned / PAGE && i < real {
+                if restored {
+                    snapshot::restore_page(data, i, None);
+                } else {
+                    self.carry.push(i as u32);
+                }
+            }
+        }
+        self.dirty = dirty;
+        self.reference = pages.clone();
+        self.synced = true;
+    }
+}
+
+impl WasmProgram {
+    /// How many pages the last restore wrote through the dirty-page map,
+    /// `None` when it scanned every page. For tests and benchmarks.
+    #[doc(hidden)]
+    pub fn restored_pages(&self) -> Option<usize> {
+        self.restored_pages
+    }
+
+    /// The guest's memory (up to its own size) and mutable globals, to
+    /// compare two states byte for byte. For tests.
+    #[doc(hidden)]
+    pub fn memory_image(&mut self) -> (Vec<u8>, Vec<u128>) {
+        let len = self.mem_len();
+        let mem = self.ex.memory.data(&self.store)[..len].to_vec();
+        let globals = self
+            .ex
+            .globals
+            .clone()
+            .iter()
+            .map(|g| snapshot::val_bits(&g.get(&mut self.store)))
+            .collect();
+        (mem, globals)
+    }
+}
