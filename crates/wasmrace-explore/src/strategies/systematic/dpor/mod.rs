@@ -47,7 +47,7 @@ use crate::program::{StepInfo, ThreadView};
 use crate::strategies::registry::{Descriptor, Knob, StrategyOptions, Takes};
 use crate::strategy::{Capabilities, Context, Outcome, Start, Stat, Strategy};
 use race::{dependent, Ev};
-use wakeup::{after_initial, initials, WakeupTree};
+use wakeup::{initials, is_weak_initial, WakeupTree};
 use wasmrace_trace::{Decision, OpKind};
 
 /// Which DPOR algorithm runs (`--dpor`).
@@ -261,10 +261,7 @@ impl Dpor {
             let node = &mut self.nodes[r.at];
             match self.mode {
                 DporMode::Optimal => {
-                    let asleep = node
-                        .sleep
-                        .iter()
-                        .any(|s| after_initial(s, &v, true).is_some());
+                    let asleep = node.sleep.iter().any(|s| is_weak_initial(s, &v, true));
                     if !asleep {
                         node.wut.insert(&v);
                     }
