@@ -790,6 +790,7 @@ fn version_and_help() {
 
 /// `--strategy ses|ss` and `--state-cache` (FSE 2015 delaying explorers).
 mod delaying;
+mod explain;
 
 /// A bug found under `--fuel-per-step 1000000` once replayed under the
 /// default fuel and was reported as a DIFFERENT FAILURE. The schedule file

@@ -9,5 +9,6 @@
 //!
 //! Unit and crate-level tests stay in their crates.
 
+mod analysis;
 mod cli;
 mod fixtures;

@@ -643,6 +643,7 @@ fn render(
     .unwrap();
     writeln!(s, "|---|---|---:|---:|---:|---:|---:|---:|").unwrap();
     let (mut vs_loom, mut vs_shuttle, mut time_vs_loom) = (Vec::new(), Vec::new(), Vec::new());
+    let mut fewer = Vec::new();
     for e in exhaustive {
         let t: Vec<Duration> = e.times.iter().map(|t| median(t.clone())).collect();
         let rate: Vec<f64> = (0..EXHAUSTIVE_TOOLS)
@@ -651,6 +652,11 @@ fn render(
         vs_loom.push(rate[0] / rate[1]);
         vs_shuttle.push(rate[0] / rate[2]);
         time_vs_loom.push(t[0].as_secs_f64() / t[1].as_secs_f64());
+        fewer.push((
+            e.test.name(),
+            e.executions[0] as f64 / e.executions[1] as f64,
+            time_vs_loom[time_vs_loom.len() - 1],
+        ));
         writeln!(
             s,
             "| `{}` | {} / {} / {} | {} | {} | {} | {} | {} | {} |",
@@ -796,6 +802,80 @@ fn render(
         )
         .unwrap();
     }
+    s.push_str(&summary(&vs_loom, &vs_shuttle, &vs_random, &fewer));
+    s
+}
+
+/// The summary, computed from the tables' numbers so that it cannot drift
+/// from them: the geometric means of the rate ratios (wasmrace ÷ loom,
+/// ÷ shuttle's DFS, ÷ shuttle's random scheduler), and per test how many
+/// times more executions wasmrace's DFS runs than loom's DPOR and the time
+/// to exhaust, wasmrace ÷ loom.
+fn summary(
+    vs_loom: &[f64],
+    vs_shuttle: &[f64],
+    vs_random: &[f64],
+    fewer: &[(String, f64, f64)],
+) -> String {
+    let range = |xs: &mut dyn Iterator<Item = f64>| {
+        let xs: Vec<f64> = xs.collect();
+        let lo = xs.iter().copied().fold(f64::INFINITY, f64::min);
+        let hi = xs.iter().copied().fold(0.0, f64::max);
+        (lo, hi)
+    };
+    let span = |(lo, hi): (f64, f64)| {
+        let (lo, hi) = (ratio(lo), ratio(hi));
+        if lo == hi {
+            lo
+        } else {
+            format!("{}–{hi}", lo.trim_end_matches('×'))
+        }
+    };
+    let names = |v: &[&(String, f64, f64)]| {
+        let n: Vec<String> = v.iter().map(|(t, _, _)| format!("`{t}`")).collect();
+        n.join(", ")
+    };
+    let mut s = String::new();
+    writeln!(
+        s,
+        "\n### Summary (computed by the runner from the tables above)\n"
+    )
+    .unwrap();
+    writeln!(
+        s,
+        "- wasmrace's unbounded DFS runs {} loom's executions per second and {} \
+         shuttle's DFS (geometric means); its random walk {} shuttle's random scheduler.",
+        ratio(geomean(vs_loom)),
+        ratio(geomean(vs_shuttle)),
+        ratio(geomean(vs_random))
+    )
+    .unwrap();
+    writeln!(
+        s,
+        "- loom's DPOR runs {} fewer executions than wasmrace's DFS (per test: wasmrace's \
+         executions ÷ loom's).",
+        span(range(&mut fewer.iter().map(|f| f.1)))
+    )
+    .unwrap();
+    let (slower, faster): (Vec<_>, Vec<_>) = fewer.iter().partition(|f| f.2 > 1.0);
+    if !slower.is_empty() {
+        writeln!(
+            s,
+            "- loom exhausts {} sooner ({} less time).",
+            names(&slower),
+            span(range(&mut slower.iter().map(|f| f.2)))
+        )
+        .unwrap();
+    }
+    if !faster.is_empty() {
+        writeln!(
+            s,
+            "- wasmrace exhausts {} sooner ({} less time).",
+            names(&faster),
+            span(range(&mut faster.iter().map(|f| 1.0 / f.2)))
+        )
+        .unwrap();
+    }
     s
 }
 
@@ -903,6 +983,40 @@ mod tests {
         let twice = std::fs::read_to_string(&path).unwrap();
         assert_eq!(twice, format!("# title\n{BEGIN}\nnew\n{END}\n\nanalysis\n"));
         std::fs::remove_file(&path).unwrap();
+    }
+
+    /// The summary of RESULTS.md's current tables (measured 2026-11-21):
+    /// what the runner writes under them.
+    #[test]
+    fn the_summary_reads_the_tables() {
+        let rows = [
+            ("fetch_add_2", 19.0 / 9.0, 0.54),
+            ("fetch_add_3", 1121.0 / 414.0, 0.41),
+            ("mutex_counter_2", 118.0 / 12.0, 2.2),
+            ("mutex_counter_3", 53715.0 / 920.0, 9.4),
+            ("transfer_ordered", 516.0 / 15.0, 7.8),
+        ];
+        let fewer: Vec<(String, f64, f64)> = rows
+            .iter()
+            .map(|&(t, e, x)| (t.to_string(), e, x))
+            .collect();
+        let got = summary(
+            &[3.9, 6.6, 4.4, 6.2, 4.4],
+            &[0.55, 0.73, 0.68, 0.92, 0.76],
+            &[0.68, 0.81, 0.81, 1.0, 0.78],
+            &fewer,
+        );
+        assert_eq!(
+            got,
+            "\n### Summary (computed by the runner from the tables above)\n\n\
+             - wasmrace's unbounded DFS runs 5.0× loom's executions per second and 0.72× \
+             shuttle's DFS (geometric means); its random walk 0.81× shuttle's random scheduler.\n\
+             - loom's DPOR runs 2.1–58× fewer executions than wasmrace's DFS (per test: \
+             wasmrace's executions ÷ loom's).\n\
+             - loom exhausts `mutex_counter_2`, `mutex_counter_3`, `transfer_ordered` sooner \
+             (2.2–9.4× less time).\n\
+             - wasmrace exhausts `fetch_add_2`, `fetch_add_3` sooner (1.9–2.4× less time).\n"
+        );
     }
 
     #[test]

@@ -6,6 +6,7 @@
 mod bench_report;
 mod chart;
 mod commands;
+mod fold;
 mod output;
 mod report;
 
@@ -22,6 +23,8 @@ Examples:
   wasmrace check app.wasm
   wasmrace check app.wasm --test lost_update --preemption-bound 3
   wasmrace replay app.wasm app.lost_update.schedule.json
+  wasmrace shrink app.wasm app.lost_update.schedule.json -o small.json
+  wasmrace bisect app.wasm app.lost_update.schedule.json --exact
   wasmrace bench --strategies pos,pct,random --chart hit-ratios.svg";
 
 #[derive(Parser)]
@@ -46,6 +49,8 @@ struct Cli {
 enum Command {
     Check(commands::check::CheckCommand),
     Replay(commands::replay::ReplayCommand),
+    Shrink(commands::shrink::ShrinkCommand),
+    Bisect(commands::bisect::BisectCommand),
     List(commands::list::ListCommand),
     Bench(commands::bench::BenchCommand),
 }
@@ -64,6 +69,8 @@ fn main() -> ExitCode {
     let result = std::panic::catch_unwind(move || match cli.command {
         Command::Check(c) => c.run(),
         Command::Replay(c) => c.run(),
+        Command::Shrink(c) => c.run(),
+        Command::Bisect(c) => c.run(),
         Command::List(c) => c.run(),
         Command::Bench(c) => c.run(),
     });

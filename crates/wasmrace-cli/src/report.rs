@@ -33,6 +33,20 @@ pub fn races_block(races: &[wasmrace_host::RaceReport]) -> String {
     out
 }
 
+/// The line saying a bug's schedule is the shrunk form of the strategy's
+/// (`shrunk:   from 3 preemptions / 14 steps ...`), or nothing.
+pub fn shrunk_line(from: Option<&wasmrace_host::ScheduleStats>) -> String {
+    match from {
+        Some(s) => format!(
+            "shrunk:   from {} preemption{} / {} steps (--no-shrink shows the strategy's own)\n",
+            s.preemptions,
+            if s.preemptions == 1 { "" } else { "s" },
+            s.steps
+        ),
+        None => String::new(),
+    }
+}
+
 /// A failure, one labelled field per line; continuation lines of a
 /// multi-line message (`assert_eq!`'s left/right) stay aligned under it.
 pub fn failure_block(failure: &Failure) -> String {
@@ -98,15 +112,20 @@ pub fn trace_header(events: &[TraceEvent]) -> String {
     )
 }
 
-/// The interleaving with its header, as both `check` and `replay` print it.
-pub fn trace_block(events: &[TraceEvent]) -> String {
+/// The interleaving with its header, as both `check` and `replay` print it:
+/// repeated steps folded unless `full` (`--full-trace`).
+pub fn trace_block(events: &[TraceEvent], full: bool) -> String {
     if events.is_empty() {
         // A failure inside the very first step (a runaway loop before any
         // hook call): a legend over nothing would only confuse.
         return "interleaving, 0 steps: it failed before its first scheduling point\n".into();
     }
     let mut out = trace_header(events);
-    out.push_str(&render_trace(events));
+    if full {
+        out.push_str(&render_trace(events));
+    } else {
+        out.push_str(&crate::fold::fold_trace(events));
+    }
     out
 }
 

@@ -173,6 +173,10 @@ pub struct BugReport {
     pub schedule: Schedule,
     /// 1-based index of the execution that found it.
     pub execution: u64,
+    /// The size of the schedule the strategy found, when the one above is
+    /// its shrunk form ([`shrink_bug`](crate::shrink_bug)); `None` when it
+    /// is the strategy's own.
+    pub shrunk_from: Option<crate::ScheduleStats>,
 }
 
 /// What [`check`] did and found.
@@ -358,6 +362,7 @@ fn finish_check(
                 trace,
                 schedule,
                 execution: b.execution,
+                shrunk_from: None,
             })
         }
         None => None,
@@ -448,10 +453,14 @@ pub fn replay(
     let mut program = guest.program(&schedule.test)?;
     program.set_tracing(true);
     let mut strategy = Replay::from_schedule(schedule);
+    // The schedule's decisions were each schedulable when recorded, fair
+    // or not: a replay takes them as they are, whatever fairness bound
+    // found them (yields are still counted, so a livelock is one again).
     let config = Config {
         max_executions: 1,
         max_steps,
         snapshot_every_cost: None,
+        fairness_bound: None,
         ..Config::default()
     };
     let mut explorer = Explorer::new(program, config);

@@ -14,6 +14,19 @@ pub struct HostConfig {
     pub fuel_per_step: u64,
     /// Guest linear memory limit in bytes. `--max-memory-mb`, default 256 MiB.
     pub max_memory_bytes: u64,
+    /// What a guest can make the host hold, in bytes: message contents,
+    /// the bytes of pending operations, registered names, table entries,
+    /// objects and thread records, as `World` counts them (its constants
+    /// say what each costs beyond its bytes). An execution that passes it
+    /// fails with a memory-limit failure naming the flag, instead of
+    /// exhausting the host. `--max-host-memory-mb`, default 256 MiB.
+    pub max_host_bytes: u64,
+    /// Log bytes (`wasmrace::log`) a traced execution keeps; lines past it
+    /// are dropped and the trace says so once, naming the flag. Logs are
+    /// only kept when tracing, so a limit reached there must not change the
+    /// verdict exploration found: dropping is the one consistent choice.
+    /// `--max-log-kib`, default 1 MiB.
+    pub max_log_bytes: u64,
     /// Largest module file the host reads, in bytes: a path naming
     /// something huge (or endless, like a device) fails at once instead of
     /// exhausting memory. `--max-module-mb`, default 256 MiB.
@@ -38,6 +51,8 @@ impl Default for HostConfig {
             fuel_per_step: 50_000_000,
             max_memory_bytes: 256 << 20,
             max_module_bytes: 256 << 20,
+            max_host_bytes: 256 << 20,
+            max_log_bytes: 1 << 20,
             thread_stack_bytes: 112 << 10,
             asyncify_buffer_bytes: 16 << 10,
             cache_dir: default_cache_dir(),

@@ -152,7 +152,9 @@ pub enum HostError {
         what: String,
     },
     /// No test of that name.
-    #[error("no test `{test}` in `{name}`; its tests are: {available}")]
+    // The test name comes from a schedule file or the command line:
+    // escaped, so that it cannot break the line or drive the terminal.
+    #[error("no test `{}` in `{name}`; its tests are: {available}", .test.escape_debug())]
     UnknownTest {
         /// The module's name.
         name: String,
@@ -198,7 +200,7 @@ pub enum HostError {
         message: String,
     },
     /// A schedule file recorded on another module.
-    #[error("schedule was recorded on a module with blake3 `{expected}`, but `{name}` has blake3 `{found}`; rebuild the schedule with `wasmrace check` on this module")]
+    #[error("schedule was recorded on a module with blake3 `{}`, but `{name}` has blake3 `{found}`; rebuild the schedule with `wasmrace check` on this module", .expected.escape_debug())]
     ScheduleModule {
         /// The module's name.
         name: String,
@@ -210,6 +212,15 @@ pub enum HostError {
     /// A schedule file could not be read.
     #[error(transparent)]
     Schedule(#[from] wasmrace_trace::ScheduleError),
+    /// A schedule given to `shrink` or `bisect` does not lead to the
+    /// failure it records.
+    #[error("the schedule does not reproduce its failure, {failure}: {why}; `wasmrace replay` shows where it goes")]
+    NotReproduced {
+        /// The failure the schedule records.
+        failure: String,
+        /// What the schedule did instead.
+        why: String,
+    },
     /// A decision names a thread or alternative that is not enabled.
     #[error("decision for thread `{thread}` (alternative {alt}) at step {step} is not enabled")]
     InvalidDecision {
@@ -240,5 +251,35 @@ pub(crate) fn one_line(s: &str) -> String {
 pub(crate) fn runtime(e: impl std::fmt::Display) -> HostError {
     HostError::Runtime {
         message: one_line(&format!("{e:#}")),
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    /// Found by the fuzz harness (`wasmrace-fuzz --kind schedules`): a
+    /// schedule file's test name or module hash with a newline or an ANSI
+    /// escape broke the one-line message and reached the terminal raw.
+    #[test]
+    fn values_from_schedule_files_are_escaped() {
+        let odd = "\u{1b}[31m/../x\n".to_string();
+        let errors = [
+            HostError::UnknownTest {
+                name: "m.wasm".into(),
+                test: odd.clone(),
+                available: "`a`".into(),
+            },
+            HostError::ScheduleModule {
+                name: "m.wasm".into(),
+                expected: odd,
+                found: "ab".into(),
+            },
+        ];
+        for e in errors {
+            let s = e.to_string();
+            assert!(!s.contains('\n') && !s.contains('\u{1b}'), "{s:?}");
+            assert!(s.contains("\\u{1b}[31m/../x\\n"), "{s:?}");
+        }
     }
 }

@@ -176,6 +176,9 @@ pub struct HostState {
     pub(crate) limits: Limits,
     pub(crate) tracing: bool,
     pub(crate) logs: Vec<String>,
+    /// Log bytes the current execution may still keep (`--max-log-kib`);
+    /// reset when an execution starts or a state is restored.
+    pub(crate) log_room: u64,
     pub(crate) asyncify_bytes: u32,
 }
 
@@ -194,6 +197,7 @@ impl HostState {
             },
             tracing,
             logs: Vec::new(),
+            log_room: config.max_log_bytes,
             asyncify_bytes: config.asyncify_buffer_bytes,
         }
     }
@@ -203,6 +207,34 @@ impl HostState {
             .clone()
             .expect("exports are set before any guest code runs")
     }
+}
+
+/// What one log line costs against `--max-log-kib` beyond its bytes: empty
+/// lines in a loop must run out of room too.
+const LOG_LINE_BYTES: u64 = 32;
+
+/// Keeps a log line for the trace, within the execution's room; the line
+/// that does not fit is cut, followed by one line saying so, and later
+/// lines are dropped.
+fn log_line(c: &mut Caller<'_, HostState>, ptr: i32, len: i32) -> wasmtime::Result<()> {
+    let room = c.data().log_room;
+    if room == 0 {
+        return Ok(());
+    }
+    let want = u64::from(len as u32) + LOG_LINE_BYTES;
+    let take = want.min(room).saturating_sub(LOG_LINE_BYTES);
+    let b = read_bytes(c, ptr, take as i32)?;
+    let st = c.data_mut();
+    st.logs.push(String::from_utf8_lossy(&b).into_owned());
+    st.log_room = room - want.min(room);
+    if want > room {
+        st.log_room = 0;
+        st.logs.push(
+            "[wasmrace: this execution logged more than the `--max-log-kib` limit; later log bytes are dropped; raise --max-log-kib]"
+                .into(),
+        );
+    }
+    Ok(())
 }
 
 fn fault(msg: String) -> wasmtime::Error {
@@ -225,7 +257,11 @@ pub(crate) fn put_guest_bytes(mem: &mut [u8], ptr: u32, bytes: &[u8]) -> Result<
     }
 }
 
-fn read_bytes(caller: &mut Caller<'_, HostState>, ptr: i32, len: i32) -> wasmtime::Result<Vec<u8>> {
+fn read_bytes(
+    caller: &mut Caller<'_, HostState>,
+    ptr: i32,
+    len: i32,
+) -> wasmtime::Result<crate::ops::Bytes> {
     let ex = caller.data().ex();
     guest_bytes(ex.memory.data(&*caller), ptr, len).map_err(fault)
 }
@@ -270,11 +306,9 @@ fn suspend(
             let op = decode_op(hook, args, ex.memory.data(&*caller)).map_err(fault)?;
             let st = caller.data_mut();
             let cur = st.cur;
-            let t = &mut st.world.threads[cur];
-            t.pending = op;
-            t.site = site as u32;
+            st.world.set_pending(cur, op, site as u32);
             st.mode = Mode::Unwinding;
-            let buf = st.world.slot_bases[t.slot as usize];
+            let buf = st.world.slot_bases[st.world.threads[cur].slot as usize];
             let end = buf + st.asyncify_bytes;
             // Asyncify's data header: [current, end], data right after it.
             let mut header = [0u8; 8];
@@ -309,7 +343,7 @@ pub(crate) fn make_linker(engine: &Engine) -> Result<Linker<HostState>, HostErro
         |mut c: Caller<'_, HostState>, buf: i32, out_from: i32| -> wasmtime::Result<()> {
             let st = c.data_mut();
             let cur = st.cur;
-            let Some(msg) = st.world.threads[cur].taken.take() else {
+            let Some(msg) = st.world.take_message(cur) else {
                 return Err(fault("recv_take without a preceding recv".into()));
             };
             write_bytes(&mut c, buf as u32, &msg.data)?;
@@ -325,14 +359,13 @@ pub(crate) fn make_linker(engine: &Engine) -> Result<Linker<HostState>, HostErro
             // it checked only while tracing, exploring would go past the
             // failure that tracing stops at, and the schedule it records
             // would not replay (docs/ABI.md, "Bad arguments").
-            if !c.data().tracing {
+            {
                 let ex = c.data().ex();
-                return guest_range(ex.memory.data(&c), ptr, len).map_err(fault);
+                guest_range(ex.memory.data(&c), ptr, len).map_err(fault)?;
             }
-            let b = read_bytes(&mut c, ptr, len)?;
-            c.data_mut()
-                .logs
-                .push(String::from_utf8_lossy(&b).into_owned());
+            if c.data().tracing {
+                log_line(&mut c, ptr, len)?;
+            }
             Ok(())
         },
     )
@@ -361,7 +394,10 @@ pub(crate) fn make_linker(engine: &Engine) -> Result<Linker<HostState>, HostErro
         m,
         "thread_name",
         |mut c: Caller<'_, HostState>, tid: i64, buf: i32, cap: i32| -> wasmtime::Result<i32> {
-            let name = c.data().world.thread_name(wasmrace_trace::Tid(tid as u64));
+            let name = c
+                .data()
+                .world
+                .thread_full_name(wasmrace_trace::Tid(tid as u64));
             let n = name.len().min(cap.max(0) as usize);
             write_bytes(&mut c, buf as u32, &name.as_bytes()[..n])?;
             Ok(name.len() as i32)

@@ -37,6 +37,7 @@
 
 #![deny(missing_docs)]
 
+pub mod analysis;
 pub mod bench;
 mod check;
 mod config;
@@ -50,6 +51,13 @@ mod program;
 mod snapshot;
 mod world;
 
+pub use analysis::bisect::{
+    bisect, Alternative, BisectOptions, Bisection, Decisive, Sealing, StepEstimate,
+};
+pub use analysis::same_failure;
+pub use analysis::shrink::{
+    run_candidate, shrink, shrink_bug, CandidateRun, ScheduleStats, ShrinkOptions, Shrunk,
+};
 pub use check::{
     check, check_with_progress, check_with_strategy, replay, trace_schedule, BugReport,
     CheckOptions, CheckOutcome, NothingToInterleave, RaceReport, ReplayOutcome, StrategyChoice,

@@ -54,7 +54,7 @@ macro_rules! for_each_op {
                 "join"(tid: i64) -> (), |_mem| Op::Join { target: tid as u64 };
             Yield => thread, Yield, Own,
                 "yield_now"() -> (), |_mem| Op::Yield;
-            Send { to: u64, data: Vec<u8> } => mailbox, Send, Others,
+            Send { to: u64, data: Bytes } => mailbox, Send, Others,
                 "send"(to: i64, ptr: i32, len: i32) -> (),
                 |mem| Op::Send { to: to as u64, data: guest_bytes(mem, ptr, len)? };
             Recv => mailbox, Recv, Own,
@@ -111,20 +111,20 @@ macro_rules! for_each_op {
             TableRemove { h: u64, k: u64, out: u32 } => table, TableRemove, Own,
                 "table_remove"(h: i64, k: i64, out: i32) -> i32,
                 |_mem| Op::TableRemove { h: h as u64, k: k as u64, out: out as u32 };
-            Register { name: Vec<u8>, tid: u64 } => registry, Register, OthersAccesses,
+            Register { name: Bytes, tid: u64 } => registry, Register, OthersAccesses,
                 "register"(ptr: i32, len: i32, tid: i64) -> i32,
                 |mem| Op::Register { name: guest_bytes(mem, ptr, len)?, tid: tid as u64 };
-            Whereis { name: Vec<u8>, out: u32 } => registry, Whereis, Own,
+            Whereis { name: Bytes, out: u32 } => registry, Whereis, Own,
                 "whereis"(ptr: i32, len: i32, out: i32) -> i32,
                 |mem| Op::Whereis { name: guest_bytes(mem, ptr, len)?, out: out as u32 };
-            Unregister { name: Vec<u8> } => registry, Unregister, OthersAccesses,
+            Unregister { name: Bytes } => registry, Unregister, OthersAccesses,
                 "unregister"(ptr: i32, len: i32) -> i32,
                 |mem| Op::Unregister { name: guest_bytes(mem, ptr, len)? };
             Choose { n: u32 } => thread, Choose, Own,
                 "choose"(n: i32) -> i32, |_mem| Op::Choose { n: n as u32 };
             /// `wasmrace::phase(name)`: the guest announces a phase; no
             /// effect on the world, touches nothing.
-            Phase { name: Vec<u8> } => thread, Phase, Own,
+            Phase { name: Bytes } => thread, Phase, Own,
                 "phase"(ptr: i32, len: i32) -> (),
                 |mem| Op::Phase { name: guest_bytes(mem, ptr, len)? };
             /// The step retiring a thread whose entry returned.
@@ -273,10 +273,15 @@ pub(crate) fn decode_op(hook: usize, a: [i64; OP_ARGS], mem: &[u8]) -> Result<Op
     }
 }
 
+/// Guest bytes an operation carries (a message, a name): shared, not
+/// copied, by the `World` clones snapshots hold, so that a pending send of
+/// a large message costs the host its bytes once.
+pub(crate) type Bytes = std::sync::Arc<[u8]>;
+
 /// The `len` bytes of guest memory at `ptr`, a hook's argument; the error
 /// is the guest's fault.
-pub(crate) fn guest_bytes(mem: &[u8], ptr: i32, len: i32) -> Result<Vec<u8>, String> {
-    guest_slice(mem, ptr, len).map(<[u8]>::to_vec)
+pub(crate) fn guest_bytes(mem: &[u8], ptr: i32, len: i32) -> Result<Bytes, String> {
+    guest_slice(mem, ptr, len).map(Bytes::from)
 }
 
 /// Checks that `len` bytes at `ptr` lie in guest memory, as
@@ -345,9 +350,9 @@ impl HeapBytes for u64 {
         0
     }
 }
-impl HeapBytes for Vec<u8> {
+impl HeapBytes for Bytes {
     fn heap_bytes(&self) -> usize {
-        self.capacity()
+        self.len()
     }
 }
 
@@ -364,7 +369,7 @@ mod tests {
             op,
             Op::Send {
                 to: 7,
-                data: b"ell".to_vec()
+                data: b"ell".as_slice().into()
             }
         );
         assert_eq!(op.kind(), OpKind::Send);

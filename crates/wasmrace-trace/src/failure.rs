@@ -16,10 +16,18 @@ pub enum FailureKind {
     Deadlock,
     /// The execution took more steps than `max_steps` (possible livelock).
     StepLimit,
+    /// Every live thread spins (yields without progress) or is blocked: at
+    /// the step limit every enabled thread was in a `yield_now` loop, or,
+    /// with a state cache, the execution went back to a state it had
+    /// visited, round a cycle every enabled thread takes part in (a lasso).
+    Livelock,
     /// One step ran out of fuel: a loop with no scheduling point.
     FuelExhausted,
     /// The guest asked for more memory than its limit.
     MemoryLimit,
+    /// A thread ran below the bottom of its shadow stack (into its
+    /// neighbour's stack or the heap) between two scheduling points.
+    StackOverflow,
     /// The guest misused the API: unlocking a mutex it does not hold, a
     /// handle or thread id that does not exist, waiting on a condition
     /// variable without holding the mutex.
@@ -34,8 +42,10 @@ impl FailureKind {
             FailureKind::Trap => "trap",
             FailureKind::Deadlock => "deadlock",
             FailureKind::StepLimit => "step limit",
+            FailureKind::Livelock => "livelock",
             FailureKind::FuelExhausted => "fuel exhausted",
             FailureKind::MemoryLimit => "memory limit",
+            FailureKind::StackOverflow => "stack overflow",
             FailureKind::Misuse => "api misuse",
         }
     }

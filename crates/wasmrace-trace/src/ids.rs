@@ -51,14 +51,12 @@ impl ThreadPath {
     /// The thread's stable id: a hash of the path, the same in every
     /// interleaving.
     pub fn tid(&self) -> Tid {
-        let mut h = TID_SEED;
-        for &i in &self.0 {
-            h = mix64(h ^ mix64(u64::from(i) + 1));
-        }
-        Tid(h)
+        self.0.iter().fold(Tid::MAIN, |t, &i| t.child(i))
     }
 
-    /// Parses the display form (`main`, `main.1.2`).
+    /// Parses the display form (`main`, `main.1.2`) or the compact one
+    /// (`main.1*3.2` for `main.1.1.1.2`, see [`ThreadPath::compact`]).
+    /// Paths deeper than [`ThreadPath::MAX_PARSED_DEPTH`] are refused.
     pub fn parse(s: &str) -> Option<Self> {
         let mut parts = s.split('.');
         if parts.next()? != "main" {
@@ -66,13 +64,56 @@ impl ThreadPath {
         }
         let mut v = Vec::new();
         for p in parts {
-            let n: u32 = p.parse().ok()?;
-            if n == 0 {
+            let (n, times) = match p.split_once('*') {
+                Some((n, t)) => (n, t.parse::<usize>().ok().filter(|&t| t >= 1)?),
+                None => (p, 1),
+            };
+            let n: u32 = n.parse().ok()?;
+            if n == 0 || v.len() + times > Self::MAX_PARSED_DEPTH {
                 return None;
             }
-            v.push(n);
+            v.extend(std::iter::repeat_n(n, times));
         }
         Some(ThreadPath(v))
+    }
+
+    /// The deepest path `parse` accepts: a schedule file cannot make the
+    /// host allocate more than this per name.
+    pub const MAX_PARSED_DEPTH: usize = 1 << 20;
+
+    /// The compact display form: a run of four or more equal indices is
+    /// written once with its length (`main.1*8000` for a chain of 8,000
+    /// spawns), so that a deep chain's name stays short in reports and
+    /// schedule files. Paths without such runs display as with `Display`;
+    /// `parse` reads both forms.
+    pub fn compact(&self) -> String {
+        let mut s = String::from("main");
+        let mut k = 0;
+        while k < self.0.len() {
+            let n = self.0[k];
+            let run = self.0[k..].iter().take_while(|&&m| m == n).count();
+            if run >= 4 {
+                s.push_str(&format!(".{n}*{run}"));
+            } else {
+                for _ in 0..run {
+                    s.push_str(&format!(".{n}"));
+                }
+            }
+            k += run;
+        }
+        s
+    }
+}
+
+impl Tid {
+    /// The main thread's id (`ThreadPath::main().tid()`).
+    pub const MAIN: Tid = Tid(TID_SEED);
+
+    /// The id of this thread's `index`-th child (1-based): the same as
+    /// `path.child(index).tid()` for this thread's `path`, computed in
+    /// constant space.
+    pub const fn child(self, index: u32) -> Tid {
+        Tid(mix64(self.0 ^ mix64(index as u64 + 1)))
     }
 }
 
@@ -155,6 +196,22 @@ mod tests {
         assert_eq!(ThreadPath::parse("mian.1"), None);
         assert_ne!(p.tid(), ThreadPath::main().child(2).child(1).tid());
         assert_ne!(ThreadPath::main().tid(), ThreadPath::main().child(1).tid());
+        assert_eq!(Tid::MAIN.child(1).child(2), p.tid());
+    }
+
+    #[test]
+    fn compact_names_fold_runs_and_parse_back() {
+        let deep = ThreadPath(vec![1; 8000]);
+        assert_eq!(deep.compact(), "main.1*8000");
+        assert_eq!(ThreadPath::parse("main.1*8000"), Some(deep));
+        let p = ThreadPath(vec![2, 1, 1, 1, 1, 3, 3, 3]);
+        assert_eq!(p.compact(), "main.2.1*4.3.3.3");
+        assert_eq!(ThreadPath::parse(&p.compact()), Some(p.clone()));
+        assert_eq!(ThreadPath::parse(&p.to_string()), Some(p));
+        assert_eq!(ThreadPath::main().compact(), "main");
+        assert_eq!(ThreadPath::parse("main.1*0"), None);
+        assert_eq!(ThreadPath::parse("main.0*3"), None);
+        assert_eq!(ThreadPath::parse("main.1*99999999999"), None);
     }
 
     #[test]

@@ -102,13 +102,14 @@ pub enum ScheduleError {
         cause: serde_json::Error,
     },
     /// JSON, but not a wasmrace schedule.
-    #[error("`{path}` is not a wasmrace schedule file (format `{found}`)")]
+    // Values read from the file are escaped: one line, no terminal escapes.
+    #[error("`{path}` is not a wasmrace schedule file (format `{}`)", .found.escape_debug())]
     Format { path: String, found: String },
     /// A schedule of another format version.
     #[error("schedule file `{path}` has format version `{found}`; this wasmrace reads version `{SCHEDULE_VERSION}`")]
     Version { path: String, found: u64 },
     /// A step names no thread path.
-    #[error("schedule file `{path}`, step {step}: `{thread}` is not a thread name (expected `main`, `main.1`, ...)")]
+    #[error("schedule file `{path}`, step {step}: `{}` is not a thread name (expected `main`, `main.1`, ...)", .thread.escape_debug())]
     BadThread {
         path: String,
         step: usize,
@@ -255,6 +256,22 @@ impl Schedule {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    /// Found by the fuzz harness (`wasmrace-fuzz --kind schedules`): a
+    /// format or thread name with a newline or an ANSI escape broke the
+    /// one-line error and reached the terminal raw.
+    #[test]
+    fn values_read_from_the_file_are_escaped_in_errors() {
+        let odd = "\u{1b}[31m\nx";
+        let format = serde_json::json!({"format": odd}).to_string();
+        let mut bad_thread = serde_json::to_value(sample()).unwrap();
+        bad_thread["steps"][0]["thread"] = serde_json::json!(odd);
+        for text in [format, bad_thread.to_string()] {
+            let e = Schedule::parse(&text, "f").unwrap_err().to_string();
+            assert!(!e.contains('\n') && !e.contains('\u{1b}'), "{e:?}");
+            assert!(e.contains("\\u{1b}[31m\\nx"), "{e:?}");
+        }
+    }
 
     fn sample() -> Schedule {
         Schedule::new(

@@ -15,7 +15,7 @@ use std::time::{Duration, Instant};
 use wasmrace_explore::strategies::registry::{self, Knob, StrategyOptions, REGISTRY};
 use wasmrace_explore::strategies::{DporMode, ExplorerKind};
 use wasmrace_explore::{Config, Report};
-use wasmrace_host::{CheckOptions, CheckOutcome, Guest, HostError, StrategyChoice};
+use wasmrace_host::{CheckOptions, CheckOutcome, Guest, HostError, ShrinkOptions, StrategyChoice};
 
 const AFTER_HELP: &str = "\
 Output: for each test, either `no bug in N executions (...)`, saying whether
@@ -188,6 +188,12 @@ pub struct CheckCommand {
     /// Fail an execution that takes more than N steps (possible livelock)
     #[arg(long, value_name = "N", default_value_t = Config::default().max_steps)]
     max_steps: u64,
+    /// Fair scheduling: each thread's first N `yield_now`s are free, from
+    /// the next on it gives way to the threads it may be starving, so a
+    /// waiting loop ends whenever the awaited thread can run; `off` explores
+    /// unfair schedules too (a spin wait then hits --max-steps)
+    #[arg(long, value_name = "N|off", default_value = "2", value_parser = parse_fairness_bound)]
+    fairness_bound: FairnessBound,
     /// Stop exploring a test after SECS seconds of wall-clock time
     #[arg(long, value_name = "SECS")]
     time_budget: Option<u64>,
@@ -205,6 +211,17 @@ pub struct CheckCommand {
     /// Print one JSON document on stdout instead of text
     #[arg(long)]
     json: bool,
+    /// Print every step of a bug's interleaving (by default, steps repeated
+    /// back to back, a waiting loop's, are shown once with a count)
+    #[arg(long)]
+    full_trace: bool,
+    /// Report each bug's schedule as the strategy found it, without
+    /// shrinking it to the fewest preemptions, switches and steps
+    #[arg(long)]
+    no_shrink: bool,
+    /// Steps the shrinking of each bug may replay in all
+    #[arg(long, value_name = "N", default_value_t = ShrinkOptions::for_check().budget_steps)]
+    shrink_budget: u64,
     #[command(flatten)]
     host: HostArgs,
 }
@@ -234,7 +251,8 @@ impl CheckCommand {
         // report: it is printed, and the error comes after it (exit 2).
         let mut write_error = None;
         for (i, test) in tests.iter().enumerate() {
-            let outcome = explore(&guest, test, &opts, self.json)?;
+            let mut outcome = explore(&guest, test, &opts, self.json)?;
+            self.shrink(&guest, &mut outcome)?;
             let schedule_path = match &outcome.bug {
                 Some(bug) => {
                     failed.push(test.clone());
@@ -330,6 +348,7 @@ impl CheckCommand {
             explore: Config {
                 max_executions: self.max_executions,
                 max_steps: self.max_steps,
+                fairness_bound: self.fairness_bound.0,
                 time_budget: self.time_budget.map(Duration::from_secs),
                 max_saved_snapshots: self.max_saved_snapshots,
                 max_saved_bytes: self.saved_snapshots_mb.saturating_mul(1 << 20),
@@ -418,8 +437,9 @@ impl CheckCommand {
                         bug.found_by, outcome.strategy
                     ));
                 }
+                out.push_str(&report::shrunk_line(bug.shrunk_from.as_ref()));
                 out.push('\n');
-                out.push_str(&report::trace_block(&bug.trace));
+                out.push_str(&report::trace_block(&bug.trace, self.full_trace));
                 out.push('\n');
                 match path {
                     Written::To(path) => {
@@ -445,6 +465,23 @@ impl CheckCommand {
         out
     }
 
+    /// Shrinks the bug of `outcome`, if any, unless `--no-shrink`; a
+    /// schedule that does not shrink (or, impossibly, does not replay)
+    /// stays as found.
+    fn shrink(&self, guest: &Guest, outcome: &mut CheckOutcome) -> Result<()> {
+        let Some(bug) = outcome.bug.as_mut().filter(|_| !self.no_shrink) else {
+            return Ok(());
+        };
+        let opts = ShrinkOptions {
+            budget_steps: self.shrink_budget,
+            max_steps: Some(self.max_steps),
+        };
+        match wasmrace_host::shrink_bug(guest, bug, &opts) {
+            Ok(()) | Err(HostError::NotReproduced { .. }) => Ok(()),
+            Err(e) => Err(e.into()),
+        }
+    }
+
     fn json_result(
         &self,
         outcome: &CheckOutcome,
@@ -458,6 +495,7 @@ impl CheckCommand {
                     "execution": bug.execution,
                     "found_by": bug.found_by,
                     "failure": bug.failure,
+                    "shrunk_from": bug.shrunk_from,
                     "trace": bug.trace,
                 });
                 let place = match written {
@@ -664,6 +702,19 @@ fn explore(guest: &Guest, test: &str, opts: &CheckOptions, json: bool) -> Result
     let result = wasmrace_host::check_with_progress(guest, test, opts, &mut progress);
     bar.finish_and_clear();
     Ok(result?)
+}
+
+/// `--fairness-bound`: a number of free yields, or `off` (`None`).
+#[derive(Clone, Copy, Debug)]
+struct FairnessBound(Option<u32>);
+
+fn parse_fairness_bound(s: &str) -> Result<FairnessBound, String> {
+    if s == "off" {
+        return Ok(FairnessBound(None));
+    }
+    s.parse()
+        .map(|n| FairnessBound(Some(n)))
+        .map_err(|_| format!("`{s}` is not a number of yields or `off`"))
 }
 
 #[cfg(test)]

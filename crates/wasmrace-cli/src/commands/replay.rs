@@ -49,6 +49,10 @@ pub struct ReplayCommand {
     /// Print one JSON document on stdout instead of text
     #[arg(long)]
     json: bool,
+    /// Print every step of a bug's interleaving (by default, steps repeated
+    /// back to back, a waiting loop's, are shown once with a count)
+    #[arg(long)]
+    full_trace: bool,
     #[command(flatten)]
     host: HostArgs,
 }
@@ -86,90 +90,8 @@ impl ReplayCommand {
         })
     }
 
-    /// The host configuration and step bound to replay with: each setting
-    /// from its flag when given, else from the schedule file, else the
-    /// default; and a line for each that differs from the default because
-    /// of the file, or from the file because of a flag.
     fn settings(&self, schedule: &Schedule) -> Result<(HostConfig, u64, Vec<String>)> {
-        let mut config = self.host.config()?;
-        let d = HostConfig::default();
-        let s = &schedule.settings;
-        let file = self.schedule.display();
-        let mut notes = Vec::new();
-        // Older files kept the step bound only among the options.
-        let recorded_steps = s
-            .max_steps
-            .or_else(|| schedule.options.get("max_steps").and_then(|v| v.as_u64()));
-        let mut max_steps = Config::default().max_steps;
-        let settings: [(Setting, bool, Option<u64>, u64); 5] = [
-            (
-                Setting::Fuel,
-                self.host.fuel_per_step.is_some(),
-                s.fuel_per_step,
-                d.fuel_per_step,
-            ),
-            (
-                Setting::Steps,
-                self.max_steps.is_some(),
-                recorded_steps,
-                max_steps,
-            ),
-            (
-                Setting::Memory,
-                self.host.max_memory_mb.is_some(),
-                s.max_memory_bytes,
-                d.max_memory_bytes,
-            ),
-            (
-                Setting::Stack,
-                self.host.thread_stack_kib.is_some(),
-                s.thread_stack_bytes.map(u64::from),
-                d.thread_stack_bytes.into(),
-            ),
-            (
-                Setting::Asyncify,
-                self.host.asyncify_buffer_kib.is_some(),
-                s.asyncify_buffer_bytes.map(u64::from),
-                d.asyncify_buffer_bytes.into(),
-            ),
-        ];
-        for (setting, given, recorded, default) in settings {
-            let current = match setting {
-                Setting::Steps => self.max_steps.unwrap_or(default),
-                _ => setting.get(&config),
-            };
-            let value = match (given, recorded) {
-                (true, Some(r)) if r != current => {
-                    notes.push(format!(
-                        "{} given: it overrides the schedule's {}",
-                        setting.flag(current),
-                        setting.flag(r)
-                    ));
-                    current
-                }
-                (false, Some(r)) => {
-                    if r == 0 || (setting.is_u32() && r > u64::from(u32::MAX)) {
-                        bail!(
-                            "schedule file `{file}` records {}, which is out of range",
-                            setting.flag(r)
-                        );
-                    }
-                    if r != default {
-                        notes.push(format!("using the schedule's {}", setting.flag(r)));
-                    }
-                    r
-                }
-                _ => current,
-            };
-            match setting {
-                Setting::Steps => max_steps = value,
-                _ => setting.set(&mut config, value),
-            }
-        }
-        if max_steps == 0 {
-            bail!("`--max-steps` must be at least 1");
-        }
-        Ok((config, max_steps, notes))
+        resolve_settings(&self.host, self.max_steps, schedule, &self.schedule)
     }
 
     fn text_result(
@@ -191,7 +113,7 @@ impl ReplayCommand {
             out.push('\n');
         }
         out.push('\n');
-        out.push_str(&report::trace_block(&outcome.trace));
+        out.push_str(&report::trace_block(&outcome.trace, self.full_trace));
         out.push('\n');
         if let Some(d) = &outcome.divergence {
             out.push_str(&format!(
@@ -248,6 +170,97 @@ impl ReplayCommand {
             "trace": outcome.trace,
         })
     }
+}
+
+/// The host configuration and step bound to replay `schedule` with: each setting
+/// from its flag when given, else from the schedule file, else the
+/// default; and a line for each that differs from the default because
+/// of the file, or from the file because of a flag.
+pub(crate) fn resolve_settings(
+    host: &HostArgs,
+    max_steps_flag: Option<u64>,
+    schedule: &Schedule,
+    path: &std::path::Path,
+) -> Result<(HostConfig, u64, Vec<String>)> {
+    let mut config = host.config()?;
+    let d = HostConfig::default();
+    let s = &schedule.settings;
+    let file = path.display();
+    let mut notes = Vec::new();
+    // Older files kept the step bound only among the options.
+    let recorded_steps = s
+        .max_steps
+        .or_else(|| schedule.options.get("max_steps").and_then(|v| v.as_u64()));
+    let mut max_steps = Config::default().max_steps;
+    let settings: [(Setting, bool, Option<u64>, u64); 5] = [
+        (
+            Setting::Fuel,
+            host.fuel_per_step.is_some(),
+            s.fuel_per_step,
+            d.fuel_per_step,
+        ),
+        (
+            Setting::Steps,
+            max_steps_flag.is_some(),
+            recorded_steps,
+            max_steps,
+        ),
+        (
+            Setting::Memory,
+            host.max_memory_mb.is_some(),
+            s.max_memory_bytes,
+            d.max_memory_bytes,
+        ),
+        (
+            Setting::Stack,
+            host.thread_stack_kib.is_some(),
+            s.thread_stack_bytes.map(u64::from),
+            d.thread_stack_bytes.into(),
+        ),
+        (
+            Setting::Asyncify,
+            host.asyncify_buffer_kib.is_some(),
+            s.asyncify_buffer_bytes.map(u64::from),
+            d.asyncify_buffer_bytes.into(),
+        ),
+    ];
+    for (setting, given, recorded, default) in settings {
+        let current = match setting {
+            Setting::Steps => max_steps_flag.unwrap_or(default),
+            _ => setting.get(&config),
+        };
+        let value = match (given, recorded) {
+            (true, Some(r)) if r != current => {
+                notes.push(format!(
+                    "{} given: it overrides the schedule's {}",
+                    setting.flag(current),
+                    setting.flag(r)
+                ));
+                current
+            }
+            (false, Some(r)) => {
+                if r == 0 || (setting.is_u32() && r > u64::from(u32::MAX)) {
+                    bail!(
+                        "schedule file `{file}` records {}, which is out of range",
+                        setting.flag(r)
+                    );
+                }
+                if r != default {
+                    notes.push(format!("using the schedule's {}", setting.flag(r)));
+                }
+                r
+            }
+            _ => current,
+        };
+        match setting {
+            Setting::Steps => max_steps = value,
+            _ => setting.set(&mut config, value),
+        }
+    }
+    if max_steps == 0 {
+        bail!("`--max-steps` must be at least 1");
+    }
+    Ok((config, max_steps, notes))
 }
 
 /// A setting a schedule file records, as replay resolves it.

@@ -6,16 +6,19 @@
 //! (here), the current path with its snapshots (`path.rs`) and the saved
 //! states (`saved.rs`).
 
+pub mod fairness;
+mod livelock;
 mod path;
 mod saved;
 
 use crate::observer::Observer;
 use crate::program::{Program, Status};
 use crate::strategy::{BoundHit, Context, Outcome, Start, Stat, Strategy};
+use fairness::Fairness;
 use path::PathSnapshots;
 use saved::{SavedStates, Taken};
 use std::time::{Duration, Instant};
-use wasmrace_trace::{Decision, Failure, FailureKind};
+use wasmrace_trace::{Decision, Failure};
 
 /// Every bound of an exploration. Hitting one is reported with the name of
 /// the knob that raises it.
@@ -24,8 +27,16 @@ pub struct Config {
     /// Executions to run at most (`--max-executions`). Default 100,000.
     pub max_executions: u64,
     /// Steps per execution at most (`--max-steps`); an execution that takes
-    /// more fails as a possible livelock. Default 10,000.
+    /// more fails: as a livelock when every live thread is spinning on
+    /// `yield_now` or blocked, else as a step-limit failure. Default 10,000.
     pub max_steps: u64,
+    /// Fair scheduling (`--fairness-bound`; `None`, `--fairness-bound off`,
+    /// turns it off): from its `bound + 1`-th `yield_now` on, a thread gives
+    /// way to the threads it may be starving, so every strategy explores
+    /// only fair schedules and a waiting loop ends whenever the thread it
+    /// waits for can run (see [`fairness`]). Default
+    /// `Some(`[`fairness::DEFAULT_FAIRNESS_BOUND`]`)`.
+    pub fairness_bound: Option<u32>,
     /// Wall-clock budget for the whole exploration (`--time-budget`). Only
     /// checked between executions; a run cut by time is not reproducible in
     /// length, which the report says. Default: none.
@@ -57,6 +68,7 @@ impl Default for Config {
         Config {
             max_executions: 100_000,
             max_steps: 10_000,
+            fairness_bound: Some(fairness::DEFAULT_FAIRNESS_BOUND),
             time_budget: None,
             snapshot_every_cost: Some(200_000),
             max_snapshots: 64,
@@ -242,6 +254,8 @@ impl<P: Program> Explorer<P> {
         let mut run = Run {
             path: PathSnapshots::new(cfg.snapshot_every_cost, cfg.max_snapshots),
             saved: SavedStates::new(&cfg),
+            fair: Fairness::new(cfg.fairness_bound),
+            hashes: Vec::new(),
             program: &mut self.program,
             cfg: &cfg,
             strategy,
@@ -267,6 +281,12 @@ struct Run<'a, P: Program, O: ?Sized> {
     observer: &'a mut O,
     path: PathSnapshots<P::Snapshot>,
     saved: SavedStates<P::Snapshot>,
+    /// Fair scheduling's state along the current path.
+    fair: Fairness,
+    /// For strategies that cache states: `hashes[i]` is the hash of the
+    /// state after `i` steps of the current path (`None` where not
+    /// computed), to tell a lasso from a cut at another execution's state.
+    hashes: Vec<Option<[u8; 32]>>,
     report: Report,
     started: Instant,
 }
@@ -338,6 +358,8 @@ impl<P: Program, O: Observer + ?Sized> Run<'_, P, O> {
                     .reset(self.program)
                     .map_err(ExploreError::Program)?;
                 self.saved.truncate_path(0);
+                self.fair.rewind(0);
+                self.hashes.clear();
             }
             Start::Resume { prefix_len } => {
                 if prefix_len > self.path.len() {
@@ -351,6 +373,8 @@ impl<P: Program, O: Observer + ?Sized> Run<'_, P, O> {
                     .rewind(self.program, prefix_len, &[], &mut self.report)
                     .map_err(ExploreError::Program)?;
                 self.saved.truncate_path(prefix_len);
+                self.fair.rewind(prefix_len);
+                self.hashes.truncate(prefix_len);
             }
             Start::Saved { id } => {
                 let Some(mut taken) = self.saved.take(id) else {
@@ -361,6 +385,10 @@ impl<P: Program, O: Observer + ?Sized> Run<'_, P, O> {
                 };
                 self.start_saved(&mut taken)?;
                 self.saved.adopt_path(&taken);
+                let len = taken.prefix.len();
+                self.fair.start_at(len, std::mem::take(&mut taken.fair));
+                // The hashes along a saved prefix are not kept.
+                self.hashes.clear();
             }
         }
         Ok(())
@@ -408,18 +436,19 @@ impl<P: Program, O: Observer + ?Sized> Run<'_, P, O> {
                 Status::Failed(f) => return Ok(Outcome::Failed(f.clone())),
             }
             if self.path.len() as u64 >= self.cfg.max_steps {
-                let who = self.path.last().map(|(t, _)| self.program.thread_name(t));
-                return Ok(Outcome::Failed(Failure::new(
-                    FailureKind::StepLimit,
-                    who,
-                    format!(
-                        "execution exceeded `{}` steps (possible livelock); raise --max-steps",
-                        self.cfg.max_steps
-                    ),
+                return Ok(Outcome::Failed(livelock::at_step_limit(
+                    &*self.program,
+                    self.fair.state(),
+                    self.path.decisions(),
+                    self.path.ops(),
+                    self.cfg.max_steps,
                 )));
             }
             if !self.step()? {
-                return Ok(Outcome::Abandoned);
+                // A state cache cut the execution: at a state of its own
+                // path, round a cycle it could take for ever, it livelocks.
+                let lasso = livelock::lasso(&*self.program, &self.hashes, self.path.decisions());
+                return Ok(lasso.map_or(Outcome::Abandoned, Outcome::Failed));
             }
         }
     }
@@ -432,12 +461,15 @@ impl<P: Program, O: Observer + ?Sized> Run<'_, P, O> {
                 let hash = self.program.state_hash();
                 self.report.state_hashes += u64::from(hash.is_some());
                 caps.observe_state(hash);
+                let step = self.path.len();
+                self.hashes.resize(step, None);
+                self.hashes.push(hash);
             }
         }
         let step = self.path.len();
         let ctx = Context {
             step,
-            threads: self.program.threads(),
+            threads: self.fair.schedulable(self.program.threads()),
             last: self.path.last(),
             prefix: self.path.decisions(),
         };
@@ -465,7 +497,13 @@ impl<P: Program, O: Observer + ?Sized> Run<'_, P, O> {
             .and_then(|c| c.save_request());
         if let Some(id) = save {
             self.saved
-                .save(id, self.program, &self.path, &mut self.report)
+                .save(
+                    id,
+                    self.program,
+                    &self.path,
+                    self.fair.state(),
+                    &mut self.report,
+                )
                 .map_err(ExploreError::Program)?;
             self.observer.saved(id, step);
         }
@@ -477,6 +515,8 @@ impl<P: Program, O: Observer + ?Sized> Run<'_, P, O> {
         self.path
             .push(self.program, d, op, cost, &mut self.report)
             .map_err(ExploreError::Program)?;
+        self.fair
+            .record(d.tid, op, self.program.threads(), step as u64);
         Ok(true)
     }
 }

@@ -3,6 +3,7 @@
 //! operation) nodes, and each keeps a snapshot while the count and byte
 //! budgets allow, else only its prefix.
 
+use super::fairness::FairState;
 use super::path::{PathSnapshots, PathStep};
 use super::{Config, Report};
 use crate::prefix_tree::{NodeId, PrefixTree, NIL};
@@ -16,6 +17,8 @@ struct Saved<S> {
     snapshot: Option<S>,
     /// `Program::snapshot_bytes` of the snapshot (0 without one).
     bytes: usize,
+    /// Fair scheduling's state there.
+    fair: FairState,
 }
 
 /// A saved state taken out of the store to start from.
@@ -23,6 +26,8 @@ pub(crate) struct Taken<S> {
     /// The decisions (and operations) that lead to it.
     pub(crate) prefix: Vec<PathStep>,
     pub(crate) snapshot: Option<S>,
+    /// Fair scheduling's state there.
+    pub(crate) fair: FairState,
     node: NodeId,
 }
 
@@ -71,6 +76,7 @@ impl<S> SavedStates<S> {
         id: u64,
         program: &mut P,
         path: &PathSnapshots<S>,
+        fair: &FairState,
         report: &mut Report,
     ) -> Result<(), P::Error>
     where
@@ -97,6 +103,7 @@ impl<S> SavedStates<S> {
             node,
             snapshot,
             bytes,
+            fair: fair.clone(),
         };
         if let Some(old) = self.states.insert(id, state) {
             self.tree.release(old.node);
@@ -129,6 +136,7 @@ impl<S> SavedStates<S> {
         Some(Taken {
             prefix: self.tree.prefix(state.node),
             snapshot: state.snapshot,
+            fair: state.fair,
             node: state.node,
         })
     }

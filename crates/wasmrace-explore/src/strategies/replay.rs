@@ -9,7 +9,7 @@
 use crate::program::StepInfo;
 use crate::strategy::{Capabilities, Context, Outcome, Start, Strategy};
 use std::collections::BTreeMap;
-use wasmrace_trace::{Decision, OpKind, Schedule, ThreadPath, Tid};
+use wasmrace_trace::{Decision, FailureKind, OpKind, Schedule, ThreadPath, Tid};
 
 /// How many children of each known thread `Replay` tries when naming a
 /// thread id it has not seen spawned.
@@ -88,6 +88,9 @@ pub struct Replay {
     /// way the host names threads (the `k`-th child of `p` is `p.k`).
     paths: BTreeMap<Tid, ThreadPath>,
     children: BTreeMap<Tid, u32>,
+    /// The schedule records a livelock: ask for state hashes, so that the
+    /// explorer sees the lasso close where the schedule ends.
+    lasso: bool,
 }
 
 impl Replay {
@@ -103,6 +106,7 @@ impl Replay {
             outcome: None,
             paths: BTreeMap::from([(ThreadPath::main().tid(), ThreadPath::main())]),
             children: BTreeMap::new(),
+            lasso: false,
         }
     }
 
@@ -114,6 +118,10 @@ impl Replay {
             .iter()
             .map(|s| Some(s.thread.clone()))
             .collect();
+        r.lasso = schedule
+            .failure
+            .as_ref()
+            .is_some_and(|f| f.kind == FailureKind::Livelock);
         r
     }
 
@@ -231,6 +239,11 @@ impl Strategy for Replay {
     }
 
     fn end(&mut self, outcome: &Outcome) {
+        // A lasso closes where the schedule ends: the end is the failure.
+        let closed = matches!(outcome, Outcome::Failed(f) if f.kind == FailureKind::Livelock);
+        if closed && self.pos == self.decisions.len() {
+            self.divergence = None;
+        }
         if self.divergence.is_none()
             && *outcome != Outcome::Abandoned
             && self.pos < self.decisions.len()
@@ -260,6 +273,10 @@ impl Capabilities for Replay {
     /// A replay has one execution to run; once run, it is done.
     fn exhausted(&self) -> bool {
         self.outcome.is_some()
+    }
+
+    fn wants_state_hash(&self) -> bool {
+        self.lasso
     }
 }
 

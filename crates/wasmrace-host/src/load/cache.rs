@@ -27,6 +27,10 @@ const INSTRUMENTATION_VERSION: u32 = 12;
 /// unchecked format (or anything else) is never taken for an entry.
 const MAGIC: &[u8; 8] = b"wrcache1";
 
+/// Largest entry file read: far above any compiled module of the largest
+/// input `--max-module-mb` allows by default; anything larger is a miss.
+const MAX_ENTRY_BYTES: u64 = 4 << 30;
+
 /// Header length: [`MAGIC`], then the 32-byte digest of [`entry_digest`].
 const HEADER_LEN: usize = MAGIC.len() + blake3::OUT_LEN;
 
@@ -108,7 +112,9 @@ fn decode_entry<'a>(key: &CacheKey, kind: Kind, file: &'a [u8]) -> Option<&'a [u
 /// Reads the entry of `key` and `kind` in `dir`, returning its payload only
 /// when its header checks.
 fn cache_read(dir: &Path, key: &CacheKey, kind: Kind) -> Option<Vec<u8>> {
-    let file = std::fs::read(key.path(dir, kind)).ok()?;
+    // Only a regular file, and not without end: an entry that is a link to
+    // `/dev/zero` or a FIFO would otherwise exhaust memory or block.
+    let file = super::read_module(&key.path(dir, kind), MAX_ENTRY_BYTES).ok()?;
     let len = decode_entry(key, kind, &file)?.len();
     // The payload is the file's tail: drop the header in place, no second
     // buffer (a compiled module is megabytes).
@@ -278,6 +284,33 @@ mod tests {
         assert_eq!(decode_entry(&k, Kind::Compiled, &longer), None, "appended");
         // An entry of the unchecked format (a bare payload) is not one.
         assert_eq!(decode_entry(&k, Kind::Compiled, &payload), None);
+    }
+
+    /// Found by the fuzz harness (`wasmrace-fuzz --kind cache`): an entry
+    /// that was a link to `/dev/zero` was read until memory ran out.
+    #[cfg(unix)]
+    #[test]
+    fn an_entry_that_is_not_a_regular_file_is_a_miss_and_is_replaced() {
+        let dir = std::env::temp_dir().join(format!("wasmrace-cache-dev-{}", std::process::id()));
+        let _ = std::fs::remove_dir_all(&dir);
+        std::fs::create_dir_all(&dir).unwrap();
+        let k = key("device");
+        let path = k.path(&dir, Kind::Compiled);
+        std::os::unix::fs::symlink("/dev/zero", &path).unwrap();
+        assert_eq!(cache_read(&dir, &k, Kind::Compiled), None);
+        cache_write(&dir, &k, Kind::Compiled, b"module");
+        assert_eq!(
+            cache_read(&dir, &k, Kind::Compiled).as_deref(),
+            Some(&b"module"[..])
+        );
+        let bad = k.path(&dir, Kind::Instrumented);
+        std::fs::create_dir(&bad).unwrap();
+        assert_eq!(
+            cache_read(&dir, &k, Kind::Instrumented),
+            None,
+            "a directory"
+        );
+        std::fs::remove_dir_all(&dir).unwrap();
     }
 
     #[test]

@@ -110,6 +110,23 @@ impl WasmProgram {
         )
     }
 
+    /// The failure of an execution whose guest made the host hold more
+    /// than `--max-host-memory-mb` (`World::held`), blamed on the thread
+    /// whose step passed it.
+    pub(super) fn host_memory_failure(&self, thread: Option<String>) -> Failure {
+        Failure::new(
+            FailureKind::MemoryLimit,
+            thread,
+            format!(
+                "the guest made the host hold more than its limit of {} (messages, names, table entries, threads); raise --max-host-memory-mb",
+                match self.guest.config.max_host_bytes {
+                    b if b >= 1 << 20 => format!("`{}` MiB", b >> 20),
+                    b => format!("`{b}` bytes"),
+                }
+            ),
+        )
+    }
+
     pub(super) fn slot_stack_top(&self, slot: u32) -> u32 {
         let base = self.store.data().world.slot_bases[slot as usize];
         base + self.guest.config.slot_bytes() as u32

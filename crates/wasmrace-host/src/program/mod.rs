@@ -15,12 +15,12 @@ use crate::guest::{Guest, GuestInner};
 use crate::hooks::{Exports, HostState, Mode};
 use crate::ops::Op;
 use crate::snapshot::{self, Snapshot};
-use crate::world::{Entry, Outcome};
+use crate::world::Outcome;
 use instance::instantiate;
 use std::collections::BTreeMap;
 use std::sync::Arc;
 use wasmrace_explore::{is_preemption, Program, Status, StepInfo, ThreadView};
-use wasmrace_trace::{Decision, OpKind, ThreadPath, Tid, TraceEvent};
+use wasmrace_trace::{Decision, OpKind, Tid, TraceEvent};
 use wasmtime::Store;
 
 /// One test of a guest, run one scheduling decision at a time.
@@ -153,14 +153,12 @@ impl WasmProgram {
                 return Ok(());
             }
         };
-        self.store
-            .data_mut()
-            .world
-            .add_thread(ThreadPath::main(), Entry::Test, slot, sp);
+        self.store.data_mut().world.add_main(slot, sp);
         self.status = Status::Running;
         self.steps = 0;
         self.last = None;
         self.trace.clear();
+        self.store.data_mut().log_room = self.guest.config.max_log_bytes;
         if let Some(init) = self.ex.init.clone() {
             self.store.data_mut().mode = Mode::Running;
             self.store
@@ -215,12 +213,12 @@ impl WasmProgram {
         if w.objects.contains_key(&obj.0) {
             return w.object_name(obj.0);
         }
-        for t in &w.threads {
+        for (i, t) in w.threads.iter().enumerate() {
             if wasmrace_trace::Oid::mailbox(t.tid) == obj {
-                return format!("mailbox {}", t.path);
+                return format!("mailbox {}", w.thread_label(i));
             }
             if wasmrace_trace::Oid::liveness(t.tid) == obj {
-                return format!("thread {}", t.path);
+                return format!("thread {}", w.thread_label(i));
             }
         }
         format!("object {:#018x}", obj.0)
@@ -317,7 +315,7 @@ impl WasmProgram {
                 }
                 Err(f) => {
                     let mut f = f;
-                    f.thread = Some(self.store.data().world.threads[i].path.to_string());
+                    f.thread = Some(self.store.data().world.thread_label(i));
                     self.status = Status::Failed(f);
                 }
             }
@@ -360,6 +358,14 @@ impl WasmProgram {
                 break;
             }
             self.run_segment(c, None)?;
+        }
+        // One comparison per step bounds everything the guest makes the
+        // host hold (`World::held`).
+        if self.store.data().world.held > self.guest.config.max_host_bytes
+            && !matches!(self.status, Status::Failed(_))
+        {
+            let name = self.store.data().world.thread_label(i);
+            self.status = Status::Failed(self.host_memory_failure(Some(name)));
         }
         self.steps += 1;
         self.last = Some((d.tid, Some(kind)));
@@ -501,6 +507,7 @@ impl Program for WasmProgram {
         st.world = s.world.clone();
         st.mode = Mode::Idle;
         st.logs.clear();
+        st.log_room = self.guest.config.max_log_bytes;
         self.views = s.views.clone();
         self.status = s.status.clone();
         self.steps = s.steps;

@@ -85,6 +85,12 @@ impl WasmProgram {
                 w.slot_lows[s] = w.slot_lows[s].min(low);
             }
         }
+        // Checked before anything else: a trap or a misuse after an
+        // overflow is a consequence of the overflow, and no other thread
+        // may run on a stack the overflow wrote into.
+        if self.overflowed(&seg, low) {
+            return self.fail_stack_overflow(&seg, &stop);
+        }
         let r = match stop {
             Stop::Trampoline(r) => match r {
                 Ok((_, hook, site, a0, a1, a2, a3)) => {
@@ -213,9 +219,7 @@ impl WasmProgram {
         match decode_op(hook as usize, args, mem) {
             Ok(op) => {
                 let st = self.store.data_mut();
-                let t = &mut st.world.threads[i];
-                t.pending = op;
-                t.site = site as u32;
+                st.world.set_pending(i, op, site as u32);
                 st.mode = Mode::Unwinding;
                 true
             }
@@ -244,7 +248,7 @@ impl WasmProgram {
             .get(buf..buf + 4)
             .map_or(0, |b| u32::from_le_bytes([b[0], b[1], b[2], b[3]]) as usize);
         if current > end {
-            let name = self.store.data().world.threads[seg.i].path.to_string();
+            let name = self.store.data().world.thread_label(seg.i);
             self.store.data_mut().mode = Mode::Idle;
             self.status = Status::Failed(self.asyncify_overflow(Some(name)));
             return Ok(false);
@@ -274,18 +278,14 @@ impl WasmProgram {
                     let st = self.store.data_mut();
                     st.mode = Mode::Idle;
                     st.world.threads[i].sp = sp;
+                    // Without a low-water mark (untracked modules), the
+                    // stack pointer where the thread stopped is all there
+                    // is to check.
                     if !matches!(entry, Entry::Test) {
                         let bottom = st.world.slot_bases[slot as usize] + st.asyncify_bytes;
                         if sp < bottom {
-                            let name = st.world.threads[i].path.to_string();
-                            self.status = Status::Failed(Failure::new(
-                                FailureKind::Trap,
-                                Some(name),
-                                format!(
-                                    "thread overflowed its `{}` KiB shadow stack; raise --thread-stack-kib",
-                                    self.guest.config.thread_stack_bytes >> 10
-                                ),
-                            ));
+                            let f = self.stack_overflow_failure(i);
+                            self.status = Status::Failed(f);
                         }
                     }
                 }
@@ -312,12 +312,61 @@ impl WasmProgram {
         Ok(())
     }
 
+    /// Whether spawned thread `seg` went below the bottom of its shadow
+    /// stack during the segment, by its low-water mark `low` (the lowest
+    /// stack pointer any of its frames set; `None` when the module does not
+    /// track it). The main thread keeps the module's own stack, below which
+    /// a Rust module has no memory: it traps instead.
+    fn overflowed(&self, seg: &Segment, low: Option<u32>) -> bool {
+        match (seg.entry, low) {
+            (Entry::ThreadStart(_), Some(low)) => low < seg.buf + self.store.data().asyncify_bytes,
+            _ => false,
+        }
+    }
+
+    /// Fails the execution with thread `seg`'s stack overflow, whatever
+    /// else the segment ended with, and leaves the instance between steps.
+    /// The overflow wrote below the thread's stack, into pages the
+    /// known-zero bookkeeping of other slots may count as never written:
+    /// no slot's pages count as known zero any more.
+    fn fail_stack_overflow(&mut self, seg: &Segment, stop: &Stop) -> Result<(), HostError> {
+        if matches!(stop, Stop::Export(Ok(()))) && self.store.data().mode == Mode::Unwinding {
+            self.ex
+                .asyncify
+                .stop_unwind(&mut self.store)
+                .map_err(runtime)?;
+        }
+        let st = self.store.data_mut();
+        st.mode = Mode::Idle;
+        for low in &mut st.world.slot_lows {
+            *low = 0;
+        }
+        if let Some(t) = st.world.threads.get_mut(seg.i) {
+            t.panic = None;
+        }
+        self.status = Status::Failed(self.stack_overflow_failure(seg.i));
+        Ok(())
+    }
+
+    /// The failure of thread `i` running below the bottom of its stack.
+    fn stack_overflow_failure(&self, i: usize) -> Failure {
+        let name = self.store.data().world.thread_label(i);
+        Failure::new(
+            FailureKind::StackOverflow,
+            Some(name),
+            format!(
+                "the thread ran past the bottom of its `{}` KiB shadow stack (into memory that is not its own) between two scheduling points; raise --thread-stack-kib",
+                self.guest.config.thread_stack_bytes >> 10
+            ),
+        )
+    }
+
     /// Fails the execution: thread `i` misused a hook (a pointer outside
     /// memory), which the host found outside any hook call.
     fn fail_misuse(&mut self, i: usize, message: String) {
         let st = self.store.data_mut();
         st.mode = Mode::Idle;
-        let name = st.world.threads[i].path.to_string();
+        let name = st.world.thread_label(i);
         self.status = Status::Failed(Failure::new(FailureKind::Misuse, Some(name), message));
     }
 
@@ -357,7 +406,7 @@ impl WasmProgram {
                 Asyncify::Funcs { .. } => false,
             };
         let st = self.store.data_mut();
-        let thread = st.world.threads.get(i).map(|t| t.path.to_string());
+        let thread = (i < st.world.threads.len()).then(|| st.world.thread_label(i));
         if let Some(GuestFault(f)) = e.downcast_ref::<GuestFault>() {
             let mut f = f.clone();
             f.thread = thread;

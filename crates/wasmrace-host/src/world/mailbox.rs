@@ -3,8 +3,8 @@
 //! message, `recv_from` the oldest from one sender (selective receive).
 //! The taken message waits in the thread for `recv_take` (a plain hook).
 
-use super::{Cx, Kind, Message, Outcome, Ret, World};
-use crate::ops::Op;
+use super::{preview, Cx, Kind, Message, Outcome, Ret, World, MESSAGE_BYTES};
+use crate::ops::{Bytes, Op};
 use std::fmt::Write as _;
 use wasmrace_trace::{Access, Oid, Tid};
 
@@ -40,7 +40,7 @@ impl Kind for Ops {
     fn object(w: &World, i: usize, op: &Op) -> Option<String> {
         Some(match op {
             Op::Send { to, .. } => format!("mailbox {}", w.thread_name(Tid(*to))),
-            _ => format!("mailbox {}", w.threads[i].path),
+            _ => format!("mailbox {}", w.thread_label(i)),
         })
     }
 
@@ -53,9 +53,9 @@ impl Kind for Ops {
     }
 }
 
-fn send(w: &mut World, i: usize, to: u64, data: Vec<u8>, cx: &mut Cx<'_>) -> Outcome {
+fn send(w: &mut World, i: usize, to: u64, data: Bytes, cx: &mut Cx<'_>) -> Outcome {
     if cx.tracing {
-        cx.detail = format!("{} bytes {:?}", data.len(), String::from_utf8_lossy(&data));
+        cx.detail = format!("{} bytes {}", data.len(), preview(&data));
     }
     let Some(j) = w.thread_index(Tid(to)) else {
         return w.misuse(i, format!("send to unknown thread id `{to:#x}`"));
@@ -65,6 +65,7 @@ fn send(w: &mut World, i: usize, to: u64, data: Vec<u8>, cx: &mut Cx<'_>) -> Out
     w.threads[i].sends += 1;
     cx.message = Some((me, seq));
     if !w.threads[j].exited {
+        w.held += MESSAGE_BYTES + data.len() as u64;
         w.threads[j].mailbox.push_back(Message {
             from: me,
             seq,
@@ -89,7 +90,7 @@ fn receive(w: &mut World, i: usize, from: Option<u64>, cx: &mut Cx<'_>) -> Outco
     let len = m.data.len() as u64;
     cx.message = Some((m.from, m.seq));
     if cx.tracing {
-        cx.detail = format!("<- {} bytes {:?}", len, String::from_utf8_lossy(&m.data));
+        cx.detail = format!("<- {} bytes {}", len, preview(&m.data));
         let from = m.from;
         t.taken = Some(m);
         let _ = write!(cx.detail, " from {}", w.thread_name(from));
@@ -115,7 +116,7 @@ mod tests {
             1,
             Op::Send {
                 to: main,
-                data: b"a".to_vec(),
+                data: b"a".as_slice().into(),
             },
         ));
         ret(run(
@@ -123,7 +124,7 @@ mod tests {
             2,
             Op::Send {
                 to: main,
-                data: b"b".to_vec(),
+                data: b"b".as_slice().into(),
             },
         ));
         w.threads[0].pending = Op::RecvFrom { from: t2 };
@@ -132,17 +133,17 @@ mod tests {
             ret(w.execute(0, 0, None, false, &mut Vec::new()).outcome).val,
             1
         );
-        assert_eq!(w.threads[0].taken.as_ref().unwrap().data, b"b");
+        assert_eq!(&*w.threads[0].taken.as_ref().unwrap().data, b"b");
         w.threads[0].pending = Op::RecvFrom { from: t2 };
         assert!(!w.enabled(0));
         let (mut a, mut b) = (vec![], vec![]);
         w.threads[1].pending = Op::Send {
             to: main,
-            data: vec![],
+            data: Bytes::from(&[][..]),
         };
         w.threads[2].pending = Op::Send {
             to: main,
-            data: vec![],
+            data: Bytes::from(&[][..]),
         };
         w.accesses(1, &mut a);
         w.accesses(2, &mut b);

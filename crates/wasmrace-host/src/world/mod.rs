@@ -20,6 +20,7 @@ mod thread;
 
 use crate::ops::{for_each_op, Op};
 use std::collections::{BTreeMap, VecDeque};
+use std::sync::Arc;
 use wasmrace_trace::{mix64, Access, Failure, FailureKind, Oid, ThreadPath, Tid, Waiting};
 
 /// The shared objects a guest creates, one variant per kind, each kind's
@@ -191,7 +192,41 @@ pub struct Message {
     pub from: Tid,
     /// Index of this send among the sender's sends.
     pub seq: u32,
-    pub data: Vec<u8>,
+    /// Shared, not copied, by the `World` clones snapshots hold.
+    pub data: Arc<[u8]>,
+}
+
+/// Index of no thread: `main`'s parent.
+pub const NO_PARENT: u32 = u32::MAX;
+
+/// What the host holds for the guest beyond the guest's own bytes, per
+/// thread (its record, its view, its slot's bookkeeping), per message, per
+/// registered name, per table entry and per object, as counted in
+/// `World::held` against `--max-host-memory-mb`: the size of the record
+/// plus the collections' overhead, rounded up.
+const THREAD_BYTES: u64 = (std::mem::size_of::<Thread>() + 128) as u64;
+const MESSAGE_BYTES: u64 = (std::mem::size_of::<Message>() + 16) as u64;
+const NAME_BYTES: u64 = 64;
+const TABLE_ENTRY_BYTES: u64 = 32;
+const OBJECT_BYTES: u64 = (std::mem::size_of::<ObjEntry>() + 32) as u64;
+
+/// Longest preview of guest bytes (a message, a name) a trace shows.
+const PREVIEW_BYTES: usize = 64;
+
+/// Guest bytes as traces show them: quoted, at most `PREVIEW_BYTES` of
+/// them, with the number left out.
+fn preview(bytes: &[u8]) -> String {
+    let shown = &bytes[..bytes.len().min(PREVIEW_BYTES)];
+    let mut s = format!("{:?}", String::from_utf8_lossy(shown));
+    // Escapes (`\u{7}`) can make the quoted form eight times longer.
+    if let Some((cut, _)) = s.char_indices().nth(2 * PREVIEW_BYTES) {
+        s.truncate(cut);
+        s.push('…');
+    }
+    if shown.len() < bytes.len() {
+        s.push_str(&format!(" (+{} bytes)", bytes.len() - shown.len()));
+    }
+    s
 }
 
 /// How a thread is entered on the wasm side.
@@ -205,7 +240,12 @@ pub enum Entry {
 
 #[derive(Clone, Debug, PartialEq, Eq, Hash)]
 pub struct Thread {
-    pub path: ThreadPath,
+    /// Index of the thread that spawned it (`NO_PARENT` for `main`) and its
+    /// spawn index there (1-based): the spawn path in constant space per
+    /// thread, rendered on demand (`World::thread_path`). A path held per
+    /// thread made a chain of 8,000 spawns cost gigabytes.
+    pub parent: u32,
+    pub index: u32,
     pub tid: Tid,
     pub exited: bool,
     pub pending: Op,
@@ -218,7 +258,7 @@ pub struct Thread {
     pub mailbox: VecDeque<Message>,
     /// Message taken by the last receive, waiting for `recv_take`.
     pub taken: Option<Message>,
-    pub name: Option<Vec<u8>>,
+    pub name: Option<Arc<[u8]>>,
     /// Set by `notify_*` while the thread waits on a condition variable.
     pub notified: bool,
     pub entry: Entry,
@@ -290,7 +330,13 @@ pub struct World {
     pub threads: Vec<Thread>,
     index: BTreeMap<Tid, usize>,
     pub objects: BTreeMap<u64, ObjEntry>,
-    pub names: BTreeMap<Vec<u8>, Tid>,
+    pub names: BTreeMap<Arc<[u8]>, Tid>,
+    /// Bytes the guest makes the host hold (thread records, message
+    /// contents, pending operations' bytes, names, table entries, objects),
+    /// counted as they come and go; the program fails the execution once
+    /// it passes `--max-host-memory-mb`. A function of the state, like the
+    /// rest of it.
+    pub held: u64,
     /// Threads created by the last step whose first segment has not run.
     pub unstarted: Vec<usize>,
     /// Base address of each thread slot (Asyncify buffer, then shadow
@@ -305,7 +351,7 @@ pub struct World {
 
 /// A registry name as traces show it.
 fn fmt_name(name: &[u8]) -> String {
-    format!("{:?}", String::from_utf8_lossy(name))
+    preview(name)
 }
 
 impl World {
@@ -313,12 +359,26 @@ impl World {
         World::default()
     }
 
+    /// Adds the main thread; the slot is assigned by the caller.
+    pub fn add_main(&mut self, slot: u32, sp: u32) -> usize {
+        self.add_thread(NO_PARENT, 0, Tid::MAIN, Entry::Test, slot, sp)
+    }
+
     /// Adds a thread; the slot is assigned by the caller.
-    pub fn add_thread(&mut self, path: ThreadPath, entry: Entry, slot: u32, sp: u32) -> usize {
-        let tid = path.tid();
+    fn add_thread(
+        &mut self,
+        parent: u32,
+        index: u32,
+        tid: Tid,
+        entry: Entry,
+        slot: u32,
+        sp: u32,
+    ) -> usize {
         let i = self.threads.len();
+        self.held += THREAD_BYTES;
         self.threads.push(Thread {
-            path,
+            parent,
+            index,
             tid,
             exited: false,
             pending: Op::Start,
@@ -345,8 +405,8 @@ impl World {
     pub fn spawn_child(&mut self, parent: usize, arg: u32, slot: u32, sp: u32) -> usize {
         let p = &mut self.threads[parent];
         p.spawns += 1;
-        let path = p.path.child(p.spawns);
-        let c = self.add_thread(path, Entry::ThreadStart(arg), slot, sp);
+        let (index, tid) = (p.spawns, p.tid.child(p.spawns));
+        let c = self.add_thread(parent as u32, index, tid, Entry::ThreadStart(arg), slot, sp);
         self.unstarted.push(c);
         c
     }
@@ -357,17 +417,16 @@ impl World {
     /// (`Program::snapshot_bytes`).
     pub fn heap_bytes(&self) -> usize {
         use std::mem::size_of;
-        let message = |m: &Message| size_of::<Message>() + m.data.capacity();
+        let message = |m: &Message| size_of::<Message>() + m.data.len();
         let threads: usize = self
             .threads
             .iter()
             .map(|t| {
-                t.path.0.capacity() * size_of::<u32>()
-                    + t.pending.heap_bytes()
+                t.pending.heap_bytes()
                     + t.mailbox.capacity() * size_of::<Message>()
-                    + t.mailbox.iter().map(|m| m.data.capacity()).sum::<usize>()
+                    + t.mailbox.iter().map(|m| m.data.len()).sum::<usize>()
                     + t.taken.as_ref().map_or(0, message)
-                    + t.name.as_ref().map_or(0, Vec::capacity)
+                    + t.name.as_ref().map_or(0, |n| n.len())
                     + t.panic
                         .as_ref()
                         .map_or(0, |(a, b)| a.capacity() + b.capacity())
@@ -381,8 +440,8 @@ impl World {
                     .values()
                     .map(|e| e.obj.heap_bytes())
                     .sum::<usize>();
-        let names = btree_bytes(self.names.len(), size_of::<Vec<u8>>() + size_of::<Tid>())
-            + self.names.keys().map(Vec::capacity).sum::<usize>();
+        let names = btree_bytes(self.names.len(), size_of::<Arc<[u8]>>() + size_of::<Tid>())
+            + self.names.keys().map(|n| n.len()).sum::<usize>();
         threads
             + objects
             + names
@@ -396,9 +455,38 @@ impl World {
         self.index.get(&tid).copied()
     }
 
+    /// The spawn path of thread `i`, walked up through its parents.
+    pub fn thread_path(&self, mut i: usize) -> ThreadPath {
+        let mut v = Vec::new();
+        while let Some(t) = self.threads.get(i).filter(|t| t.parent != NO_PARENT) {
+            v.push(t.index);
+            i = t.parent as usize;
+        }
+        v.reverse();
+        ThreadPath(v)
+    }
+
+    /// Thread `i`'s name in reports, traces and schedule files: its path in
+    /// the compact form (`main.1*8000`), short for deep chains.
+    pub fn thread_label(&self, i: usize) -> String {
+        self.thread_path(i).compact()
+    }
+
+    /// A thread's name in reports, traces and schedule files (see
+    /// `thread_label`).
     pub fn thread_name(&self, tid: Tid) -> String {
         match self.thread_index(tid) {
-            Some(i) => self.threads[i].path.to_string(),
+            Some(i) => self.thread_label(i),
+            None => format!("<unknown thread {:#x}>", tid.0),
+        }
+    }
+
+    /// A thread's name as the guest sees it (`ThreadId`'s `Display`): the
+    /// full path, `main.1.1.1`, whatever its depth (the guest's own buffer
+    /// holds it, never the host for longer than the hook call).
+    pub fn thread_full_name(&self, tid: Tid) -> String {
+        match self.thread_index(tid) {
+            Some(i) => self.thread_path(i).to_string(),
             None => format!("<unknown thread {:#x}>", tid.0),
         }
     }
@@ -438,6 +526,7 @@ impl World {
         let index = t.objects;
         t.objects += 1;
         let creator = t.tid;
+        self.held += OBJECT_BYTES;
         let mut h = Oid::object(creator, index).0;
         if h == 0 {
             h = mix64(1);
@@ -457,9 +546,27 @@ impl World {
     fn misuse(&self, i: usize, msg: String) -> Outcome {
         Outcome::Fail(Failure::new(
             FailureKind::Misuse,
-            Some(self.threads[i].path.to_string()),
+            Some(self.thread_label(i)),
             msg,
         ))
+    }
+
+    /// Makes `op`, called at guest site `site`, thread `i`'s pending
+    /// operation; its bytes (a message to send, a name) count as held
+    /// until it runs.
+    pub fn set_pending(&mut self, i: usize, op: Op, site: u32) {
+        self.held += op.heap_bytes() as u64;
+        let t = &mut self.threads[i];
+        t.pending = op;
+        t.site = site;
+    }
+
+    /// The message thread `i`'s last receive took, handed to the guest by
+    /// `recv_take`: no longer held.
+    pub fn take_message(&mut self, i: usize) -> Option<Message> {
+        let m = self.threads[i].taken.take()?;
+        self.held -= MESSAGE_BYTES + m.data.len() as u64;
+        Some(m)
     }
 
     /// Whether thread `i`'s pending operation can run now.
@@ -493,8 +600,8 @@ impl World {
             .iter()
             .enumerate()
             .filter(|(_, t)| !t.exited)
-            .map(|(i, t)| Waiting {
-                thread: t.path.to_string(),
+            .map(|(i, _)| Waiting {
+                thread: self.thread_label(i),
                 waits_for: self.waits_for(i),
             })
             .collect();
@@ -540,6 +647,8 @@ impl World {
         accesses: &mut Vec<Access>,
     ) -> Executed {
         let op = std::mem::replace(&mut self.threads[i].pending, Op::Start);
+        // Saturating: unit tests set pending operations directly.
+        self.held = self.held.saturating_sub(op.heap_bytes() as u64);
         let object = if tracing {
             self.op_object(i, &op)
         } else {
@@ -594,7 +703,7 @@ pub(crate) mod testing {
     /// Main and one spawned child.
     pub fn world2() -> World {
         let mut w = World::new();
-        w.add_thread(ThreadPath::main(), Entry::Test, 0, 0);
+        w.add_main(0, 0);
         w.spawn_child(0, 7, 1, 0);
         w
     }

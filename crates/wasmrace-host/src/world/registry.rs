@@ -4,7 +4,7 @@
 //! "the name thread `t` is registered under", so that two registrations of
 //! one thread conflict.
 
-use super::{fmt_name, Cx, Kind, Outcome, Ret, World};
+use super::{fmt_name, Cx, Kind, Outcome, Ret, World, NAME_BYTES};
 use crate::ops::Op;
 use wasmrace_trace::{Access, Oid, Tid};
 
@@ -29,7 +29,7 @@ impl Kind for Ops {
             Op::Whereis { name, .. } => out.push(Access::read(Oid::name(name))),
             Op::Unregister { name } => {
                 out.push(Access::write(Oid::name(name)));
-                if let Some(owner) = w.names.get(name) {
+                if let Some(owner) = w.names.get(&**name) {
                     out.push(Access::write(name_slot(*owner)));
                 }
             }
@@ -50,7 +50,7 @@ impl Kind for Ops {
         match op {
             Op::Register { name, tid } => register(w, name, Tid(tid), cx),
             Op::Whereis { name, out } => {
-                let v = w.names.get(&name).map(|t| t.0);
+                let v = w.names.get(&*name).map(|t| t.0);
                 if cx.tracing {
                     cx.detail = format!(
                         "-> {}",
@@ -61,9 +61,10 @@ impl Kind for Ops {
                 Outcome::Return(Ret::opt(out, v))
             }
             Op::Unregister { name } => {
-                let removed = w.names.remove(&name);
+                let removed = w.names.remove(&*name);
                 if let Some(j) = removed.and_then(|t| w.thread_index(t)) {
                     w.threads[j].name = None;
+                    w.held -= NAME_BYTES + name.len() as u64;
                 }
                 if cx.tracing {
                     cx.detail = format!("-> {}", removed.is_some());
@@ -77,8 +78,8 @@ impl Kind for Ops {
 
 /// `register`: 0 ok; 1 name taken; 2 thread not alive; 3 thread already
 /// registered.
-fn register(w: &mut World, name: Vec<u8>, target: Tid, cx: &mut Cx<'_>) -> Outcome {
-    let code = if w.names.contains_key(&name) {
+fn register(w: &mut World, name: crate::ops::Bytes, target: Tid, cx: &mut Cx<'_>) -> Outcome {
+    let code = if w.names.contains_key(&*name) {
         1
     } else if !w.alive(target) {
         2
@@ -87,6 +88,9 @@ fn register(w: &mut World, name: Vec<u8>, target: Tid, cx: &mut Cx<'_>) -> Outco
         if w.threads[j].name.is_some() {
             3
         } else {
+            // One copy, shared by the thread, the registry and the
+            // operation that named it.
+            w.held += NAME_BYTES + name.len() as u64;
             w.threads[j].name = Some(name.clone());
             w.names.insert(name, target);
             0
@@ -121,7 +125,7 @@ mod tests {
                 w,
                 0,
                 Op::Register {
-                    name: name.to_vec(),
+                    name: name.into(),
                     tid,
                 },
             ))
@@ -134,7 +138,7 @@ mod tests {
             &mut w,
             0,
             Op::Whereis {
-                name: b"p".to_vec(),
+                name: b"p".as_slice().into(),
                 out: 64,
             },
         ));
@@ -151,7 +155,7 @@ mod tests {
                 &mut w,
                 0,
                 Op::Whereis {
-                    name: b"p".to_vec(),
+                    name: b"p".as_slice().into(),
                     out: 64
                 }
             ))

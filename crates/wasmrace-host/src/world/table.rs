@@ -1,7 +1,7 @@
 //! Tables: a host-held `u64 -> u64` map whose conflicts are per key (each
 //! key is its own object id); a remove that finds nothing only reads.
 
-use super::{btree_bytes, Cx, Kind, Object, ObjectState, Outcome, Ret, World};
+use super::{btree_bytes, Cx, Kind, Object, ObjectState, Outcome, Ret, World, TABLE_ENTRY_BYTES};
 use crate::ops::Op;
 use std::collections::BTreeMap;
 use wasmrace_trace::{Access, Oid};
@@ -57,6 +57,7 @@ impl Kind for Ops {
             );
         };
         let insert = matches!(op, Op::TableInsert { .. });
+        let before = t.len();
         let (found, out) = match op {
             Op::TableInsert { v, out, .. } => {
                 let old = t.insert(k, v);
@@ -77,6 +78,9 @@ impl Kind for Ops {
             }
             _ => unreachable!("not a table operation"),
         };
+        // A new key or a removed one: the entries the host holds changed.
+        let after = t.len();
+        w.held = (w.held + after as u64 * TABLE_ENTRY_BYTES) - before as u64 * TABLE_ENTRY_BYTES;
         if cx.tracing && !insert {
             cx.detail = format!("-> {found:?}");
         }

@@ -95,6 +95,7 @@ impl Kind for Ops {
                 t.exited = true;
                 if let Some(n) = t.name.take() {
                     w.names.remove(&n);
+                    w.held -= super::NAME_BYTES + n.len() as u64;
                 }
                 Outcome::Exited
             }

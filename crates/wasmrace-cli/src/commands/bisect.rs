@@ -1,0 +1,229 @@
+//! `wasmrace bisect`: where along a failing schedule the failure became
+//! likely, then certain, with the steps that decided it.
+
+use super::replay::resolve_settings;
+use super::shrink::check_reproduces;
+use super::HostArgs;
+use crate::output;
+use crate::report;
+use crate::Verdict;
+use anyhow::{bail, Result};
+use std::path::PathBuf;
+use wasmrace_host::analysis::bisect::SAMPLING_STRATEGIES;
+use wasmrace_host::{BisectOptions, Bisection, Guest, Schedule, Sealing, StrategyChoice};
+
+const AFTER_HELP: &str = "\
+Replays the schedule once, snapshotting the state before every step, and
+for each step k estimates P(k): the probability that a completion from the
+state after k steps, drawn by --strategy, fails with the same failure (same
+kind, same source location). Each sample restores a snapshot instead of
+replaying the prefix. Sampling is adaptive (it stops after half the samples,
+at least 30, when they all agree); where at most 64 completions are left, P is computed exactly.
+The sealing point is the first step after which every completion fails:
+with --exact it is proved by enumerating them all from the snapshot, else
+it is estimated and said so. Decisive steps are where P jumps most, each
+with P after the other decisions that were enabled there.
+
+Exit status: 1 when the schedule reproduces its failure (the analysis is
+printed), 2 when it does not (with why) or on an error.
+
+Examples:
+  wasmrace bisect app.wasm wasmrace-schedules/app.lost_update.schedule.json
+  wasmrace bisect app.wasm bug.json --exact --samples 500 --seed 7 --json";
+
+/// Estimate, step by step, how likely a failing schedule's failure is
+#[derive(clap::Args, Debug)]
+#[command(after_help = AFTER_HELP)]
+pub struct BisectCommand {
+    /// The guest module (.wasm) the schedule was recorded on
+    #[arg(value_name = "MODULE")]
+    module: PathBuf,
+    /// The failing schedule file
+    #[arg(value_name = "SCHEDULE")]
+    schedule: PathBuf,
+    /// The test the schedule is for; refused if the file says otherwise
+    #[arg(long, value_name = "NAME")]
+    test: Option<String>,
+    /// Samples per step, at most
+    #[arg(long, value_name = "N", default_value_t = BisectOptions::default().samples)]
+    samples: u32,
+    /// The strategy completions are drawn by
+    #[arg(long, value_name = "NAME", default_value = "random",
+          value_parser = clap::builder::PossibleValuesParser::new(SAMPLING_STRATEGIES))]
+    strategy: String,
+    /// Seed of the samples
+    #[arg(long, value_name = "N", default_value_t = 0)]
+    seed: u64,
+    /// Prove the sealing point by enumerating every completion
+    #[arg(long)]
+    exact: bool,
+    /// Completions one proof may enumerate
+    #[arg(long, value_name = "N", default_value_t = BisectOptions::default().exact_budget)]
+    exact_budget: u64,
+    /// Fail an execution after N steps (default: the file's --max-steps)
+    #[arg(long, value_name = "N")]
+    max_steps: Option<u64>,
+    /// Print one JSON document on stdout instead of text
+    #[arg(long)]
+    json: bool,
+    #[command(flatten)]
+    host: HostArgs,
+}
+
+impl BisectCommand {
+    pub fn run(self) -> Result<Verdict> {
+        let schedule = Schedule::read(&self.schedule)?;
+        if let Some(t) = &self.test {
+            if *t != schedule.test {
+                bail!(
+                    "schedule file `{}` is for test `{}`, not `{t}`",
+                    self.schedule.display(),
+                    schedule.test
+                );
+            }
+        }
+        let (config, max_steps, notes) =
+            resolve_settings(&self.host, self.max_steps, &schedule, &self.schedule)?;
+        let guest = Guest::load(&self.module, config)?;
+        check_reproduces(&guest, &schedule, &self.schedule, max_steps)?;
+        let opts = BisectOptions {
+            strategy: StrategyChoice::named(&self.strategy),
+            samples: self.samples.max(1),
+            seed: self.seed,
+            exact: self.exact,
+            exact_budget: self.exact_budget,
+            max_steps: Some(max_steps),
+            from_snapshots: true,
+        };
+        let b = wasmrace_host::bisect(&guest, &schedule, &opts)?;
+        let text = if self.json {
+            let mut t = serde_json::to_string_pretty(&json(&b))?;
+            t.push('\n');
+            t
+        } else {
+            self.text(&schedule, &b, &notes)
+        };
+        output::print(&text)?;
+        Ok(Verdict::Bug)
+    }
+
+    fn text(&self, schedule: &Schedule, b: &Bisection, notes: &[String]) -> String {
+        let mut t = format!(
+            "bisecting {} on {}: test `{}`, completions drawn by {} (seed {})\n",
+            self.schedule.display(),
+            self.module.display(),
+            report::shown(&schedule.test),
+            self.strategy,
+            self.seed
+        );
+        for n in notes {
+            t.push_str(n);
+            t.push('\n');
+        }
+        t.push('\n');
+        t.push_str(&report::failure_block(&b.failure));
+        t.push('\n');
+        let p0 = b.steps.first().map_or(0.0, |s| s.probability);
+        t.push_str(&format!("at the start: P = {}\n", p(p0)));
+        t.push_str(&match b.sealed {
+            Sealing::Proved { step, completions } => format!(
+                "sealed at step {step}: all {completions} completion{} fail\n",
+                if completions == 1 { "" } else { "s" }
+            ),
+            Sealing::Estimated { step } => format!(
+                "sealed at step {step} (estimated: every sample failed from there on; --exact proves it)\n"
+            ),
+        });
+        if !b.decisive.is_empty() {
+            t.push_str("\ndecisive steps:\n");
+        }
+        for d in &b.decisive {
+            let what = b
+                .trace
+                .get(d.step - 1)
+                .map(|e| format!("{} {}", e.op, e.object.as_deref().unwrap_or("")))
+                .unwrap_or_default();
+            t.push_str(&format!(
+                "  step {}: {} ran {} (P {} -> {})",
+                d.step,
+                d.thread,
+                what.trim_end(),
+                p(d.probability_before),
+                p(d.probability_after)
+            ));
+            for a in &d.alternatives {
+                let alt = if a.alt > 0 {
+                    format!(" (alternative {})", a.alt)
+                } else {
+                    String::new()
+                };
+                t.push_str(&format!(
+                    "; had {}{alt} run instead, P = {}",
+                    a.thread,
+                    p(a.probability)
+                ));
+            }
+            t.push('\n');
+        }
+        t.push_str(&format!(
+            "\ninterleaving with P after each step (`=` exact, `~` sampled; {} steps):\n",
+            b.trace.len()
+        ));
+        t.push_str(&probability_trace(b));
+        t
+    }
+}
+
+/// P with two decimals.
+fn p(x: f64) -> String {
+    format!("{x:.2}")
+}
+
+/// The trace's lines, each prefixed with P after that step and a bar.
+fn probability_trace(b: &Bisection) -> String {
+    // Every step, unfolded: each line gets its own P.
+    let lines = report::trace_block(&b.trace, true);
+    let mut body = lines.lines().skip(1);
+    let mut out = String::new();
+    let at = |k: usize| b.steps.iter().find(|s| s.step == k);
+    for k in 1..=b.trace.len() {
+        let line = body.next().unwrap_or_default();
+        let col = match at(k) {
+            Some(s) => {
+                let bar = "#".repeat((s.probability * 10.0).round() as usize);
+                let mark = if s.exact { '=' } else { '~' };
+                format!("{mark}{} {bar:<10}", p(s.probability))
+            }
+            None => " ".repeat(16),
+        };
+        out.push_str(&format!("{col} {line}\n"));
+        // Log lines under a step belong to it.
+        while let Some(l) = body.clone().next().filter(|l| !starts_step(l)) {
+            out.push_str(&format!("{} {l}\n", " ".repeat(16)));
+            body.next();
+        }
+    }
+    out
+}
+
+/// Whether a trace line starts a step (`  12  main ...`, `* 5 ...`).
+fn starts_step(line: &str) -> bool {
+    line.get(..4).is_some_and(|h| {
+        h.trim_start_matches(['*', ' '])
+            .starts_with(|c: char| c.is_ascii_digit())
+    })
+}
+
+fn json(b: &Bisection) -> serde_json::Value {
+    let (sealed_at, proved) = match b.sealed {
+        Sealing::Proved { step, .. } => (step, true),
+        Sealing::Estimated { step } => (step, false),
+    };
+    serde_json::json!({
+        "failure": b.failure,
+        "steps": b.steps,
+        "sealed_at": sealed_at,
+        "sealed_proved": proved,
+        "decisive": b.decisive,
+    })
+}

@@ -1,0 +1,135 @@
+//! `wasmrace shrink` (and `check`'s shrinking) from the command line: exit
+//! codes, the before/after report, the written schedule replaying, and the
+//! refusal of a schedule that does not reproduce.
+
+use super::{expect, expect_error, fixture, wasmrace, TempDir};
+
+const SCHEDULE: &str = "wasmrace-schedules/lost_update.lost_update_3.schedule.json";
+
+#[test]
+fn shrink_writes_a_smaller_schedule_that_replays() {
+    let dir = TempDir::new("shrink");
+    let m = fixture(&dir, "lost_update");
+    let args = [
+        "check",
+        &m,
+        "--test",
+        "lost_update_3",
+        "--strategy",
+        "random",
+        "--seed",
+        "3",
+    ];
+    expect(&wasmrace(&dir, &[&args[..], &["--no-shrink"]].concat()), 1);
+    let run = wasmrace(
+        &dir,
+        &["shrink", &m, SCHEDULE, "-o", "small.json", "--json"],
+    );
+    expect(&run, 1);
+    let json: serde_json::Value = serde_json::from_str(&run.stdout).unwrap();
+    assert_eq!(json["schedule"], "small.json");
+    assert_eq!(json["after"]["preemptions"], 1);
+    assert!(json["before"]["preemptions"].as_u64().unwrap() > 1);
+    assert_eq!(json["one_minimal"], true);
+    let replayed = wasmrace(&dir, &["replay", &m, "small.json"]);
+    expect(&replayed, 1);
+    assert!(
+        replayed.stdout.contains("\nreproduced: "),
+        "{}",
+        replayed.stdout
+    );
+    // The text report says before and after.
+    let text = wasmrace(&dir, &["shrink", &m, SCHEDULE]);
+    expect(&text, 1);
+    assert!(
+        text.stdout.contains("\nafter:    1 preemption, "),
+        "{}",
+        text.stdout
+    );
+    assert!(dir
+        .join("wasmrace-schedules/lost_update.lost_update_3.schedule.small.json")
+        .is_file());
+    // check shrinks by default, and says from what; the file it writes is
+    // the shrunk schedule.
+    let check = wasmrace(&dir, &args);
+    expect(&check, 1);
+    let from = format!(
+        "shrunk:   from {} preemptions / ",
+        json["before"]["preemptions"]
+    );
+    assert!(check.stdout.contains(&from), "{}", check.stdout);
+    let small = std::fs::read_to_string(dir.join("small.json")).unwrap();
+    let written = std::fs::read_to_string(dir.join(SCHEDULE)).unwrap();
+    let steps = |t: &str| serde_json::from_str::<serde_json::Value>(t).unwrap()["steps"].clone();
+    assert_eq!(steps(&small), steps(&written));
+    expect(&wasmrace(&dir, &["replay", &m, SCHEDULE]), 1);
+}
+
+#[test]
+fn shrink_refuses_a_schedule_that_does_not_reproduce() {
+    let dir = TempDir::new("shrink-refuses");
+    let m = fixture(&dir, "lost_update");
+    expect(
+        &wasmrace(&dir, &["check", &m, "--test", "lost_update_3"]),
+        1,
+    );
+    let path = dir.join(SCHEDULE);
+    let mut s: serde_json::Value =
+        serde_json::from_str(&std::fs::read_to_string(&path).unwrap()).unwrap();
+    s["steps"].as_array_mut().unwrap().truncate(4);
+    std::fs::write(&path, s.to_string()).unwrap();
+    let run = wasmrace(&dir, &["shrink", &m, SCHEDULE]);
+    expect_error(&run, "does not reproduce panic in thread `main`");
+}
+
+#[test]
+fn bisect_reports_the_sealing_point_and_exits_1() {
+    let dir = TempDir::new("bisect");
+    let m = fixture(&dir, "lost_update");
+    expect(&wasmrace(&dir, &["check", &m, "--test", "lost_update"]), 1);
+    let s = "wasmrace-schedules/lost_update.lost_update.schedule.json";
+    let run = wasmrace(&dir, &["bisect", &m, s, "--exact", "--json"]);
+    expect(&run, 1);
+    let json: serde_json::Value = serde_json::from_str(&run.stdout).unwrap();
+    let steps = json["steps"].as_array().unwrap();
+    let last = steps.last().unwrap();
+    assert_eq!(last["probability"], 1.0);
+    assert_eq!(last["exact"], true);
+    assert!(steps[0]["thread"].is_null());
+    assert_eq!(steps[1]["thread"], "main");
+    assert_eq!(json["sealed_proved"], true);
+    assert!(json["sealed_at"].as_u64().unwrap() <= last["step"].as_u64().unwrap());
+    let d = &json["decisive"][0];
+    for field in [
+        "step",
+        "probability_before",
+        "probability_after",
+        "alternatives",
+    ] {
+        assert!(!d[field].is_null(), "{field} in {d}");
+    }
+    let text = wasmrace(&dir, &["bisect", &m, s, "--exact"]);
+    expect(&text, 1);
+    assert!(text.stdout.contains("\nsealed at step "), "{}", text.stdout);
+    assert!(
+        text.stdout.contains(" completions fail\n"),
+        "{}",
+        text.stdout
+    );
+    assert!(
+        text.stdout.contains("\ndecisive steps:\n  step "),
+        "{}",
+        text.stdout
+    );
+    assert_eq!(
+        text.stdout,
+        wasmrace(&dir, &["bisect", &m, s, "--exact"]).stdout
+    );
+    // A schedule that does not reproduce: exit 2, saying why.
+    let path = dir.join(s);
+    let mut v: serde_json::Value =
+        serde_json::from_str(&std::fs::read_to_string(&path).unwrap()).unwrap();
+    v["steps"].as_array_mut().unwrap().truncate(2);
+    std::fs::write(&path, v.to_string()).unwrap();
+    expect_error(&wasmrace(&dir, &["bisect", &m, s]), "does not reproduce");
+}
