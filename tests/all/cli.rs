@@ -194,12 +194,12 @@ fn lost_update_bug_is_written_and_replays_identically() {
     expect(&check, 1);
     assert!(check
         .stdout
-        .starts_with("test `lost_update` (portfolio: dfs with preemption bound 2, then pos, pct, random; seed 0): BUG found in execution "));
-    // The portfolio's opening DFS finds it; the report says which member.
+        .starts_with("test `lost_update` (portfolio: dpor, then dfs with preemption bound 2, then pos, pct, random; seed 0): BUG found in execution "));
+    // The portfolio's opening DPOR finds it; the report says which member.
     assert!(
         check
             .stdout
-            .contains("found by: dfs (member of the portfolio)\n"),
+            .contains("found by: dpor (member of the portfolio)\n"),
         "{}",
         check.stdout
     );

@@ -500,7 +500,7 @@ mod tests {
         let cases = [
             (
                 "portfolio",
-                "portfolio: dfs with preemption bound 2, then pos, pct, random; seed 5",
+                "portfolio: dpor, then dfs with preemption bound 2, then pos, pct, random; seed 5",
                 r#""preemption_bound":2"#,
             ),
             ("dfs", "dfs, preemption bound 2", r#""preemption_bound":2"#),

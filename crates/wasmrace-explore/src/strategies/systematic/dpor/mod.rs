@@ -19,7 +19,10 @@
 //! at the state before `e` unless a sleeping thread is a weak initial of
 //! `v` (optimal), or one initial of `v` into its backtrack set unless one
 //! already is there (source). The next execution resumes at the deepest
-//! node with something left, through `Start::Resume`.
+//! node with something left, through `Start::Resume`. The vector clocks
+//! that find the races are kept per depth of the path ([`race::Clocks`]):
+//! an execution computes them only from its first new event, so a step
+//! costs the same however deep the shared prefix is.
 //!
 //! **Branches that are not reduced.** A step with alternatives (`choose`'s
 //! values, which waiter `notify_one` wakes) runs every alternative at the
@@ -44,7 +47,7 @@ use crate::program::{StepInfo, ThreadView};
 use crate::strategies::registry::{Descriptor, Knob, StrategyOptions, Takes};
 use crate::strategy::{Capabilities, Context, Outcome, Start, Stat, Strategy};
 use race::{dependent, Ev};
-use wakeup::{after_initial, initials, WakeupTree};
+use wakeup::{initials, is_weak_initial, WakeupTree};
 use wasmrace_trace::{Decision, OpKind};
 
 /// Which DPOR algorithm runs (`--dpor`).
@@ -128,6 +131,9 @@ pub struct Dpor {
     events: Vec<Ev>,
     /// Events before this index were checked for races already.
     checked: usize,
+    /// Happens-before of `events`, kept across executions for the prefix
+    /// they share.
+    clocks: race::Clocks,
     /// The node the next `decide` resumes, if any.
     resume: Option<usize>,
     executions: u64,
@@ -147,6 +153,7 @@ impl Dpor {
             nodes: Vec::new(),
             events: Vec::new(),
             checked: 0,
+            clocks: race::Clocks::default(),
             resume: None,
             executions: 0,
             traces: 0,
@@ -249,15 +256,12 @@ impl Dpor {
 
     /// Reverses the races of the execution that just ended.
     fn reverse_races(&mut self) {
-        for r in race::races(&self.events, self.checked) {
+        for r in self.clocks.races(&self.events, self.checked) {
             let v: Vec<Ev> = r.v.iter().map(|&i| self.events[i].clone()).collect();
             let node = &mut self.nodes[r.at];
             match self.mode {
                 DporMode::Optimal => {
-                    let asleep = node
-                        .sleep
-                        .iter()
-                        .any(|s| after_initial(s, &v, true).is_some());
+                    let asleep = node.sleep.iter().any(|s| is_weak_initial(s, &v, true));
                     if !asleep {
                         node.wut.insert(&v);
                     }

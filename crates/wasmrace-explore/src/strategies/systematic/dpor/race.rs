@@ -100,20 +100,50 @@ pub(crate) struct Race {
 }
 
 /// Per object: the last exclusive access and the shared ones since.
-#[derive(Default)]
+#[derive(Debug, Default)]
 struct ObjState {
     last_excl: Option<usize>,
     shared_since: Vec<usize>,
 }
 
-/// Vector clocks of an execution's events.
-struct Clocks {
-    /// Dense index of each thread, in order of first appearance.
+/// What one event changed in an object's [`ObjState`], to undo it.
+#[derive(Debug)]
+enum ObjUndo {
+    /// A shared access: pushed onto `shared_since`.
+    Shared(Oid),
+    /// An exclusive access: the state it replaced.
+    Excl(Oid, Option<usize>, Vec<usize>),
+}
+
+/// What one event changed, to undo it when the path backtracks above it.
+#[derive(Debug)]
+struct Undo {
+    tid: Tid,
+    /// Its thread's previous last event.
+    last_of: Option<usize>,
+    /// The previous spawner of each thread it spawned.
+    spawned_by: Vec<(Tid, Option<usize>)>,
+    objects: Vec<ObjUndo>,
+}
+
+/// Happens-before of the current path, by vector clocks, kept per depth:
+/// after backtracking, only the events from the first new one are
+/// computed again (the state of every shorter prefix is restored by
+/// undoing the events above it, newest first).
+#[derive(Debug, Default)]
+pub(crate) struct Clocks {
+    /// Dense index of each thread, in order of first appearance. Never
+    /// shrinks: an index only names a clock slot, so a thread keeps its
+    /// slot across executions and the relation does not depend on it.
     index: BTreeMap<Tid, usize>,
     /// Per event: its thread's dense index and its 1-based rank in it.
     pos: Vec<(usize, u32)>,
     /// Per event: the events of each thread it happens after or is.
     clock: Vec<Vec<u32>>,
+    undo: Vec<Undo>,
+    last_of: BTreeMap<Tid, usize>,
+    spawned_by: BTreeMap<Tid, usize>,
+    objects: BTreeMap<Oid, ObjState>,
 }
 
 impl Clocks {
@@ -127,76 +157,133 @@ impl Clocks {
         let n = self.index.len();
         *self.index.entry(tid).or_insert(n)
     }
-}
 
-/// The races `e ⋖ e'` of `events` whose later event `e'` is at index
-/// `from` or later (earlier ones were reversed when they first ran), with
-/// the blocking rules of the module documentation, in order of `e'`.
-pub(crate) fn races(events: &[Ev], from: usize) -> Vec<Race> {
-    let mut clocks = Clocks {
-        index: BTreeMap::new(),
-        pos: Vec::with_capacity(events.len()),
-        clock: Vec::with_capacity(events.len()),
-    };
-    let mut last_of: BTreeMap<Tid, usize> = BTreeMap::new();
-    let mut spawned_by: BTreeMap<Tid, usize> = BTreeMap::new();
-    let mut objects: BTreeMap<Oid, ObjState> = BTreeMap::new();
-    let mut out = Vec::new();
-    for (k, ev) in events.iter().enumerate() {
-        let t = clocks.thread(ev.tid);
+    /// Events covered.
+    pub fn len(&self) -> usize {
+        self.pos.len()
+    }
+
+    /// Forgets the events from `len` on, newest first.
+    pub fn truncate(&mut self, len: usize) {
+        while self.pos.len() > len {
+            let u = self.undo.pop().expect("one undo record per event");
+            match u.last_of {
+                Some(p) => self.last_of.insert(u.tid, p),
+                None => self.last_of.remove(&u.tid),
+            };
+            for (c, prev) in u.spawned_by.into_iter().rev() {
+                match prev {
+                    Some(p) => self.spawned_by.insert(c, p),
+                    None => self.spawned_by.remove(&c),
+                };
+            }
+            for o in u.objects.into_iter().rev() {
+                match o {
+                    ObjUndo::Shared(obj) => {
+                        let st = self.objects.get_mut(&obj).expect("touched");
+                        st.shared_since.pop();
+                    }
+                    ObjUndo::Excl(obj, last, shared) => {
+                        let st = self.objects.get_mut(&obj).expect("touched");
+                        st.last_excl = last;
+                        st.shared_since = shared;
+                    }
+                }
+            }
+            self.pos.pop();
+            self.clock.pop();
+        }
+    }
+
+    /// Adds `events[k]` for `k` = [`len`](Self::len) and appends its races
+    /// to `out`.
+    fn push(&mut self, events: &[Ev], out: &mut Vec<Race>) {
+        let k = self.pos.len();
+        let ev = &events[k];
+        let t = self.thread(ev.tid);
+        let prev_last = self.last_of.get(&ev.tid).copied();
         // Program order (or the spawn, for a thread's first event) first.
-        let local = last_of.get(&ev.tid).or(spawned_by.get(&ev.tid)).copied();
+        let local = prev_last.or(self.spawned_by.get(&ev.tid).copied());
         let mut preds: Vec<usize> = local.into_iter().collect();
         let mut candidates: Vec<(usize, Oid)> = Vec::new();
+        let mut objects = Vec::with_capacity(ev.accesses.len());
         for &(obj, shared) in &ev.accesses {
-            let st = objects.entry(obj).or_default();
-            let direct: Vec<usize> = if shared || st.shared_since.is_empty() {
-                st.last_excl.into_iter().collect()
+            let st = self.objects.entry(obj).or_default();
+            let before = preds.len();
+            if shared || st.shared_since.is_empty() {
+                preds.extend(st.last_excl);
             } else {
-                st.shared_since.clone()
-            };
-            for d in direct {
-                preds.push(d);
+                preds.extend_from_slice(&st.shared_since);
+            }
+            for &d in &preds[before..] {
                 if events[d].tid != ev.tid {
                     candidates.push((d, obj));
                 }
             }
             if shared {
                 st.shared_since.push(k);
+                objects.push(ObjUndo::Shared(obj));
             } else {
-                st.last_excl = Some(k);
-                st.shared_since.clear();
+                let old = std::mem::take(&mut st.shared_since);
+                objects.push(ObjUndo::Excl(obj, st.last_excl.replace(k), old));
             }
         }
-        let mut clock = vec![0u32; clocks.index.len()];
+        let mut clock = vec![0u32; self.index.len()];
         for &p in &preds {
-            for (c, &q) in clock.iter_mut().zip(&clocks.clock[p]) {
+            for (c, &q) in clock.iter_mut().zip(&self.clock[p]) {
                 *c = (*c).max(q);
             }
         }
-        let rank = last_of.get(&ev.tid).map_or(1, |&p| clocks.pos[p].1 + 1);
+        let rank = prev_last.map_or(1, |p| self.pos[p].1 + 1);
         clock[t] = rank;
-        clocks.pos.push((t, rank));
-        clocks.clock.push(clock);
-        last_of.insert(ev.tid, k);
-        for &c in &ev.spawned {
-            spawned_by.insert(c, k);
-        }
-        if k >= from {
-            for (d, obj) in candidates {
-                if let Some(at) = reversible(events, &clocks, &preds, d, k, obj) {
-                    let v = (at + 1..k)
-                        .filter(|&f| !clocks.hb(at, f))
-                        .chain([k])
-                        .collect();
-                    out.push(Race { at, v });
-                }
+        self.pos.push((t, rank));
+        self.clock.push(clock);
+        self.last_of.insert(ev.tid, k);
+        let spawned_by = ev
+            .spawned
+            .iter()
+            .map(|&c| (c, self.spawned_by.insert(c, k)))
+            .collect();
+        self.undo.push(Undo {
+            tid: ev.tid,
+            last_of: prev_last,
+            spawned_by,
+            objects,
+        });
+        for (d, obj) in candidates {
+            if let Some(at) = reversible(events, self, &preds, d, k, obj) {
+                let v = (at + 1..k)
+                    .filter(|&f| !self.hb(at, f))
+                    .chain([k])
+                    .collect();
+                out.push(Race { at, v });
             }
         }
     }
-    out.sort_by_key(|r| (r.v.last().copied(), r.at));
-    out.dedup();
-    out
+
+    /// Brings the clocks to `events` (whose first `keep` events are those
+    /// already covered) and returns the races `e ⋖ e'` whose later event
+    /// `e'` is new (earlier ones were reversed when they first ran), with
+    /// the blocking rules of the module documentation, in order of `e'`.
+    pub fn races(&mut self, events: &[Ev], keep: usize) -> Vec<Race> {
+        self.truncate(keep.min(self.len()));
+        let mut out = Vec::new();
+        while self.len() < events.len() {
+            self.push(events, &mut out);
+        }
+        out.sort_by_key(|r| (r.v.last().copied(), r.at));
+        out.dedup();
+        out
+    }
+}
+
+/// The races of `events` whose later event is at `from` or later, computed
+/// afresh (see [`Clocks::races`]).
+#[cfg(test)]
+pub(crate) fn races(events: &[Ev], from: usize) -> Vec<Race> {
+    let mut clocks = Clocks::default();
+    clocks.races(&events[..from], 0);
+    clocks.races(events, from)
 }
 
 /// For a direct conflict of `d` before `k` on `obj`: the event `k` races
@@ -273,6 +360,34 @@ mod tests {
         ];
         let got: Vec<(usize, Vec<usize>)> = races(&e, 0).into_iter().map(|r| (r.at, r.v)).collect();
         assert_eq!(got, vec![(0, vec![2])]);
+    }
+
+    #[test]
+    fn clocks_kept_across_a_backtrack_match_fresh_ones() {
+        let (x, y, m) = (Oid(1), Oid(2), Oid(9));
+        let w = |t, o| ev(t, OpKind::CellSet, &[Access::write(o)]);
+        let r = |t, o| ev(t, OpKind::CellGet, &[Access::read(o)]);
+        let lock = |t| ev(t, OpKind::MutexLock, &[Access::sync(m)]);
+        let unlock = |t| ev(t, OpKind::MutexUnlock, &[Access::sync(m)]);
+        let first = [lock(1), w(1, x), r(2, x), r(3, x), unlock(1), w(2, y)];
+        let second = [
+            lock(1),
+            w(1, x),
+            r(3, x),
+            w(2, x),
+            unlock(1),
+            lock(2),
+            r(2, y),
+        ];
+        let mut kept = Clocks::default();
+        assert_eq!(kept.races(&first, 0), races(&first, 0));
+        // Back to depth 2, then a different suffix: only it is computed.
+        let got = kept.races(&second, 2);
+        assert_eq!(kept.len(), second.len());
+        assert_eq!(got, races(&second, 2));
+        assert!(!got.is_empty());
+        // And back to the root.
+        assert_eq!(kept.races(&first, 0), races(&first, 0));
     }
 
     #[test]

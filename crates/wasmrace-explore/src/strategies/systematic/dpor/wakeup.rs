@@ -30,6 +30,20 @@ pub(crate) fn after_initial(ev: &Ev, w: &[Ev], any_alt: bool) -> Option<Vec<Ev>>
     Some(w.to_vec())
 }
 
+/// Whether `ev`'s thread is a weak initial of `w` ([`after_initial`]
+/// without building the rest).
+pub(crate) fn is_weak_initial(ev: &Ev, w: &[Ev], any_alt: bool) -> bool {
+    for x in w {
+        if x.tid == ev.tid {
+            return any_alt || x.alt == ev.alt;
+        }
+        if dependent(x, ev) {
+            return false;
+        }
+    }
+    true
+}
+
 /// The initials of `w`: the first event of each thread that no earlier
 /// event of `w` happens before, in order.
 pub(crate) fn initials(w: &[Ev]) -> Vec<&Ev> {
@@ -100,12 +114,14 @@ impl WakeupTree {
     /// unexplored children of a state whose current child is elsewhere.
     pub fn insert(&mut self, w: &[Ev]) -> bool {
         for (ev, sub) in &mut self.children {
-            if let Some(rest) = after_initial(ev, w, false) {
-                if sub.children.is_empty() {
-                    return false;
-                }
-                return sub.insert(&rest);
+            if !is_weak_initial(ev, w, false) {
+                continue;
             }
+            // A leaf covers `w`; otherwise go down with the rest of it.
+            return match after_initial(ev, w, false) {
+                Some(rest) if !sub.children.is_empty() => sub.insert(&rest),
+                _ => false,
+            };
         }
         if w.is_empty() {
             return false;
@@ -141,6 +157,12 @@ mod tests {
         // Thread 4, absent and independent: a weak initial.
         assert_eq!(after_initial(&w(4, 12), &seq, false).unwrap().len(), 3);
         assert!(after_initial(&w(4, 10), &seq, false).is_none());
+        for ev in [w(1, 10), w(2, 10), w(3, 11), w(4, 12), w(4, 10)] {
+            assert_eq!(
+                is_weak_initial(&ev, &seq, false),
+                after_initial(&ev, &seq, false).is_some()
+            );
+        }
     }
 
     #[test]
