@@ -102,14 +102,15 @@ pub enum ScheduleError {
         cause: serde_json::Error,
     },
     /// JSON, but not a wasmrace schedule.
-    // Values read from the file are escaped: one line, no terminal escapes.
-    #[error("`{path}` is not a wasmrace schedule file (format `{}`)", .found.escape_debug())]
+    // Values read from the file are escaped once, by `clipped`: one short
+    // line, no terminal escapes.
+    #[error("`{path}` is not a wasmrace schedule file (format `{found}`)")]
     Format { path: String, found: String },
     /// A schedule of another format version.
     #[error("schedule file `{path}` has format version `{found}`; this wasmrace reads version `{SCHEDULE_VERSION}`")]
     Version { path: String, found: u64 },
     /// A step names no thread path.
-    #[error("schedule file `{path}`, step {step}: `{}` is not a thread name (expected `main`, `main.1`, ...)", .thread.escape_debug())]
+    #[error("schedule file `{path}`, step {step}: `{thread}` is not a thread name (expected `main`, `main.1`, ...)")]
     BadThread {
         path: String,
         step: usize,
