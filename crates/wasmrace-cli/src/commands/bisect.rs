@@ -1,14 +1,14 @@
 //! `wasmrace bisect`: where along a failing schedule the failure became
 //! likely, then certain, with the steps that decided it.
 
-use super::replay::resolve_settings;
+use super::replay::{read_schedule, resolve_settings};
 use super::shrink::check_reproduces;
 use super::HostArgs;
 use crate::html;
 use crate::output;
 use crate::report;
 use crate::Verdict;
-use anyhow::{bail, Result};
+use anyhow::Result;
 use std::path::PathBuf;
 use wasmrace_host::analysis::bisect::SAMPLING_STRATEGIES;
 use wasmrace_host::{BisectOptions, Bisection, Decisive, Guest, Schedule, Sealing, StrategyChoice};
@@ -77,16 +77,7 @@ pub struct BisectCommand {
 
 impl BisectCommand {
     pub fn run(self) -> Result<Verdict> {
-        let schedule = Schedule::read(&self.schedule)?;
-        if let Some(t) = &self.test {
-            if *t != schedule.test {
-                bail!(
-                    "schedule file `{}` is for test `{}`, not `{t}`",
-                    self.schedule.display(),
-                    schedule.test
-                );
-            }
-        }
+        let schedule = read_schedule(&self.schedule, self.test.as_deref())?;
         let (config, max_steps, notes) =
             resolve_settings(&self.host, self.max_steps, &schedule, &self.schedule)?;
         let guest = Guest::load(&self.module, config)?;

@@ -7,7 +7,7 @@ use crate::output;
 use crate::report;
 use crate::Verdict;
 use anyhow::{bail, Result};
-use std::path::PathBuf;
+use std::path::{Path, PathBuf};
 use wasmrace_explore::Config;
 use wasmrace_host::{Guest, HostConfig, ReplayOutcome};
 use wasmrace_trace::Schedule;
@@ -66,16 +66,7 @@ impl ReplayCommand {
     pub fn run(self) -> Result<Verdict> {
         // The schedule first: it is cheap to read, and a wrong file is the
         // likelier mistake than a wrong module.
-        let schedule = Schedule::read(&self.schedule)?;
-        if let Some(t) = &self.test {
-            if *t != schedule.test {
-                bail!(
-                    "schedule file `{}` is for test `{}`, not `{t}`",
-                    self.schedule.display(),
-                    schedule.test
-                );
-            }
-        }
+        let schedule = read_schedule(&self.schedule, self.test.as_deref())?;
         let (config, max_steps, notes) = self.settings(&schedule)?;
         let guest = Guest::load(&self.module, config)?;
         let outcome = wasmrace_host::replay(&guest, &schedule, max_steps)?;
@@ -211,6 +202,23 @@ impl ReplayCommand {
             "trace": outcome.trace,
         })
     }
+}
+
+/// The schedule file at `path`, refused when `--test` names another test
+/// than the one it was recorded for (names from the file escaped).
+pub(crate) fn read_schedule(path: &Path, test: Option<&str>) -> Result<Schedule> {
+    let schedule = Schedule::read(path)?;
+    if let Some(t) = test {
+        if t != schedule.test {
+            bail!(
+                "schedule file `{}` is for test `{}`, not `{}`",
+                path.display(),
+                report::shown(&schedule.test),
+                report::shown(t)
+            );
+        }
+    }
+    Ok(schedule)
 }
 
 /// The host configuration and step bound to replay `schedule` with: each setting
