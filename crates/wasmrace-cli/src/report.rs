@@ -369,18 +369,7 @@ pub fn file_safe(test: &str) -> String {
 /// a terminal: control characters, escape sequences and newlines included,
 /// are shown escaped (`\n`, `\u{1b}`) instead of acting on the terminal.
 pub fn shown(name: &str) -> String {
-    if !name.chars().any(char::is_control) {
-        return name.to_string();
-    }
-    name.chars()
-        .map(|c| {
-            if c.is_control() {
-                c.escape_default().to_string()
-            } else {
-                c.to_string()
-            }
-        })
-        .collect()
+    wasmrace_trace::text::shown(name).into_owned()
 }
 
 /// Quotes `arg` for a POSIX shell when it needs it, so that printed commands

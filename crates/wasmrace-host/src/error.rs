@@ -154,7 +154,7 @@ pub enum HostError {
     /// No test of that name.
     // The test name comes from a schedule file or the command line:
     // escaped, so that it cannot break the line or drive the terminal.
-    #[error("no test `{}` in `{name}`; its tests are: {available}", .test.escape_debug())]
+    #[error("no test `{}` in `{name}`; its tests are: {available}", wasmrace_trace::text::shown(.test))]
     UnknownTest {
         /// The module's name.
         name: String,
@@ -200,7 +200,7 @@ pub enum HostError {
         message: String,
     },
     /// A schedule file recorded on another module.
-    #[error("schedule was recorded on a module with blake3 `{}`, but `{name}` has blake3 `{found}`; rebuild the schedule with `wasmrace check` on this module", .expected.escape_debug())]
+    #[error("schedule was recorded on a module with blake3 `{}`, but `{name}` has blake3 `{found}`; rebuild the schedule with `wasmrace check` on this module", wasmrace_trace::text::shown(.expected))]
     ScheduleModule {
         /// The module's name.
         name: String,

@@ -11,6 +11,7 @@ mod failure;
 mod ids;
 mod ops;
 mod schedule;
+pub mod text;
 mod trace;
 
 pub use failure::{Failure, FailureKind, Waiting};

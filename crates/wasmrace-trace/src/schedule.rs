@@ -121,20 +121,16 @@ pub enum ScheduleError {
 /// A value from the file as an error message shows it: at most 64
 /// characters, control characters escaped.
 fn clipped(s: &str) -> String {
-    let mut out: String = s.chars().take(64).flat_map(char::escape_default).collect();
-    if s.chars().nth(64).is_some() {
-        out.push_str("...");
-    }
-    out
+    crate::text::clipped(s, 64)
 }
 
 /// A parser's message, which quotes the offending value whole, kept to one
 /// short line: its start and its end (where the position is).
 fn shortened(message: &str) -> String {
-    let one_line: String = message.chars().flat_map(char::escape_default).collect();
+    let one_line = crate::text::shown(message);
     let n = one_line.chars().count();
     if n <= 200 {
-        return one_line;
+        return one_line.into_owned();
     }
     let head: String = one_line.chars().take(120).collect();
     let tail: String = one_line.chars().skip(n - 60).collect();
