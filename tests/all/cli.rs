@@ -881,6 +881,41 @@ fn replay_uses_the_settings_recorded_in_the_schedule() {
     );
 }
 
+/// A bug found under `--max-host-memory-mb 1` was only reproducible when
+/// the user copied the flag from the printed command: the host-memory and
+/// log bounds are now recorded in the schedule file like the other bounds,
+/// and replay uses them.
+#[test]
+fn replay_uses_the_recorded_host_memory_bound() {
+    let dir = TempDir::new("replay-host-memory");
+    let m = fixture(&dir, "hostile");
+    let args = ["check", &m, "--test", "big_messages"];
+    let check = wasmrace(&dir, &[&args[..], &["--max-host-memory-mb", "1"]].concat());
+    expect(&check, 1);
+    let schedule = "wasmrace-schedules/hostile.big_messages.schedule.json";
+    assert!(
+        check
+            .stdout
+            .contains(&format!("reproduce with: wasmrace replay {m} {schedule}\n")),
+        "the bound is in the file, not on the command line: {}",
+        check.stdout
+    );
+    let doc: serde_json::Value =
+        serde_json::from_str(&std::fs::read_to_string(dir.join(schedule)).unwrap()).unwrap();
+    assert_eq!(doc["settings"]["max_host_bytes"], 1 << 20);
+    assert_eq!(doc["settings"]["max_log_bytes"], 1 << 20);
+    let replay = wasmrace(&dir, &["replay", &m, schedule]);
+    expect(&replay, 1);
+    assert!(
+        replay
+            .stdout
+            .contains("using the schedule's --max-host-memory-mb 1\n"),
+        "{}",
+        replay.stdout
+    );
+    assert!(replay.stdout.contains("reproduced: "), "{}", replay.stdout);
+}
+
 /// Corrupt and hostile schedule files: each is one error line, exit 2,
 /// without reading more than the size limit.
 #[test]

@@ -85,7 +85,8 @@ impl HostConfig {
 impl HostConfig {
     /// What a schedule found under this configuration with `max_steps`
     /// records, for replay: every setting an execution's outcome depends on
-    /// (fuel, memory, stack and Asyncify buffer sizes, the step bound).
+    /// (fuel, memory, stack and Asyncify buffer sizes, the host-memory and
+    /// log bounds, the step bound).
     pub fn schedule_settings(&self, max_steps: u64) -> ScheduleSettings {
         ScheduleSettings {
             fuel_per_step: Some(self.fuel_per_step),
@@ -93,6 +94,8 @@ impl HostConfig {
             max_memory_bytes: Some(self.max_memory_bytes),
             thread_stack_bytes: Some(self.thread_stack_bytes),
             asyncify_buffer_bytes: Some(self.asyncify_buffer_bytes),
+            max_host_bytes: Some(self.max_host_bytes),
+            max_log_bytes: Some(self.max_log_bytes),
         }
     }
 }
@@ -110,11 +113,13 @@ mod tests {
             max_memory_bytes: 8 << 20,
             thread_stack_bytes: 9 << 10,
             asyncify_buffer_bytes: 10 << 10,
+            max_host_bytes: 12 << 20,
+            max_log_bytes: 13 << 10,
             ..HostConfig::default()
         };
         let s = c.schedule_settings(11);
         let json = serde_json::to_value(&s).unwrap();
-        assert_eq!(json.as_object().unwrap().len(), 5, "{json}");
+        assert_eq!(json.as_object().unwrap().len(), 7, "{json}");
         assert_eq!(
             (s.fuel_per_step, s.max_steps, s.max_memory_bytes),
             (Some(7), Some(11), Some(8 << 20))
@@ -122,6 +127,10 @@ mod tests {
         assert_eq!(
             (s.thread_stack_bytes, s.asyncify_buffer_bytes),
             (Some(9 << 10), Some(10 << 10))
+        );
+        assert_eq!(
+            (s.max_host_bytes, s.max_log_bytes),
+            (Some(12 << 20), Some(13 << 10))
         );
     }
 }

@@ -53,6 +53,13 @@ pub struct ScheduleSettings {
     /// Asyncify buffer of each thread in bytes (`--asyncify-buffer-kib`).
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub asyncify_buffer_bytes: Option<u32>,
+    /// What the guest may make the host hold, in bytes
+    /// (`--max-host-memory-mb`).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub max_host_bytes: Option<u64>,
+    /// Log bytes a traced execution keeps (`--max-log-kib`).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub max_log_bytes: Option<u64>,
 }
 
 /// A schedule file: every decision of one execution of one test of one

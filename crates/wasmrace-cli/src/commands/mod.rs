@@ -29,14 +29,18 @@ pub struct HostArgs {
         HostConfig::default().max_memory_bytes >> 20
     ))]
     pub max_memory_mb: Option<u64>,
-    /// What a guest can make the host hold (messages, names, table
-    /// entries, threads), in MiB
-    #[arg(long, value_name = "MB", default_value_t = HostConfig::default().max_host_bytes >> 20)]
-    pub max_host_memory_mb: u64,
-    /// Log bytes a traced execution keeps (the rest is dropped, and the
-    /// trace says so), in KiB
-    #[arg(long, value_name = "KIB", default_value_t = HostConfig::default().max_log_bytes >> 10)]
-    pub max_log_kib: u64,
+    #[arg(long, value_name = "MB", help = format!(
+        "What a guest can make the host hold (messages, names, table \
+         entries, threads), in MiB [default: {}]",
+        HostConfig::default().max_host_bytes >> 20
+    ))]
+    pub max_host_memory_mb: Option<u64>,
+    #[arg(long, value_name = "KIB", help = format!(
+        "Log bytes a traced execution keeps (the rest is dropped, and the \
+         trace says so), in KiB [default: {}]",
+        HostConfig::default().max_log_bytes >> 10
+    ))]
+    pub max_log_kib: Option<u64>,
     /// Largest module file read, in MiB
     #[arg(long, value_name = "MB", default_value_t = HostConfig::default().max_module_bytes >> 20)]
     pub max_module_mb: u64,
@@ -64,13 +68,6 @@ impl HostArgs {
         let defaults = HostConfig::default();
         let mut config = HostConfig {
             max_module_bytes: mib("--max-module-mb", self.max_module_mb)?,
-            max_host_bytes: mib("--max-host-memory-mb", self.max_host_memory_mb)?,
-            max_log_bytes: self.max_log_kib.checked_mul(1 << 10).ok_or_else(|| {
-                anyhow::anyhow!(
-                    "`--max-log-kib {}` is out of range; give a number of KiB",
-                    self.max_log_kib
-                )
-            })?,
             cache_dir: if self.no_cache {
                 None
             } else {
@@ -90,35 +87,28 @@ impl HostArgs {
         if let Some(k) = self.asyncify_buffer_kib {
             config.asyncify_buffer_bytes = kib("--asyncify-buffer-kib", k)?;
         }
+        if let Some(mb) = self.max_host_memory_mb {
+            config.max_host_bytes = mib("--max-host-memory-mb", mb)?;
+        }
+        if let Some(k) = self.max_log_kib {
+            config.max_log_bytes = k.checked_mul(1 << 10).ok_or_else(|| {
+                anyhow::anyhow!("`--max-log-kib {k}` is out of range; give a number of KiB")
+            })?;
+        }
         Ok(config)
     }
 
-    /// The host flags a schedule file does not record, when not at their
-    /// defaults: a module over the default size limit, or a bug found under
-    /// another host-memory or log limit, needs the same flag to replay. The
-    /// other host flags are recorded in the schedule file, which replay
+    /// The host flag a schedule file does not record, when not at its
+    /// default: a module over the default size limit needs the same
+    /// `--max-module-mb` to be read again. Every bound an execution's
+    /// outcome depends on is recorded in the schedule file, which replay
     /// reads.
     pub fn replay_flags(&self) -> Vec<String> {
-        let d = HostConfig::default();
-        let mut out = Vec::new();
-        let mut flag = |name: &str, value: u64, default: u64| {
-            if value != default {
-                out.push(name.to_string());
-                out.push(value.to_string());
-            }
-        };
-        flag(
-            "--max-module-mb",
-            self.max_module_mb,
-            d.max_module_bytes >> 20,
-        );
-        flag(
-            "--max-host-memory-mb",
-            self.max_host_memory_mb,
-            d.max_host_bytes >> 20,
-        );
-        flag("--max-log-kib", self.max_log_kib, d.max_log_bytes >> 10);
-        out
+        let default = HostConfig::default().max_module_bytes >> 20;
+        if self.max_module_mb == default {
+            return Vec::new();
+        }
+        vec!["--max-module-mb".into(), self.max_module_mb.to_string()]
     }
 }
 

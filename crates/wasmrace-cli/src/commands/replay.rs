@@ -241,7 +241,7 @@ pub(crate) fn resolve_settings(
         .max_steps
         .or_else(|| schedule.options.get("max_steps").and_then(|v| v.as_u64()));
     let mut max_steps = Config::default().max_steps;
-    let settings: [(Setting, bool, Option<u64>, u64); 5] = [
+    let settings: [(Setting, bool, Option<u64>, u64); 7] = [
         (
             Setting::Fuel,
             host.fuel_per_step.is_some(),
@@ -272,6 +272,18 @@ pub(crate) fn resolve_settings(
             s.asyncify_buffer_bytes.map(u64::from),
             d.asyncify_buffer_bytes.into(),
         ),
+        (
+            Setting::HostMemory,
+            host.max_host_memory_mb.is_some(),
+            s.max_host_bytes,
+            d.max_host_bytes,
+        ),
+        (
+            Setting::Log,
+            host.max_log_kib.is_some(),
+            s.max_log_bytes,
+            d.max_log_bytes,
+        ),
     ];
     for (setting, given, recorded, default) in settings {
         let current = match setting {
@@ -288,7 +300,9 @@ pub(crate) fn resolve_settings(
                 current
             }
             (false, Some(r)) => {
-                if r == 0 || (setting.is_u32() && r > u64::from(u32::MAX)) {
+                if (r == 0 && !matches!(setting, Setting::Log))
+                    || (setting.is_u32() && r > u64::from(u32::MAX))
+                {
                     bail!(
                         "schedule file `{file}` records {}, which is out of range",
                         setting.flag(r)
@@ -320,6 +334,8 @@ enum Setting {
     Memory,
     Stack,
     Asyncify,
+    HostMemory,
+    Log,
 }
 
 impl Setting {
@@ -332,6 +348,8 @@ impl Setting {
             Setting::Memory => ("--max-memory-mb", 1 << 20),
             Setting::Stack => ("--thread-stack-kib", 1 << 10),
             Setting::Asyncify => ("--asyncify-buffer-kib", 1 << 10),
+            Setting::HostMemory => ("--max-host-memory-mb", 1 << 20),
+            Setting::Log => ("--max-log-kib", 1 << 10),
         };
         if value.is_multiple_of(unit) {
             format!("{flag} {}", value / unit)
@@ -350,6 +368,8 @@ impl Setting {
             Setting::Memory => c.max_memory_bytes,
             Setting::Stack => c.thread_stack_bytes.into(),
             Setting::Asyncify => c.asyncify_buffer_bytes.into(),
+            Setting::HostMemory => c.max_host_bytes,
+            Setting::Log => c.max_log_bytes,
             Setting::Steps => unreachable!("the step bound is the explorer's"),
         }
     }
@@ -362,6 +382,8 @@ impl Setting {
             Setting::Memory => c.max_memory_bytes = v,
             Setting::Stack => c.thread_stack_bytes = small(),
             Setting::Asyncify => c.asyncify_buffer_bytes = small(),
+            Setting::HostMemory => c.max_host_bytes = v,
+            Setting::Log => c.max_log_bytes = v,
             Setting::Steps => unreachable!("the step bound is the explorer's"),
         }
     }
