@@ -84,9 +84,12 @@ pub struct Replay {
     pos: usize,
     divergence: Option<Divergence>,
     outcome: Option<Outcome>,
-    /// Paths of the threads seen so far, learned from spawn steps the same
-    /// way the host names threads (the `k`-th child of `p` is `p.k`).
-    paths: BTreeMap<Tid, ThreadPath>,
+    /// The threads seen so far, each with its parent and its index among
+    /// the parent's children (`None` for `main`), learned from spawn steps
+    /// the way the host names threads (the `k`-th child of `p` is `p.k`).
+    /// A link per thread, not a whole path, so a chain of n spawns costs
+    /// O(n), not O(n²).
+    parents: BTreeMap<Tid, Option<(Tid, u32)>>,
     children: BTreeMap<Tid, u32>,
     /// The schedule records a livelock: ask for state hashes, so that the
     /// explorer sees the lasso close where the schedule ends.
@@ -104,7 +107,7 @@ impl Replay {
             pos: 0,
             divergence: None,
             outcome: None,
-            paths: BTreeMap::from([(ThreadPath::main().tid(), ThreadPath::main())]),
+            parents: BTreeMap::from([(Tid::MAIN, None)]),
             children: BTreeMap::new(),
             lasso: false,
         }
@@ -146,23 +149,34 @@ impl Replay {
     }
 
     fn name(&self, tid: Tid, step: usize) -> String {
-        if let Some(p) = self.paths.get(&tid) {
-            return p.to_string();
+        if let Some(p) = self.path(tid) {
+            return p.compact();
         }
         if let Some(n) = self.file_names.get(step).cloned().flatten() {
             return n;
         }
         // Ids are hashes of paths: a thread that does not exist (yet) can
         // still be named if it is a near-future child of a known thread.
-        for p in self.paths.values() {
+        for &parent in self.parents.keys() {
             for k in 1..=GUESSED_CHILDREN {
-                let c = p.child(k);
-                if c.tid() == tid {
-                    return c.to_string();
+                if parent.child(k) == tid {
+                    let path = self.path(parent).expect("a known thread has a path");
+                    return path.child(k).compact();
                 }
             }
         }
         format!("{tid:?}")
+    }
+
+    /// The path of a thread seen so far, rebuilt from its parent links.
+    fn path(&self, mut tid: Tid) -> Option<ThreadPath> {
+        let mut rev = Vec::new();
+        while let Some((parent, k)) = *self.parents.get(&tid)? {
+            rev.push(k);
+            tid = parent;
+        }
+        rev.reverse();
+        Some(ThreadPath(rev))
     }
 
     fn diverge(&mut self, step: usize, reason: DivergenceReason) -> Option<Decision> {
@@ -228,13 +242,13 @@ impl Strategy for Replay {
         if step.spawned.is_empty() {
             return;
         }
-        let Some(parent) = self.paths.get(&step.tid).cloned() else {
+        if !self.parents.contains_key(&step.tid) {
             return;
-        };
+        }
         for &child in &step.spawned {
             let k = self.children.entry(step.tid).or_insert(0);
             *k += 1;
-            self.paths.insert(child, parent.child(*k));
+            self.parents.insert(child, Some((step.tid, *k)));
         }
     }
 
@@ -306,6 +320,30 @@ mod tests {
             last: None,
             prefix: &[],
         }
+    }
+
+    /// Each thread once kept its whole path, so replaying a chain of n
+    /// spawns held n²/2 path entries (a hostile 8,000-deep chain: 32
+    /// million); now each keeps a link to its parent, and a deep thread is
+    /// named in the compact form the host uses.
+    #[test]
+    fn a_deep_spawn_chain_is_named_compactly_from_parent_links() {
+        let depth = 20_000;
+        let mut r = Replay::new(vec![]);
+        let mut tid = Tid::MAIN;
+        for _ in 0..depth {
+            let child = tid.child(1);
+            r.observe(&StepInfo {
+                tid,
+                spawned: vec![child],
+                ..StepInfo::default()
+            });
+            tid = child;
+        }
+        assert_eq!(r.parents.len(), depth + 1);
+        assert_eq!(r.name(tid, 0), format!("main.1*{depth}"));
+        // A near-future child of a known thread is guessed from its id.
+        assert_eq!(r.name(tid.child(3), 0), format!("main.1*{depth}.3"));
     }
 
     #[test]
