@@ -195,7 +195,15 @@ pub fn pass_notes(report: &Report, nothing: Option<wasmrace_host::NothingToInter
 /// `preemption bound 2; raise it with --preemption-bound or use --unbounded`,
 /// or the same built from any other bound.
 fn bound_phrase(b: &BoundHit) -> String {
-    if b.knob == "--preemption-bound" {
+    if b.knob == "--fairness-bound" {
+        // DPOR's planned reversals whose thread fair scheduling hid: not a
+        // bound the flag raises away, a limit of the reduction.
+        format!(
+            "fair scheduling: {} {} (dpor under fairness does not reach every \
+             fair trace; `--strategy dfs --unbounded` does)",
+            b.value, b.bound
+        )
+    } else if b.knob == "--preemption-bound" {
         format!(
             "preemption bound {}; raise it with --preemption-bound or use --unbounded",
             b.value

@@ -41,6 +41,21 @@
 //! reversal; the execution is abandoned when nothing else is left at that
 //! node).
 //!
+//! **Fairness.** Fair scheduling (`explorer::fairness`, on by default)
+//! hides a thread that spun past its yield bound from every strategy's
+//! enabled set. Which schedules are fair depends on the order of
+//! independent steps, not only on the trace, so the fair schedules are not
+//! closed under Mazurkiewicz equivalence: a reversal may have no fair
+//! schedule as planned while another schedule of the same trace is fair.
+//! DPOR under fairness is therefore *not* complete for fair traces (on
+//! random programs with waiting loops it covers half of those unbounded
+//! DFS under the same fairness covers: `dpor/tests.rs`). Every such loss
+//! goes through a planned sequence whose thread was hidden, so a run that
+//! dropped one reports it as a bound that pruned the space
+//! ([`Capabilities::bound_hit`]: `--fairness-bound`), not as a proof; the
+//! portfolio then goes on to its other members. Unbounded DFS covers every
+//! fair schedule.
+//!
 //! **Memory.** Nodes exist for the current path only: sleep sets hold at
 //! most one event per thread, and wakeup trees hold the reversals planned
 //! from their state, dropped with the node.
@@ -50,7 +65,7 @@ mod wakeup;
 
 use crate::program::{StepInfo, ThreadView};
 use crate::strategies::registry::{Descriptor, Knob, StrategyOptions, Takes};
-use crate::strategy::{Capabilities, Context, Outcome, Start, Stat, Strategy};
+use crate::strategy::{BoundHit, Capabilities, Context, Outcome, Start, Stat, Strategy};
 use race::{dependent, Ev};
 use wakeup::{initials, is_weak_initial, WakeupTree};
 use wasmrace_trace::{Decision, OpKind, Tid};
@@ -459,6 +474,17 @@ impl Strategy for Dpor {
 impl Capabilities for Dpor {
     fn exhausted(&self) -> bool {
         self.exhausted
+    }
+
+    /// Planned sequences dropped because their thread was not enabled
+    /// (fairness hid it; see the module documentation): the search ended
+    /// without covering every trace, a bound rather than a proof.
+    fn bound_hit(&self) -> Option<BoundHit> {
+        (self.infeasible > 0).then_some(BoundHit {
+            bound: "dropped reversals",
+            value: self.infeasible,
+            knob: "--fairness-bound",
+        })
     }
 
     fn stats(&self) -> Vec<Stat> {
