@@ -103,3 +103,45 @@ fn dpor_under_fairness_says_what_it_dropped() {
     assert_eq!(t["pruned_by"]["flag"], "--fairness-bound");
     assert_eq!(t["pruned_by"]["value"], 2);
 }
+
+/// `wasmrace bench` counts DPOR's distinct partial orders as it does every
+/// strategy's, next to the published trace counts: equal, in as many
+/// executions, on the DPOR benchmarks it exhausts.
+#[test]
+fn bench_reports_dpor_partial_orders_against_published_counts() {
+    let dir = TempDir::new("cli-dpor-bench");
+    let run = wasmrace(
+        &dir,
+        &[
+            "bench",
+            "--tests",
+            "readers_3,writers_3,lastzero_3,optimal_dpor",
+            "--strategies",
+            "dpor",
+            "--executions",
+            "1000",
+            "--seeds",
+            "1",
+            "--jobs",
+            "1",
+            "--format",
+            "json",
+        ],
+    );
+    expect(&run, 0);
+    let doc: serde_json::Value = serde_json::from_str(&run.stdout).unwrap();
+    let rows = doc["rows"].as_array().unwrap();
+    assert_eq!(rows.len(), 4);
+    for row in rows {
+        let traces = row["traces"].as_u64().expect("a published count");
+        let dpor = &row["strategies"][0];
+        assert_eq!(dpor["strategy"], "dpor");
+        assert_eq!(dpor["exhausted"], true, "{row}");
+        assert_eq!(
+            dpor["distinct_orders"].as_f64(),
+            Some(traces as f64),
+            "{row}"
+        );
+        assert_eq!(dpor["executions"].as_u64(), Some(traces), "{row}");
+    }
+}
