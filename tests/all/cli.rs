@@ -790,6 +790,8 @@ fn version_and_help() {
 
 /// `--strategy ses|ss` and `--state-cache` (FSE 2015 delaying explorers).
 mod delaying;
+/// `--strategy dpor`'s reports.
+mod dpor;
 mod explain;
 /// `--html`, rendered in headless Chromium.
 mod html;

@@ -148,9 +148,13 @@ pub fn no_bug_summary(report: &Report) -> String {
     let reason = if report.exhausted {
         match &report.strategy_bound {
             None if cached => "space exhausted: every reachable state was explored".to_string(),
-            None if reduced => {
-                "space exhausted: every trace (partial order) was explored".to_string()
-            }
+            None if reduced => match stat(report, "traces") {
+                Some(t) => format!(
+                    "space exhausted: all {t} trace{} (partial orders) were explored",
+                    if t == 1 { "" } else { "s" }
+                ),
+                None => "space exhausted: every trace (partial order) was explored".to_string(),
+            },
             None => "space exhausted: every interleaving was explored".to_string(),
             Some(b) => format!("space exhausted within {}", bound_phrase(b)),
         }
@@ -174,6 +178,15 @@ pub fn no_bug_summary(report: &Report) -> String {
     out
 }
 
+/// The strategy's counter named `name`, if it keeps one.
+fn stat(report: &Report, name: &str) -> Option<u64> {
+    report
+        .strategy_stats
+        .iter()
+        .find(|s| s.name == name)
+        .map(|s| s.value)
+}
+
 /// What "exhausted" covers, said after every exhausted run.
 pub const EXHAUSTED_COVERS: &str = "every interleaving of the SDK operations; plain memory \
     shared through `static`s is not seen (docs/ABI.md, \"What exploration covers\")";
@@ -195,7 +208,17 @@ pub fn pass_notes(report: &Report, nothing: Option<wasmrace_host::NothingToInter
 /// `preemption bound 2; raise it with --preemption-bound or use --unbounded`,
 /// or the same built from any other bound.
 fn bound_phrase(b: &BoundHit) -> String {
-    if b.knob == "--preemption-bound" {
+    if b.knob == "--fairness-bound" {
+        // DPOR's planned reversals whose thread fair scheduling hid: not a
+        // bound the flag raises away, a limit of the reduction.
+        format!(
+            "the reach of dpor under fair scheduling: {} planned reversal{} dropped \
+             because fairness hid their thread; `--strategy dfs --unbounded` reaches \
+             every fair trace",
+            b.value,
+            if b.value == 1 { "" } else { "s" }
+        )
+    } else if b.knob == "--preemption-bound" {
         format!(
             "preemption bound {}; raise it with --preemption-bound or use --unbounded",
             b.value
@@ -203,6 +226,34 @@ fn bound_phrase(b: &BoundHit) -> String {
     } else {
         format!("{} bound {}; raise it with {}", b.bound, b.value, b.knob)
     }
+}
+
+/// One bound as JSON (`stopped_by`, `pruned_by`), or null.
+fn bound_json(b: Option<&BoundHit>) -> serde_json::Value {
+    b.map_or(
+        serde_json::Value::Null,
+        |b| serde_json::json!({ "bound": b.bound, "value": b.value, "flag": b.knob }),
+    )
+}
+
+/// What `check --json` says of a test's search besides its executions:
+/// the distinct traces (partial orders) run and the sleep-set-blocked
+/// executions, for a strategy that counts them (dpor; null otherwise), and
+/// the bound that stopped the run and the one that pruned the strategy's
+/// space (null when none did).
+pub fn search_json(report: &Report) -> serde_json::Map<String, serde_json::Value> {
+    let mut json = serde_json::Map::new();
+    json.insert("traces".into(), stat(report, "traces").into());
+    json.insert(
+        "sleep_set_blocked".into(),
+        stat(report, "sleep-set-blocked executions").into(),
+    );
+    json.insert("stopped_by".into(), bound_json(report.stopped_by.as_ref()));
+    json.insert(
+        "pruned_by".into(),
+        bound_json(report.strategy_bound.as_ref()),
+    );
+    json
 }
 
 /// Bound hits as JSON: which bound, its value, the flag that raises it, and
@@ -567,6 +618,19 @@ waiting:
             no_bug_summary(&dpor),
             "no bug in 7 executions (space exhausted: every trace (partial order) was explored)"
         );
+        dpor.strategy_stats
+            .push(wasmrace_host::Stat::new("traces", 7));
+        assert_eq!(
+            no_bug_summary(&dpor),
+            "no bug in 7 executions (space exhausted: all 7 traces (partial orders) were explored)"
+        );
+        let search = search_json(&dpor);
+        assert_eq!(search["traces"], 7);
+        assert_eq!(search["sleep_set_blocked"], 0);
+        assert!(search["stopped_by"].is_null());
+        let search = search_json(&report(false, Some(executions()), None));
+        assert!(search["traces"].is_null());
+        assert_eq!(search["stopped_by"]["flag"], "--max-executions");
         assert_eq!(
             no_bug_summary(&report(true, None, Some(preemptions()))),
             "no bug in 7 executions (space exhausted within preemption bound 2; \

@@ -569,7 +569,7 @@ impl CheckCommand {
             }
             _ => serde_json::Value::Null,
         };
-        serde_json::json!({
+        let mut json = serde_json::json!({
             "test": outcome.test,
             "strategy": outcome.strategy,
             "seed": outcome.seed,
@@ -589,7 +589,11 @@ impl CheckCommand {
                 "executions": r.executions,
                 "first_execution": r.first_execution,
             })).collect::<Vec<_>>(),
-        })
+        });
+        if let Some(j) = json.as_object_mut() {
+            j.extend(report::search_json(r));
+        }
+        json
     }
 }
 

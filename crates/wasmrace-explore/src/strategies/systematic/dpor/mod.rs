@@ -25,9 +25,14 @@
 //! costs the same however deep the shared prefix is.
 //!
 //! **Branches that are not reduced.** A step with alternatives (`choose`'s
-//! values, which waiter `notify_one` wakes) runs every alternative at the
-//! node where its thread runs; the thread sleeps there only once all are
-//! done.
+//! values, which waiter `notify_one` wakes) reaches every alternative.
+//! Optimal mode treats each alternative as an event of its own, dependent
+//! with the others: when one runs, the others are reversals planned at
+//! the same node under the rules of any reversal (dropped when a sleeper
+//! is a weak initial, merged into a planned sequence that runs them), and
+//! a thread sleeps per alternative. Source mode runs every alternative at
+//! the node where its thread runs; the thread sleeps there only once all
+//! are done.
 //!
 //! **Blocking.** A blocked thread is not enabled and has no event; the
 //! race rules in [`race`] reverse lock acquisitions against each other and
@@ -35,6 +40,21 @@
 //! next thread turns out blocked is dropped (counted as an infeasible
 //! reversal; the execution is abandoned when nothing else is left at that
 //! node).
+//!
+//! **Fairness.** Fair scheduling (`explorer::fairness`, on by default)
+//! hides a thread that spun past its yield bound from every strategy's
+//! enabled set. Which schedules are fair depends on the order of
+//! independent steps, not only on the trace, so the fair schedules are not
+//! closed under Mazurkiewicz equivalence: a reversal may have no fair
+//! schedule as planned while another schedule of the same trace is fair.
+//! DPOR under fairness is therefore *not* complete for fair traces (on
+//! random programs with waiting loops it covers half of those unbounded
+//! DFS under the same fairness covers: `dpor/tests.rs`). Every such loss
+//! goes through a planned sequence whose thread was hidden, so a run that
+//! dropped one reports it as a bound that pruned the space
+//! ([`Capabilities::bound_hit`]: `--fairness-bound`), not as a proof; the
+//! portfolio then goes on to its other members. Unbounded DFS covers every
+//! fair schedule.
 //!
 //! **Memory.** Nodes exist for the current path only: sleep sets hold at
 //! most one event per thread, and wakeup trees hold the reversals planned
@@ -45,10 +65,10 @@ mod wakeup;
 
 use crate::program::{StepInfo, ThreadView};
 use crate::strategies::registry::{Descriptor, Knob, StrategyOptions, Takes};
-use crate::strategy::{Capabilities, Context, Outcome, Start, Stat, Strategy};
+use crate::strategy::{BoundHit, Capabilities, Context, Outcome, Start, Stat, Strategy};
 use race::{dependent, Ev};
 use wakeup::{initials, is_weak_initial, WakeupTree};
-use wasmrace_trace::{Decision, OpKind};
+use wasmrace_trace::{Decision, OpKind, Tid};
 
 /// Which DPOR algorithm runs (`--dpor`).
 #[derive(Clone, Copy, Debug, Default, PartialEq, Eq, Hash)]
@@ -117,7 +137,7 @@ struct Node {
     /// Alternatives of the chosen thread still to run, with their subtrees.
     alts: Vec<(u32, WakeupTree)>,
     /// Threads explored here (source mode's backtrack check).
-    explored: Vec<wasmrace_trace::Tid>,
+    explored: Vec<Tid>,
 }
 
 /// Dynamic partial-order reduction; see the module documentation.
@@ -195,25 +215,62 @@ impl Dpor {
         Ev::new(view.tid, alt, Some(view.pending.op), &view.pending.accesses)
     }
 
-    /// Sets `node` to run `(ev.tid, ev.alt)` next, following `sub`, with
-    /// the thread's other alternatives queued (with the subtrees planned
-    /// for them, if any).
-    fn take(node: &mut Node, view: &ThreadView, ev: &Ev, sub: WakeupTree) -> Decision {
-        let mut planned = node.wut.take_thread(ev);
-        let mut alts: Vec<(u32, WakeupTree)> = Vec::new();
-        for a in (0..view.pending.alts).filter(|&a| a != ev.alt) {
-            let sub = match planned.iter().position(|(e, _)| e.alt == a) {
-                Some(i) => planned.swap_remove(i).1,
-                None => WakeupTree::default(),
-            };
-            alts.push((a, sub));
+    /// Sets `node` to run `(ev.tid, ev.alt)` next, following `sub`, and
+    /// plans the thread's other alternatives.
+    ///
+    /// Source mode queues every other alternative (with the subtrees
+    /// planned for them, if any) to run right after this one; the thread
+    /// sleeps only once all are done. Optimal mode treats each alternative
+    /// as an event of its own that conflicts with the others (a thread
+    /// sleeps per alternative): another alternative is the reversal `[alt]`
+    /// of its race with the one taken, inserted into the wakeup tree as
+    /// any reversal is, so that it is dropped when a sleeping thread is a
+    /// weak initial of it (any sleeper, for `choose`, which touches
+    /// nothing) and joins a planned sequence that already runs it. Queuing
+    /// it regardless ran sleep-set-blocked executions: on
+    /// `two_phase_commit` a participant still to receive `prepare` slept
+    /// while another's vote was chosen, and a sequence that planned one
+    /// vote ran after the participant slept with the other.
+    fn take(
+        node: &mut Node,
+        view: &ThreadView,
+        ev: &Ev,
+        sub: WakeupTree,
+        mode: DporMode,
+    ) -> Decision {
+        let others = (0..view.pending.alts).filter(|&a| a != ev.alt);
+        match mode {
+            DporMode::Optimal => {
+                for a in others {
+                    let alt = [Self::predicted(view, a)];
+                    if !node.sleep.iter().any(|s| is_weak_initial(s, &alt, false)) {
+                        node.wut.insert(&alt);
+                    }
+                }
+            }
+            DporMode::Source => {
+                let mut planned = node.wut.take_thread(ev);
+                node.alts = others
+                    .map(|a| match planned.iter().position(|(e, _)| e.alt == a) {
+                        Some(i) => (a, planned.swap_remove(i).1),
+                        None => (a, WakeupTree::default()),
+                    })
+                    .collect();
+            }
         }
-        node.alts = alts;
         node.child_wut = sub;
         node.pending = Some(Self::predicted(view, ev.alt));
         let d = Decision::new(ev.tid, ev.alt);
         node.chosen = Some(d);
         d
+    }
+
+    /// Whether alternative `alt` of `tid` sleeps at `node` (source mode: any
+    /// alternative of `tid`, see [`take`](Self::take)).
+    fn asleep(node: &Node, tid: Tid, alt: u32, mode: DporMode) -> bool {
+        node.sleep
+            .iter()
+            .any(|s| s.tid == tid && (mode == DporMode::Source || s.alt == alt))
     }
 
     /// The next planned sequence at `node` that can run, dropping those
@@ -228,30 +285,36 @@ impl Dpor {
                 self.infeasible += 1;
                 continue;
             };
-            if n.sleep.iter().any(|s| s.tid == ev.tid) || n.explored.contains(&ev.tid) {
+            if Self::asleep(n, ev.tid, ev.alt, self.mode) {
                 continue;
             }
-            return Some(Self::take(n, view, &ev, sub));
+            return Some(Self::take(n, view, &ev, sub, self.mode));
         }
         None
     }
 
-    /// Any enabled thread not asleep, the last one first unless it
-    /// yielded; `None` when all are asleep.
-    fn free_choice(node: &mut Node, ctx: &Context<'_>) -> Option<Decision> {
+    /// Any enabled thread not asleep (its first alternative that is not),
+    /// the last one first unless it yielded; `None` when all are asleep.
+    fn free_choice(node: &mut Node, ctx: &Context<'_>, mode: DporMode) -> Option<Decision> {
         let last = ctx.last.map(|(t, _)| t);
         let yielded = matches!(ctx.last, Some((_, Some(OpKind::Yield))));
-        let awake =
-            |v: &&ThreadView| v.pending.enabled && !node.sleep.iter().any(|s| s.tid == v.tid);
-        let mut order: Vec<&ThreadView> = ctx.threads.iter().filter(awake).collect();
-        order.sort_by_key(|v| match (Some(v.tid) == last, yielded) {
+        let awake = |v: &ThreadView| {
+            let alts = if v.pending.enabled { v.pending.alts } else { 0 };
+            (0..alts).find(|&a| !Self::asleep(node, v.tid, a, mode))
+        };
+        let mut order: Vec<(&ThreadView, u32)> = ctx
+            .threads
+            .iter()
+            .filter_map(|v| Some((v, awake(v)?)))
+            .collect();
+        order.sort_by_key(|(v, _)| match (Some(v.tid) == last, yielded) {
             (true, false) => 0,
             (false, _) => 1,
             (true, true) => 2,
         });
-        let view = order.first()?;
-        let ev = Self::predicted(view, 0);
-        Some(Self::take(node, view, &ev, WakeupTree::default()))
+        let &(view, alt) = order.first()?;
+        let ev = Self::predicted(view, alt);
+        Some(Self::take(node, view, &ev, WakeupTree::default(), mode))
     }
 
     /// Reverses the races of the execution that just ended.
@@ -261,7 +324,7 @@ impl Dpor {
             let node = &mut self.nodes[r.at];
             match self.mode {
                 DporMode::Optimal => {
-                    let asleep = node.sleep.iter().any(|s| is_weak_initial(s, &v, true));
+                    let asleep = node.sleep.iter().any(|s| is_weak_initial(s, &v, false));
                     if !asleep {
                         node.wut.insert(&v);
                     }
@@ -372,7 +435,7 @@ impl Strategy for Dpor {
         if let Some(d) = self.planned(depth, ctx) {
             return Some(d);
         }
-        let d = Self::free_choice(&mut self.nodes[depth], ctx);
+        let d = Self::free_choice(&mut self.nodes[depth], ctx, self.mode);
         if d.is_none() {
             self.sleep_blocked += 1;
             self.nodes.pop();
@@ -411,6 +474,17 @@ impl Strategy for Dpor {
 impl Capabilities for Dpor {
     fn exhausted(&self) -> bool {
         self.exhausted
+    }
+
+    /// Planned sequences dropped because their thread was not enabled
+    /// (fairness hid it; see the module documentation): the search ended
+    /// without covering every trace, a bound rather than a proof.
+    fn bound_hit(&self) -> Option<BoundHit> {
+        (self.infeasible > 0).then_some(BoundHit {
+            bound: "dropped reversals",
+            value: self.infeasible,
+            knob: "--fairness-bound",
+        })
     }
 
     fn stats(&self) -> Vec<Stat> {
