@@ -64,6 +64,10 @@ pub(crate) fn initials(w: &[Ev]) -> Vec<&Ev> {
 #[derive(Clone, Debug, Default)]
 pub(crate) struct WakeupTree {
     children: Vec<(Ev, WakeupTree)>,
+    /// Events in the tree, kept as it changes: the search asks for it
+    /// after every insertion, and counting would cost the tree's size
+    /// (which grows with the number of traces, e.g. 2^N on readers(N)).
+    size: usize,
 }
 
 impl WakeupTree {
@@ -71,8 +75,10 @@ impl WakeupTree {
     fn chain(w: &[Ev]) -> WakeupTree {
         let mut tree = WakeupTree::default();
         for ev in w.iter().rev() {
+            let size = tree.size + 1;
             tree = WakeupTree {
                 children: vec![(ev.clone(), tree)],
+                size,
             };
         }
         tree
@@ -90,21 +96,25 @@ impl WakeupTree {
 
     /// Removes and returns the first child with its subtree.
     pub fn pop_first(&mut self) -> Option<(Ev, WakeupTree)> {
-        (!self.children.is_empty()).then(|| self.children.remove(0))
+        let first = (!self.children.is_empty()).then(|| self.children.remove(0))?;
+        self.size -= 1 + first.1.size;
+        Some(first)
     }
 
     /// Removes and returns every child whose event is by `ev`'s thread.
     pub fn take_thread(&mut self, ev: &Ev) -> Vec<(Ev, WakeupTree)> {
-        let (mine, rest) = std::mem::take(&mut self.children)
+        let (mine, rest): (Vec<_>, Vec<_>) = std::mem::take(&mut self.children)
             .into_iter()
             .partition(|(e, _)| e.tid == ev.tid);
         self.children = rest;
+        self.size -= mine.iter().map(|(_, sub)| 1 + sub.size).sum::<usize>();
         mine
     }
 
     /// Adds a single event as the last child (source-DPOR's backtrack set).
     pub fn push(&mut self, ev: Ev) {
         self.children.push((ev, WakeupTree::default()));
+        self.size += 1;
     }
 
     /// `insert[E](w, wut)`: unless a leaf reached through weak initials
@@ -113,27 +123,35 @@ impl WakeupTree {
     /// root of a non-empty tree is never a leaf: the tree stands for the
     /// unexplored children of a state whose current child is elsewhere.
     pub fn insert(&mut self, w: &[Ev]) -> bool {
+        self.insert_counted(w) > 0
+    }
+
+    /// [`insert`](Self::insert), returning the number of events added.
+    fn insert_counted(&mut self, w: &[Ev]) -> usize {
         for (ev, sub) in &mut self.children {
             if !is_weak_initial(ev, w, false) {
                 continue;
             }
             // A leaf covers `w`; otherwise go down with the rest of it.
-            return match after_initial(ev, w, false) {
-                Some(rest) if !sub.children.is_empty() => sub.insert(&rest),
-                _ => false,
+            let added = match after_initial(ev, w, false) {
+                Some(rest) if !sub.children.is_empty() => sub.insert_counted(&rest),
+                _ => 0,
             };
+            self.size += added;
+            return added;
         }
         if w.is_empty() {
-            return false;
+            return 0;
         }
         self.children
             .push((w[0].clone(), WakeupTree::chain(&w[1..])));
-        true
+        self.size += w.len();
+        w.len()
     }
 
     /// Events in the tree, for memory accounting.
     pub fn size(&self) -> usize {
-        self.children.iter().map(|(_, s)| 1 + s.size()).sum()
+        self.size
     }
 }
 
@@ -176,5 +194,33 @@ mod tests {
         assert_eq!(t.size(), 3);
         // A sequence a leaf extends: covered.
         assert!(!t.insert(&[w(1, 10)]));
+        assert_eq!(t.size(), counted(&t));
+    }
+
+    /// The events of `t`, counted.
+    fn counted(t: &WakeupTree) -> usize {
+        t.children.iter().map(|(_, s)| 1 + counted(s)).sum()
+    }
+
+    #[test]
+    fn the_kept_size_follows_every_change() {
+        let mut t = WakeupTree::default();
+        t.insert(&[w(1, 10), w(2, 10), w(4, 12)]);
+        t.insert(&[w(1, 10), w(3, 10), w(2, 11)]);
+        t.insert(&[w(2, 10), w(1, 10)]);
+        t.push(w(5, 13));
+        t.insert(&[w(3, 11), w(3, 12)]);
+        assert_eq!(t.size(), counted(&t));
+        assert_eq!(t.size(), 10);
+        let mine = t.take_thread(&w(5, 99));
+        assert_eq!(mine.len(), 1);
+        assert_eq!(t.size(), counted(&t));
+        let (_, sub) = t.pop_first().unwrap();
+        assert_eq!(sub.size(), counted(&sub));
+        assert_eq!(t.size(), counted(&t));
+        while t.pop_first().is_some() {
+            assert_eq!(t.size(), counted(&t));
+        }
+        assert_eq!(t.size(), 0);
     }
 }
