@@ -73,17 +73,29 @@ struct Inserting<'w, 'e> {
     w: &'w [&'e Ev],
     matched: Vec<bool>,
     left: usize,
+    /// The first event not matched: the walk down a tree mostly matches
+    /// `w` in order, so the scans start here rather than at `w[0]`.
+    first: usize,
 }
 
 impl<'e> Inserting<'_, 'e> {
     /// The events not matched yet, with their indices.
     fn rest(&self) -> impl Iterator<Item = (usize, &'e Ev)> + '_ {
-        self.w
+        self.w[self.first..]
             .iter()
-            .zip(&self.matched)
+            .zip(&self.matched[self.first..])
             .enumerate()
             .filter(|(_, (_, &m))| !m)
-            .map(|(i, (&x, _))| (i, x))
+            .map(|(i, (&x, _))| (self.first + i, x))
+    }
+
+    /// Marks `w[i]` matched.
+    fn matched(&mut self, i: usize) {
+        self.matched[i] = true;
+        self.left -= 1;
+        while self.first < self.w.len() && self.matched[self.first] {
+            self.first += 1;
+        }
     }
 }
 
@@ -155,6 +167,7 @@ impl WakeupTree {
             w,
             matched: vec![false; w.len()],
             left: w.len(),
+            first: 0,
         };
         self.insert_rest(&mut w) > 0
     }
@@ -171,8 +184,7 @@ impl WakeupTree {
                 return 0;
             }
             if let Some(i) = at {
-                w.matched[i] = true;
-                w.left -= 1;
+                w.matched(i);
             }
             let added = sub.insert_rest(w);
             self.size += added;
