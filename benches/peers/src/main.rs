@@ -362,7 +362,7 @@ fn run(opts: &Options) -> Result<(), String> {
             }
         })
     };
-    let tool_names = [
+    let tool_names: [&str; EXHAUSTIVE_TOOLS] = [
         "wasmrace dfs",
         "loom",
         "shuttle dfs",
@@ -381,22 +381,18 @@ fn run(opts: &Options) -> Result<(), String> {
     for rep in 0..opts.repeats {
         for e in exhaustive.iter_mut() {
             let test = e.test;
-            for k in 0..EXHAUSTIVE_TOOLS {
+            for (k, &tool) in tool_names.iter().enumerate() {
                 let start = Instant::now();
                 for _ in 0..e.runs[k] {
                     let (executions, bug, exhausted) = explore(k, test)?;
-                    check_outcome(tool_names[k], test, bug)?;
+                    check_outcome(tool, test, bug)?;
                     if !exhausted {
-                        return Err(format!(
-                            "{} did not exhaust `{}`",
-                            tool_names[k],
-                            test.name()
-                        ));
+                        return Err(format!("{} did not exhaust `{}`", tool, test.name()));
                     }
                     if rep > 0 && executions != e.executions[k] {
                         return Err(format!(
                             "{} explored `{}` in {} executions, then {executions}",
-                            tool_names[k],
+                            tool,
                             test.name(),
                             e.executions[k],
                         ));
