@@ -1,7 +1,8 @@
 //! Side-by-side benchmark of wasmrace against loom and shuttle on the same
 //! three algorithms (lost-update counter, mutex-protected counter, two-lock
 //! transfer): executions per second of exhaustive exploration (wasmrace's
-//! unbounded DFS, loom, shuttle's DFS), of random sampling (wasmrace's
+//! unbounded DFS, loom, shuttle's DFS), time to exhaust with partial-order
+//! reduction (wasmrace's optimal DPOR against loom's DPOR), of random sampling (wasmrace's
 //! random walk, shuttle's random scheduler), and executions to the first
 //! bug. Prints a markdown report; `--results RESULTS.md` also rewrites the
 //! generated part of that file.
@@ -122,8 +123,8 @@ impl Options {
                          \n  --quick         --repeats 1 --iterations 1000 --seeds 5\
                          \n  --results PATH  rewrite the generated part of PATH with the report\
                          \n  --only TOOL TEST  run one measurement alone (for a profiler); TOOL is one of\
-                         \n                  wasmrace-dfs, wasmrace-random, loom, shuttle-dfs, shuttle-random,\
-                         \n                  wasmrace-dfs-pregrown, wasmrace-random-pregrown"
+                         \n                  wasmrace-dfs, wasmrace-dpor, wasmrace-random, loom, shuttle-dfs,\
+                         \n                  shuttle-random, wasmrace-dfs-pregrown, wasmrace-random-pregrown"
                     );
                     std::process::exit(0);
                 }
@@ -214,8 +215,11 @@ impl Drop for Quiet {
 }
 
 /// The columns of the exhaustive table: wasmrace's DFS, loom, shuttle's
-/// DFS, and wasmrace's DFS on the `_pregrown` guest variant.
-const EXHAUSTIVE_TOOLS: usize = 4;
+/// DFS, wasmrace's DFS on the `_pregrown` guest variant, and wasmrace's
+/// optimal DPOR.
+const EXHAUSTIVE_TOOLS: usize = 5;
+/// The exhaustive column of wasmrace's optimal DPOR.
+const DPOR: usize = 4;
 /// The columns of the sampling table: wasmrace's random walk, shuttle's
 /// random scheduler, and the walk on the `_pregrown` variant.
 const SAMPLING_TOOLS: usize = 3;
@@ -270,12 +274,12 @@ fn only(opts: &Options, tool: &str, name: &str) -> Result<(), String> {
     let unknown = || format!("unknown tool `{tool}` (see --help)");
     let quiet = Quiet::new();
     let (executions, bug, elapsed) = match base {
-        "wasmrace-dfs" | "wasmrace-random" => {
+        "wasmrace-dfs" | "wasmrace-dpor" | "wasmrace-random" => {
             let wasm = wasm::Wasm::load().map_err(host)?;
-            let r = if base == "wasmrace-dfs" {
-                wasm.dfs(test, heap, None)
-            } else {
-                wasm.random(test, heap, 0, opts.iterations)
+            let r = match base {
+                "wasmrace-dfs" => wasm.dfs(test, heap, None),
+                "wasmrace-dpor" => wasm.dpor(test, heap),
+                _ => wasm.random(test, heap, 0, opts.iterations),
             }
             .map_err(host)?;
             (r.executions, r.bug, r.elapsed)
@@ -318,6 +322,8 @@ fn warm_up(wasm: &wasm::Wasm) -> Result<(), String> {
     native::loom_exhaustive(test);
     wasm.dfs(test, wasm::Heap::AsWritten, None)
         .map_err(|e| e.to_string())?;
+    wasm.dpor(test, wasm::Heap::AsWritten)
+        .map_err(|e| e.to_string())?;
     Ok(())
 }
 
@@ -346,17 +352,22 @@ fn run(opts: &Options) -> Result<(), String> {
                 let r = native::loom_exhaustive(test);
                 (r.executions, r.bug, true)
             }
+            DPOR => {
+                let r = wasm.dpor(test, AsWritten).map_err(host)?;
+                (r.executions, r.bug, r.exhausted)
+            }
             _ => {
                 let r = native::shuttle_dfs(test);
                 (r.executions, r.bug, true)
             }
         })
     };
-    let tool_names = [
+    let tool_names: [&str; EXHAUSTIVE_TOOLS] = [
         "wasmrace dfs",
         "loom",
         "shuttle dfs",
         "wasmrace dfs (pregrown)",
+        "wasmrace dpor",
     ];
     let mut exhaustive: Vec<Exhaustive> = CORRECT
         .iter()
@@ -370,22 +381,18 @@ fn run(opts: &Options) -> Result<(), String> {
     for rep in 0..opts.repeats {
         for e in exhaustive.iter_mut() {
             let test = e.test;
-            for k in 0..EXHAUSTIVE_TOOLS {
+            for (k, &tool) in tool_names.iter().enumerate() {
                 let start = Instant::now();
                 for _ in 0..e.runs[k] {
                     let (executions, bug, exhausted) = explore(k, test)?;
-                    check_outcome(tool_names[k], test, bug)?;
+                    check_outcome(tool, test, bug)?;
                     if !exhausted {
-                        return Err(format!(
-                            "{} did not exhaust `{}`",
-                            tool_names[k],
-                            test.name()
-                        ));
+                        return Err(format!("{} did not exhaust `{}`", tool, test.name()));
                     }
                     if rep > 0 && executions != e.executions[k] {
                         return Err(format!(
                             "{} explored `{}` in {} executions, then {executions}",
-                            tool_names[k],
+                            tool,
                             test.name(),
                             e.executions[k],
                         ));
@@ -548,7 +555,10 @@ fn thousands(x: f64) -> String {
 }
 
 fn ratio(x: f64) -> String {
-    if x >= 10.0 {
+    if x < 0.01 {
+        // DPOR's time ratios go below 1%: keep a significant digit.
+        format!("{x:.3}×")
+    } else if x >= 10.0 {
         format!("{x:.0}×")
     } else if x >= 1.0 {
         format!("{x:.1}×")
@@ -682,6 +692,8 @@ fn render(
     )
     .unwrap();
 
+    let dpor_vs_loom = dpor_table(&mut s, exhaustive);
+
     writeln!(s, "\n### Random sampling (bug-free variants)\n").unwrap();
     writeln!(
         s,
@@ -802,20 +814,91 @@ fn render(
         )
         .unwrap();
     }
-    s.push_str(&summary(&vs_loom, &vs_shuttle, &vs_random, &fewer));
+    s.push_str(&summary(
+        &vs_loom,
+        &vs_shuttle,
+        &vs_random,
+        &fewer,
+        &dpor_vs_loom,
+    ));
     s
+}
+
+/// The table of wasmrace's optimal DPOR against loom's DPOR: executions
+/// and time to exhaust. Returns the time ratio per test (wasmrace ÷ loom).
+fn dpor_table(s: &mut String, exhaustive: &[Exhaustive]) -> Vec<f64> {
+    writeln!(
+        s,
+        "\n### Exhaustive exploration with partial-order reduction (bug-free variants)\n"
+    )
+    .unwrap();
+    writeln!(
+        s,
+        "wasmrace: optimal DPOR (`--strategy dpor --unbounded`: wakeup trees and sleep \
+         sets, each Mazurkiewicz trace once; Abdulla et al., POPL 2014), timed in the same \
+         rounds as the table above. loom: the same runs as above (its DPOR, no preemption \
+         bound). Issue #12's target: wasmrace's time to exhaust at most 0.25× loom's on \
+         every test.\n"
+    )
+    .unwrap();
+    writeln!(
+        s,
+        "| test | executions wasmrace dpor / loom | wasmrace dpor exec/s | time to exhaust, \
+         wasmrace dpor | time to exhaust, loom | time to exhaust, wasmrace dpor ÷ loom |"
+    )
+    .unwrap();
+    writeln!(s, "|---|---|---:|---:|---:|---:|").unwrap();
+    let mut ratios = Vec::new();
+    for e in exhaustive {
+        let (d, l) = (median(e.times[DPOR].clone()), median(e.times[1].clone()));
+        let r = d.as_secs_f64() / l.as_secs_f64();
+        ratios.push(r);
+        writeln!(
+            s,
+            "| `{}` | {} / {} | {} | {} | {} | {} |",
+            e.test.name(),
+            thousands(e.executions[DPOR] as f64),
+            thousands(e.executions[1] as f64),
+            thousands(per_second(e.executions[DPOR], d)),
+            millis(d),
+            millis(l),
+            ratio(r),
+        )
+        .unwrap();
+    }
+    writeln!(
+        s,
+        "| geometric mean | | | | | **{}** |",
+        ratio(geomean(&ratios))
+    )
+    .unwrap();
+    ratios
+}
+
+/// A duration in milliseconds with three significant digits or so.
+fn millis(d: Duration) -> String {
+    let ms = d.as_secs_f64() * 1e3;
+    if ms >= 100.0 {
+        format!("{ms:.0} ms")
+    } else if ms >= 10.0 {
+        format!("{ms:.1} ms")
+    } else {
+        format!("{ms:.2} ms")
+    }
 }
 
 /// The summary, computed from the tables' numbers so that it cannot drift
 /// from them: the geometric means of the rate ratios (wasmrace ÷ loom,
 /// ÷ shuttle's DFS, ÷ shuttle's random scheduler), and per test how many
 /// times more executions wasmrace's DFS runs than loom's DPOR and the time
-/// to exhaust, wasmrace ÷ loom.
+/// to exhaust, wasmrace ÷ loom; and the time to exhaust of wasmrace's
+/// optimal DPOR ÷ loom's (`dpor_vs_loom`, per test).
 fn summary(
     vs_loom: &[f64],
     vs_shuttle: &[f64],
     vs_random: &[f64],
     fewer: &[(String, f64, f64)],
+    dpor_vs_loom: &[f64],
 ) -> String {
     let range = |xs: &mut dyn Iterator<Item = f64>| {
         let xs: Vec<f64> = xs.collect();
@@ -876,6 +959,14 @@ fn summary(
         )
         .unwrap();
     }
+    writeln!(
+        s,
+        "- wasmrace's optimal DPOR exhausts each test in {} of loom's time (geometric \
+         mean {}).",
+        span(range(&mut dpor_vs_loom.iter().copied())),
+        ratio(geomean(dpor_vs_loom))
+    )
+    .unwrap();
     s
 }
 
@@ -942,6 +1033,9 @@ mod tests {
             let w = wasm.dfs(test, wasm::Heap::AsWritten, None).unwrap();
             assert_eq!(w.bug, test.buggy(), "wasmrace dfs on {}", test.name());
             assert!(w.bug || w.exhausted, "wasmrace dfs on {}", test.name());
+            let d = wasm.dpor(test, wasm::Heap::AsWritten).unwrap();
+            assert_eq!(d.bug, test.buggy(), "wasmrace dpor on {}", test.name());
+            assert!(d.bug || d.exhausted, "wasmrace dpor on {}", test.name());
             let l = native::loom_exhaustive(test);
             assert_eq!(l.bug, test.buggy(), "loom on {}", test.name());
             let s = native::shuttle_dfs(test);
@@ -1005,6 +1099,7 @@ mod tests {
             &[0.55, 0.73, 0.68, 0.92, 0.76],
             &[0.68, 0.81, 0.81, 1.0, 0.78],
             &fewer,
+            &[0.12, 0.2, 0.05, 0.1, 0.08],
         );
         assert_eq!(
             got,
@@ -1015,7 +1110,9 @@ mod tests {
              wasmrace's executions ÷ loom's).\n\
              - loom exhausts `mutex_counter_2`, `mutex_counter_3`, `transfer_ordered` sooner \
              (2.2–9.4× less time).\n\
-             - wasmrace exhausts `fetch_add_2`, `fetch_add_3` sooner (1.9–2.4× less time).\n"
+             - wasmrace exhausts `fetch_add_2`, `fetch_add_3` sooner (1.9–2.4× less time).\n\
+             - wasmrace's optimal DPOR exhausts each test in 0.05–0.20× of loom's time \
+             (geometric mean 0.10×).\n"
         );
     }
 
@@ -1025,8 +1122,11 @@ mod tests {
         assert_eq!(thousands(999.6), "1,000");
         assert_eq!(thousands(12.0), "12");
         assert_eq!(ratio(0.123), "0.12×");
+        assert_eq!(ratio(0.0042), "0.004×");
         assert_eq!(ratio(2.34), "2.3×");
         assert_eq!(ratio(123.4), "123×");
+        assert_eq!(millis(Duration::from_micros(1234)), "1.23 ms");
+        assert_eq!(millis(Duration::from_micros(123_456)), "123 ms");
         assert_eq!(median_u64(vec![5, 1, 3]), 3.0);
         assert_eq!(median_u64(vec![4, 1, 3, 2]), 2.5);
         assert!((geomean(&[2.0, 8.0]) - 4.0).abs() < 1e-9);

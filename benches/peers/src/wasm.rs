@@ -4,7 +4,7 @@
 
 use crate::Test;
 use std::time::{Duration, Instant};
-use wasmrace_explore::strategies::{Dfs, DfsOptions, RandomWalk};
+use wasmrace_explore::strategies::{Dfs, DfsOptions, Dpor, RandomWalk};
 use wasmrace_explore::{Config, Explorer, Strategy};
 use wasmrace_host::{Guest, HostConfig, HostError};
 
@@ -88,6 +88,13 @@ impl Wasm {
     ) -> Result<Run, HostError> {
         let mut dfs = Dfs::new(DfsOptions { preemption_bound });
         self.explore(test, heap, &mut dfs, u64::MAX)
+    }
+
+    /// Optimal DPOR (`--strategy dpor --unbounded`): each Mazurkiewicz
+    /// trace once, as loom's DPOR aims to.
+    pub fn dpor(&self, test: Test, heap: Heap) -> Result<Run, HostError> {
+        let mut dpor = Dpor::optimal();
+        self.explore(test, heap, &mut dpor, u64::MAX)
     }
 
     /// Seeded uniform random walk, at most `iterations` executions, stopping

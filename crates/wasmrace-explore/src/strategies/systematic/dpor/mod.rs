@@ -320,7 +320,7 @@ impl Dpor {
     /// Reverses the races of the execution that just ended.
     fn reverse_races(&mut self) {
         for r in self.clocks.races(&self.events, self.checked) {
-            let v: Vec<Ev> = r.v.iter().map(|&i| self.events[i].clone()).collect();
+            let v: Vec<&Ev> = r.v.iter().map(|&i| &self.events[i]).collect();
             let node = &mut self.nodes[r.at];
             match self.mode {
                 DporMode::Optimal => {
@@ -338,7 +338,7 @@ impl Dpor {
 
     /// Source-DPOR: unless an initial of `v` is in `backtrack(E)` already,
     /// add one (one that is awake, if any is).
-    fn add_backtrack(node: &mut Node, v: &[Ev]) {
+    fn add_backtrack(node: &mut Node, v: &[&Ev]) {
         let inits = initials(v);
         let current = node.chosen.map(|d| d.tid);
         let present = |t| {
