@@ -5,6 +5,7 @@
 use super::HostArgs;
 use crate::html;
 use crate::output;
+use crate::partition::{self, PartitionArg};
 use crate::report;
 use crate::Verdict;
 use anyhow::{bail, Context, Result};
@@ -39,7 +40,8 @@ Examples:
   wasmrace check app.wasm --strategy ses --explorer rtc --delay-bound 3
   wasmrace check app.wasm --strategy ss --explorer prr --time-budget 60
   wasmrace check app.wasm --strategy dfs --unbounded --state-cache
-  wasmrace check app.wasm --json | jq '.tests[].bug.failure'";
+  wasmrace check app.wasm --json | jq '.tests[].bug.failure'
+  wasmrace check app.wasm --strategy random --partition 2/4 --json > part2.json";
 
 /// `--strategy`'s values: the registry's strategies, each with its line
 /// of help.
@@ -198,6 +200,17 @@ pub struct CheckCommand {
     /// Stop exploring a test after SECS seconds of wall-clock time
     #[arg(long, value_name = "SECS")]
     time_budget: Option<u64>,
+    /// Run only partition K of N of the exploration (1-based; also
+    /// `count:K/N`): random and the pos family take every N-th execution of
+    /// the whole --max-executions, dfs the subtrees below --split-depth
+    /// decisions whose prefix hashes to K. Write each with --json and add
+    /// them up with `wasmrace merge` (docs/scale-out.md)
+    #[arg(long, value_name = "K/N", value_parser = partition::parse_partition)]
+    partition: Option<PartitionArg>,
+    /// Decisions whose hash picks the partition of a dfs execution
+    #[arg(long, value_name = "D", requires = "partition",
+          default_value_t = Config::default().split_depth)]
+    split_depth: usize,
     /// Seed of the random strategy (recorded in schedule files)
     #[arg(long, value_name = "N", default_value_t = 0)]
     seed: u64,
@@ -345,6 +358,16 @@ impl CheckCommand {
             }
         }
         let strategy = StrategyChoice::new(descriptor, &given);
+        if let Some(p) = self.partition {
+            if strategy.build(self.seed).split() == wasmrace_explore::Split::None {
+                bail!(
+                    "`--partition {p}` does not apply to `--strategy {}`{}: only {} split their work",
+                    descriptor.name,
+                    if given.state_cache == Some(true) { " with `--state-cache`" } else { "" },
+                    partition::splitting_strategies()
+                );
+            }
+        }
         if self.max_executions == 0 {
             bail!("`--max-executions` must be at least 1");
         }
@@ -364,6 +387,8 @@ impl CheckCommand {
                 time_budget: self.time_budget.map(Duration::from_secs),
                 max_saved_snapshots: self.max_saved_snapshots,
                 max_saved_bytes: self.saved_snapshots_mb.saturating_mul(1 << 20),
+                partition: self.partition.map(PartitionArg::partition),
+                split_depth: self.split_depth,
                 ..defaults.explore
             },
         })
@@ -430,8 +455,11 @@ impl CheckCommand {
         schedule_path: Option<&Written>,
     ) -> String {
         let r = &outcome.report;
+        let part = self
+            .partition
+            .map_or(String::new(), |p| format!(", partition {p}"));
         let head = format!(
-            "test `{}` ({})",
+            "test `{}` ({}{part})",
             report::shown(&outcome.test),
             report::strategy_description(&opts.strategy, opts.seed)
         );
@@ -569,7 +597,7 @@ impl CheckCommand {
             }
             _ => serde_json::Value::Null,
         };
-        serde_json::json!({
+        let mut json = serde_json::json!({
             "test": outcome.test,
             "strategy": outcome.strategy,
             "seed": outcome.seed,
@@ -589,7 +617,14 @@ impl CheckCommand {
                 "executions": r.executions,
                 "first_execution": r.first_execution,
             })).collect::<Vec<_>>(),
-        })
+        });
+        if let (Some(p), Some(j)) = (self.partition, json.as_object_mut()) {
+            j.insert(
+                "partition".into(),
+                partition::partition_json(p, opts, outcome),
+            );
+        }
+        json
     }
 }
 
