@@ -27,7 +27,9 @@ Examples:
   wasmrace replay app.wasm app.lost_update.schedule.json
   wasmrace shrink app.wasm app.lost_update.schedule.json -o small.json
   wasmrace bisect app.wasm app.lost_update.schedule.json --exact
-  wasmrace bench --strategies pos,pct,random --chart hit-ratios.svg";
+  wasmrace bench --strategies pos,pct,random --chart hit-ratios.svg
+  wasmrace check app.wasm --strategy random --partition 1/2 --json > p1.json
+  wasmrace merge p1.json p2.json";
 
 #[derive(Parser)]
 #[command(
@@ -55,6 +57,7 @@ enum Command {
     Bisect(commands::bisect::BisectCommand),
     List(commands::list::ListCommand),
     Bench(commands::bench::BenchCommand),
+    Merge(commands::merge::MergeCommand),
 }
 
 /// What a command found; errors are the third outcome and travel as `Err`.
@@ -83,6 +86,7 @@ fn main() -> ExitCode {
         Command::Bisect(c) => c.run(),
         Command::List(c) => c.run(),
         Command::Bench(c) => c.run(),
+        Command::Merge(c) => c.run(),
     });
     match result {
         Ok(Ok(Verdict::NoBug)) => ExitCode::from(0),

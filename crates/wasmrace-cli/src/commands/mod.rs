@@ -6,6 +6,7 @@ pub mod bench;
 pub mod bisect;
 pub mod check;
 pub mod list;
+pub mod merge;
 pub mod replay;
 pub mod shrink;
 
