@@ -287,3 +287,54 @@ fn bad_partitions_and_parts_that_do_not_belong_together_are_one_error_line() {
         "cannot read `missing.json`",
     );
 }
+
+/// `check --jobs N` runs N partitions on N threads and merges them: the
+/// report is the one-thread report, timing aside (a random run's bug and
+/// its execution number; an exhaustive dfs run's count).
+#[test]
+fn jobs_print_the_one_thread_report() {
+    let dir = TempDir::new("partition-jobs");
+    let pos = fixture(&dir, "pos_example");
+    let counter = fixture(&dir, "mutex_counter");
+    let runs: [&[&str]; 2] = [
+        &[
+            &pos,
+            "--strategy",
+            "random",
+            "--seed",
+            "1",
+            "--max-executions",
+            "2000",
+        ],
+        &[&counter, "--test", "mutex_counter_3", "--strategy", "dfs"],
+    ];
+    for (args, code) in runs.into_iter().zip([1, 0]) {
+        let text = |jobs: &str| {
+            let mut full = vec!["check", "--jobs", jobs];
+            full.extend(args);
+            let run = wasmrace(&dir, &full);
+            expect(&run, code);
+            super::without_timing(&run.stdout)
+        };
+        let one = text("1");
+        assert!(
+            one.contains(if code == 1 {
+                "BUG found in execution 144"
+            } else {
+                "no bug in 573 executions"
+            }),
+            "{one}"
+        );
+        for jobs in ["2", "3"] {
+            assert_eq!(text(jobs), one, "--jobs {jobs}");
+        }
+    }
+    expect_error(
+        &wasmrace(&dir, &["check", &pos, "--strategy", "pct", "--jobs", "2"]),
+        "`--jobs 2` does not apply to `--strategy pct`",
+    );
+    expect_error(
+        &wasmrace(&dir, &["check", &pos, "--jobs", "0"]),
+        "`--jobs` must be at least 1",
+    );
+}

@@ -207,6 +207,12 @@ pub struct CheckCommand {
     /// them up with `wasmrace merge` (docs/scale-out.md)
     #[arg(long, value_name = "K/N", value_parser = partition::parse_partition)]
     partition: Option<PartitionArg>,
+    /// Explore on N threads: the run split into N partitions in this
+    /// process, each with its own instance of the module, merged as `wasmrace
+    /// merge` merges them (strategies that split: random, the pos family,
+    /// dfs without --state-cache). Default 1, one thread, for now
+    #[arg(long, value_name = "N", default_value_t = 1)]
+    jobs: u32,
     /// Decisions whose hash picks the partition of a dfs execution
     #[arg(long, value_name = "D", requires = "partition",
           default_value_t = Config::default().split_depth)]
@@ -270,7 +276,7 @@ impl CheckCommand {
         let mut write_error = None;
         let mut explored = Vec::new();
         for (i, test) in tests.iter().enumerate() {
-            let mut outcome = explore(&guest, test, &opts, self.json)?;
+            let mut outcome = explore(&guest, test, &opts, self.json, self.jobs)?;
             self.shrink(&guest, &mut outcome)?;
             let schedule_path = match &outcome.bug {
                 Some(bug) => {
@@ -358,12 +364,24 @@ impl CheckCommand {
             }
         }
         let strategy = StrategyChoice::new(descriptor, &given);
-        if let Some(p) = self.partition {
+        if self.jobs == 0 {
+            bail!("`--jobs` must be at least 1");
+        }
+        let split_flag = match (self.partition, self.jobs) {
+            (Some(p), _) => Some(format!("--partition {p}")),
+            (None, 1) => None,
+            (None, jobs) => Some(format!("--jobs {jobs}")),
+        };
+        if let Some(flag) = split_flag {
             if strategy.build(self.seed).split() == wasmrace_explore::Split::None {
                 bail!(
-                    "`--partition {p}` does not apply to `--strategy {}`{}: only {} split their work",
+                    "`{flag}` does not apply to `--strategy {}`{}: only {} split their work",
                     descriptor.name,
-                    if given.state_cache == Some(true) { " with `--state-cache`" } else { "" },
+                    if given.state_cache == Some(true) {
+                        " with `--state-cache`"
+                    } else {
+                        ""
+                    },
                     partition::splitting_strategies()
                 );
             }
@@ -755,7 +773,16 @@ enum Written {
 
 /// Runs one test's exploration, with a progress bar on stderr when a person
 /// is watching (stderr is a terminal and the output is not JSON).
-fn explore(guest: &Guest, test: &str, opts: &CheckOptions, json: bool) -> Result<CheckOutcome> {
+fn explore(
+    guest: &Guest,
+    test: &str,
+    opts: &CheckOptions,
+    json: bool,
+    jobs: u32,
+) -> Result<CheckOutcome> {
+    if jobs > 1 {
+        return Ok(wasmrace_host::check_jobs(guest, test, opts, jobs)?);
+    }
     if json || !std::io::stderr().is_terminal() {
         return Ok(wasmrace_host::check(guest, test, opts)?);
     }

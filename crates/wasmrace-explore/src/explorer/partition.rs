@@ -8,6 +8,7 @@
 //! prefix does not depend on the rest of the search: partition `K` runs the
 //! executions whose first `split_depth` decisions hash to `K - 1`).
 
+use super::{Bug, Report};
 use wasmrace_trace::{mix64, Decision};
 
 /// One of `count` deterministic shares of a run; `index` is 0-based (the
@@ -125,6 +126,58 @@ impl Share {
     pub(crate) fn checks_at(self, len: usize) -> bool {
         matches!(self, Share::Prefixes(_, depth) if len >= depth)
     }
+}
+
+/// The bug one run would report first among bugs of different partitions
+/// of it: the smallest order key (strategies that split by prefix), else
+/// the lowest global execution index (by execution).
+pub fn first_of<'a>(bugs: impl IntoIterator<Item = &'a Bug>) -> Option<&'a Bug> {
+    bugs.into_iter()
+        .min_by(|a, b| (&a.order_key, a.execution).cmp(&(&b.order_key, b.execution)))
+}
+
+/// The reports of all the partitions of one run, as one report: counts
+/// added up, exhausted only if every partition exhausted its share, the
+/// first bound that stopped or pruned one, the first bug by [`first_of`]
+/// (with `stop_on_first_bug`, each partition's first bug only), counters
+/// added by name, and the longest wall-clock time (they ran side by side).
+pub fn merge_reports(reports: &[Report]) -> Report {
+    let mut out = Report {
+        exhausted: !reports.is_empty(),
+        ..Report::default()
+    };
+    for r in reports {
+        out.executions += r.executions;
+        out.partition_skipped += r.partition_skipped;
+        out.steps += r.steps;
+        out.replayed_steps += r.replayed_steps;
+        out.snapshots_taken += r.snapshots_taken;
+        out.restores += r.restores;
+        out.failing_executions += r.failing_executions;
+        out.exhausted &= r.exhausted;
+        out.stopped_by = out.stopped_by.take().or_else(|| r.stopped_by.clone());
+        out.strategy_bound = out
+            .strategy_bound
+            .take()
+            .or_else(|| r.strategy_bound.clone());
+        out.saved_with_snapshot += r.saved_with_snapshot;
+        out.saved_as_prefix += r.saved_as_prefix;
+        out.saved_restored += r.saved_restored;
+        out.saved_replayed += r.saved_replayed;
+        out.state_hashes += r.state_hashes;
+        for stat in &r.strategy_stats {
+            match out.strategy_stats.iter_mut().find(|s| s.name == stat.name) {
+                Some(s) => s.value += stat.value,
+                None => out.strategy_stats.push(stat.clone()),
+            }
+        }
+        out.elapsed = out.elapsed.max(r.elapsed);
+    }
+    out.bugs = first_of(reports.iter().filter_map(Report::first_bug))
+        .cloned()
+        .into_iter()
+        .collect();
+    out
 }
 
 /// A stable hash of a decision sequence (never std's per-process random

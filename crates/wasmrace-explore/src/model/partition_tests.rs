@@ -87,8 +87,8 @@ fn partitioned(config: &Config, k: u32, n: u32) -> Config {
 
 /// The merge rule: the lowest order key, else the lowest execution index.
 fn first(bugs: impl IntoIterator<Item = Bug>) -> Option<Bug> {
-    bugs.into_iter()
-        .min_by(|a, b| (&a.order_key, a.execution).cmp(&(&b.order_key, b.execution)))
+    let bugs: Vec<Bug> = bugs.into_iter().collect();
+    crate::explorer::partition::first_of(&bugs).cloned()
 }
 
 const COUNTS: [u32; 4] = [1, 2, 3, 7];
@@ -266,6 +266,32 @@ fn random_partition_bugs_merge_to_the_single_runs_first_bug() {
             assert_eq!(first(bugs), Some(expected.clone()), "seed {seed}, {n}");
         }
     }
+}
+
+#[test]
+fn merged_reports_add_up_to_the_single_run() {
+    let config = Config {
+        split_depth: 3,
+        ..Config::default()
+    };
+    let dfs = || Dfs::with_preemption_bound(2);
+    let (single, _) = run(&locked(), &mut dfs(), &config);
+    let reports: Vec<Report> = (0..3)
+        .map(|k| run(&locked(), &mut dfs(), &partitioned(&config, k, 3)).0)
+        .collect();
+    let merged = crate::explorer::partition::merge_reports(&reports);
+    assert_eq!(merged.executions, single.executions);
+    assert!(merged.exhausted && merged.bugs.is_empty());
+    assert!(merged.partition_skipped > 0);
+    assert_eq!(merged.strategy_bound, single.strategy_bound);
+    let (single, _) = run(&racy(), &mut dfs(), &config);
+    let reports: Vec<Report> = (0..3)
+        .map(|k| run(&racy(), &mut dfs(), &partitioned(&config, k, 3)).0)
+        .collect();
+    let merged = crate::explorer::partition::merge_reports(&reports);
+    assert_eq!(merged.bugs.len(), 1);
+    assert_eq!(merged.bugs[0].schedule, single.bugs[0].schedule);
+    assert!(!merged.exhausted);
 }
 
 #[test]
