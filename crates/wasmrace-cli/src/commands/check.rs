@@ -213,10 +213,12 @@ pub struct CheckCommand {
     /// dfs without --state-cache). Default 1, one thread, for now
     #[arg(long, value_name = "N", default_value_t = 1)]
     jobs: u32,
-    /// Decisions whose hash picks the partition of a dfs execution
-    #[arg(long, value_name = "D", requires = "partition",
-          default_value_t = Config::default().split_depth)]
-    split_depth: usize,
+    #[arg(long, value_name = "D", help = format!(
+        "Decisions whose hash picks the partition of a dfs execution \
+         (with --partition or --jobs) [default: {}]",
+        Config::default().split_depth
+    ))]
+    split_depth: Option<usize>,
     /// Seed of the random strategy (recorded in schedule files)
     #[arg(long, value_name = "N", default_value_t = 0)]
     seed: u64,
@@ -367,6 +369,9 @@ impl CheckCommand {
         if self.jobs == 0 {
             bail!("`--jobs` must be at least 1");
         }
+        if self.split_depth.is_some() && self.partition.is_none() && self.jobs == 1 {
+            bail!("`--split-depth` only applies with `--partition` or `--jobs`");
+        }
         let split_flag = match (self.partition, self.jobs) {
             (Some(p), _) => Some(format!("--partition {p}")),
             (None, 1) => None,
@@ -406,7 +411,7 @@ impl CheckCommand {
                 max_saved_snapshots: self.max_saved_snapshots,
                 max_saved_bytes: self.saved_snapshots_mb.saturating_mul(1 << 20),
                 partition: self.partition.map(PartitionArg::partition),
-                split_depth: self.split_depth,
+                split_depth: self.split_depth.unwrap_or(defaults.explore.split_depth),
                 ..defaults.explore
             },
         })
