@@ -7,6 +7,7 @@ pub mod bisect;
 pub mod check;
 pub mod list;
 pub mod merge;
+mod refusals;
 pub mod replay;
 pub mod shrink;
 
