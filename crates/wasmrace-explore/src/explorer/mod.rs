@@ -367,7 +367,10 @@ impl<P: Program, O: Observer + ?Sized> Run<'_, P, O> {
             }
             self.start(start)?;
             self.observer.begin(start, self.path.decisions());
-            (self.checked, self.foreign) = (false, false);
+            // Only a split by prefix checks ownership during an execution;
+            // for the others it is settled, so the step loop tests one bool.
+            let settled = !matches!(self.share, Share::Prefixes(..));
+            (self.checked, self.foreign) = (settled, false);
             let outcome = self.execution()?;
             if self.foreign || !self.share.owns(self.path.decisions()) {
                 // Another partition's: the strategy moves past it (a DFS
