@@ -795,6 +795,8 @@ mod dpor;
 mod explain;
 /// `--html`, rendered in headless Chromium.
 mod html;
+/// `check --partition K/N` in separate processes, and `wasmrace merge`.
+mod partition;
 
 /// A bug found under `--fuel-per-step 1000000` once replayed under the
 /// default fuel and was reported as a DIFFERENT FAILURE. The schedule file

@@ -9,6 +9,7 @@ mod commands;
 mod fold;
 mod html;
 mod output;
+mod partition;
 mod report;
 
 use clap::{Parser, Subcommand};
@@ -26,7 +27,9 @@ Examples:
   wasmrace replay app.wasm app.lost_update.schedule.json
   wasmrace shrink app.wasm app.lost_update.schedule.json -o small.json
   wasmrace bisect app.wasm app.lost_update.schedule.json --exact
-  wasmrace bench --strategies pos,pct,random --chart hit-ratios.svg";
+  wasmrace bench --strategies pos,pct,random --chart hit-ratios.svg
+  wasmrace check app.wasm --strategy random --partition 1/2 --json > p1.json
+  wasmrace merge p1.json p2.json";
 
 #[derive(Parser)]
 #[command(
@@ -54,6 +57,7 @@ enum Command {
     Bisect(commands::bisect::BisectCommand),
     List(commands::list::ListCommand),
     Bench(commands::bench::BenchCommand),
+    Merge(commands::merge::MergeCommand),
 }
 
 /// What a command found; errors are the third outcome and travel as `Err`.
@@ -65,8 +69,16 @@ pub enum Verdict {
 
 fn main() -> ExitCode {
     install_panic_hook();
-    // clap reports its own usage errors (exit 2) and --help/--version (exit 0).
-    let cli = Cli::parse();
+    // clap prints --help and --version (exit 0); a usage error becomes the
+    // one `error:` line every other error is (exit 2).
+    let cli = match Cli::try_parse() {
+        Ok(cli) => cli,
+        Err(e) if !e.use_stderr() => e.exit(),
+        Err(e) => {
+            output::error_line(&usage_error(&e.render().to_string()));
+            return ExitCode::from(2);
+        }
+    };
     let result = std::panic::catch_unwind(move || match cli.command {
         Command::Check(c) => c.run(),
         Command::Replay(c) => c.run(),
@@ -74,6 +86,7 @@ fn main() -> ExitCode {
         Command::Bisect(c) => c.run(),
         Command::List(c) => c.run(),
         Command::Bench(c) => c.run(),
+        Command::Merge(c) => c.run(),
     });
     match result {
         Ok(Ok(Verdict::NoBug)) => ExitCode::from(0),
@@ -90,6 +103,18 @@ fn main() -> ExitCode {
 /// A panic is a wasmrace bug, never the user's: report it like any other
 /// error (one line, exit 2) instead of a multi-line default message, but keep
 /// the backtrace available for whoever debugs it.
+/// clap's usage error without its `error: ` prefix and without the usage
+/// and `--help` lines that follow it (its tips stay, on the same line).
+fn usage_error(rendered: &str) -> String {
+    let kept: Vec<&str> = rendered
+        .lines()
+        .take_while(|l| !l.starts_with("Usage:") && !l.starts_with("For more information"))
+        .collect();
+    // A line ending in `:` introduces the next: no `;` between them.
+    let text = output::one_line(&kept.join("\n")).replace(":; ", ": ");
+    text.strip_prefix("error: ").unwrap_or(&text).to_string()
+}
+
 fn install_panic_hook() {
     std::panic::set_hook(Box::new(|info| {
         let msg = info
@@ -115,6 +140,32 @@ fn install_panic_hook() {
 mod tests {
     use super::*;
     use clap::CommandFactory;
+
+    #[test]
+    fn usage_errors_are_one_line() {
+        let e = Cli::try_parse_from(["wasmrace", "check", "a.wasm", "--partition", "4/3"])
+            .err()
+            .unwrap();
+        let line = usage_error(&e.render().to_string());
+        assert!(
+            line.starts_with("invalid value '4/3' for '--partition <K/N>'"),
+            "{line}"
+        );
+        assert!(line.contains("`4/3` is not a partition `K/N`"), "{line}");
+        assert!(!line.contains('\n') && !line.contains("Usage"), "{line}");
+        let e = Cli::try_parse_from(["wasmrace", "check", "a.wasm", "--sed", "1"])
+            .err()
+            .unwrap();
+        let line = usage_error(&e.render().to_string());
+        assert!(
+            line.starts_with("unexpected argument '--sed' found"),
+            "{line}"
+        );
+        assert!(
+            line.contains("tip: a similar argument exists: '--seed'"),
+            "{line}"
+        );
+    }
 
     #[test]
     fn clap_definition_is_consistent() {

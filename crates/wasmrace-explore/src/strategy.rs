@@ -5,6 +5,7 @@
 //! Optional capabilities (state hashes, saved states, counters, races, ...)
 //! are a second trait a strategy opts into.
 
+use crate::explorer::partition::Split;
 use crate::program::{StepInfo, ThreadView};
 use wasmrace_trace::{Decision, Failure, Oid, OpKind, Tid};
 
@@ -247,6 +248,26 @@ pub trait Capabilities {
     fn real_races(&self) -> Vec<RealRace> {
         Vec::new()
     }
+
+    /// How the strategy's work splits into partitions (`Config::partition`);
+    /// by default it cannot. A strategy says `ByExecution` only if execution
+    /// `i` depends on nothing but its seed and `i` (nothing carried over
+    /// from earlier executions), and `ByPrefix` only if the executions below
+    /// a prefix do not depend on other subtrees and it answers
+    /// [`order_key`](Self::order_key).
+    fn split(&self) -> Split {
+        Split::None
+    }
+
+    /// The current (or last) execution's place in the strategy's
+    /// exploration order, for `Split::ByPrefix` strategies: keys compare
+    /// lexicographically, an execution explored earlier has a smaller key,
+    /// and a key depends only on the execution (not on which other subtrees
+    /// a partition skipped), so the bugs of partitions can be put back in
+    /// the order one run would have found them.
+    fn order_key(&self) -> Option<Vec<u32>> {
+        None
+    }
 }
 
 /// Reading a strategy's capabilities with their defaults, whatever the
@@ -277,6 +298,16 @@ impl dyn Strategy + '_ {
     /// [`Capabilities::stats`], or none.
     pub fn stats(&self) -> Vec<Stat> {
         self.capabilities().map(|c| c.stats()).unwrap_or_default()
+    }
+
+    /// [`Capabilities::split`], or `Split::None`.
+    pub fn split(&self) -> Split {
+        self.capabilities().map_or(Split::None, |c| c.split())
+    }
+
+    /// [`Capabilities::order_key`], or none.
+    pub fn order_key(&self) -> Option<Vec<u32>> {
+        self.capabilities().and_then(|c| c.order_key())
     }
 
     /// [`Capabilities::real_races`], or none.

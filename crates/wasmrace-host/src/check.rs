@@ -5,9 +5,12 @@
 use crate::error::HostError;
 use crate::guest::Guest;
 use crate::program::WasmProgram;
+use wasmrace_explore::explorer::partition::merge_reports;
 use wasmrace_explore::strategies::registry::{self, Descriptor, StrategyOptions};
 use wasmrace_explore::strategies::{Divergence, RealRace, Replay};
-use wasmrace_explore::{Config, ExploreError, Explorer, Program, Report, Status, Strategy};
+use wasmrace_explore::{
+    Config, ExploreError, Explorer, Partition, Program, Report, Status, Strategy,
+};
 use wasmrace_trace::{Decision, Failure, Schedule, ScheduleStep, TraceEvent};
 
 /// Which strategy `check` runs: a registered strategy
@@ -293,6 +296,59 @@ pub fn check_with_strategy(
     let name = strategy.name().to_string();
     let real = strategy.real_races();
     finish_check(guest, test, opts, explorer, report, name, real)
+}
+
+/// [`check`] on `jobs` threads: the run split into `jobs` partitions
+/// (within `opts.explore.partition` when one is given: partition `K` of `N`
+/// becomes partitions `K + N * j` of `N * jobs`), each explored by its own
+/// program instance of the same loaded module, and their reports merged as
+/// `wasmrace merge` merges partitions ([`merge_reports`]: executions added
+/// up, the bug one run reports first). `jobs` of 1 is [`check`]. The
+/// strategy must split its work (`Capabilities::split`), else this is the
+/// explorer's `CannotSplit` error.
+pub fn check_jobs(
+    guest: &Guest,
+    test: &str,
+    opts: &CheckOptions,
+    jobs: u32,
+) -> Result<CheckOutcome, HostError> {
+    if jobs <= 1 {
+        return check(guest, test, opts);
+    }
+    let outer = opts
+        .explore
+        .partition
+        .unwrap_or(Partition { index: 0, count: 1 });
+    let count = outer.count.saturating_mul(jobs);
+    let results: Vec<Result<_, HostError>> = std::thread::scope(|scope| {
+        let handles: Vec<_> = (0..jobs)
+            .map(|j| {
+                let mut explore = opts.explore.clone();
+                explore.partition = Some(Partition {
+                    index: outer.index + outer.count * j,
+                    count,
+                });
+                scope.spawn(move || {
+                    let mut explorer = Explorer::new(guest.program(test)?, explore);
+                    let mut strategy = opts.strategy.build(opts.seed);
+                    let report = explorer.run(&mut *strategy).map_err(explore_err)?;
+                    Ok((explorer, report, strategy.name().to_string()))
+                })
+            })
+            .collect();
+        handles
+            .into_iter()
+            .map(|h| h.join().unwrap_or_else(|p| std::panic::resume_unwind(p)))
+            .collect()
+    });
+    let mut parts = results.into_iter().collect::<Result<Vec<_>, _>>()?;
+    let reports: Vec<Report> = parts.iter().map(|(_, r, _)| r.clone()).collect();
+    let report = merge_reports(&reports);
+    // The program of the partition that ran most says whether the test had
+    // anything to interleave, and traces the bug.
+    parts.sort_by_key(|(_, r, _)| std::cmp::Reverse(r.executions));
+    let (explorer, _, name) = parts.swap_remove(0);
+    finish_check(guest, test, opts, explorer, report, name, Vec::new())
 }
 
 /// Like [`check`], calling `progress` after every execution.

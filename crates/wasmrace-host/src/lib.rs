@@ -59,7 +59,7 @@ pub use analysis::shrink::{
     run_candidate, shrink, shrink_bug, CandidateRun, ScheduleStats, ShrinkOptions, Shrunk,
 };
 pub use check::{
-    check, check_with_progress, check_with_strategy, replay, trace_schedule, BugReport,
+    check, check_jobs, check_with_progress, check_with_strategy, replay, trace_schedule, BugReport,
     CheckOptions, CheckOutcome, NothingToInterleave, RaceReport, ReplayOutcome, StrategyChoice,
     STRATEGY_NAMES,
 };

@@ -2,9 +2,11 @@
 //! reports the first failing one of each, with a schedule file and the
 //! command that replays it.
 
+use super::refusals::{out_of_range, refusal, unsupported};
 use super::HostArgs;
 use crate::html;
 use crate::output;
+use crate::partition::{self, PartitionArg};
 use crate::report;
 use crate::Verdict;
 use anyhow::{bail, Context, Result};
@@ -39,7 +41,8 @@ Examples:
   wasmrace check app.wasm --strategy ses --explorer rtc --delay-bound 3
   wasmrace check app.wasm --strategy ss --explorer prr --time-budget 60
   wasmrace check app.wasm --strategy dfs --unbounded --state-cache
-  wasmrace check app.wasm --json | jq '.tests[].bug.failure'";
+  wasmrace check app.wasm --json | jq '.tests[].bug.failure'
+  wasmrace check app.wasm --strategy random --partition 2/4 --json > part2.json";
 
 /// `--strategy`'s values: the registry's strategies, each with its line
 /// of help.
@@ -198,6 +201,25 @@ pub struct CheckCommand {
     /// Stop exploring a test after SECS seconds of wall-clock time
     #[arg(long, value_name = "SECS")]
     time_budget: Option<u64>,
+    /// Run only partition K of N of the exploration (1-based; also
+    /// `count:K/N`): random and the pos family take every N-th execution of
+    /// the whole --max-executions, dfs the subtrees below --split-depth
+    /// decisions whose prefix hashes to K. Write each with --json and add
+    /// them up with `wasmrace merge` (docs/scale-out.md)
+    #[arg(long, value_name = "K/N", value_parser = partition::parse_partition)]
+    partition: Option<PartitionArg>,
+    /// Explore on N threads: the run split into N partitions in this
+    /// process, each with its own instance of the module, merged as `wasmrace
+    /// merge` merges them (strategies that split: random, the pos family,
+    /// dfs without --state-cache). Default 1, one thread, for now
+    #[arg(long, value_name = "N", default_value_t = 1)]
+    jobs: u32,
+    #[arg(long, value_name = "D", help = format!(
+        "Decisions whose hash picks the partition of a dfs execution \
+         (with --partition or --jobs) [default: {}]",
+        Config::default().split_depth
+    ))]
+    split_depth: Option<usize>,
     /// Seed of the random strategy (recorded in schedule files)
     #[arg(long, value_name = "N", default_value_t = 0)]
     seed: u64,
@@ -257,7 +279,7 @@ impl CheckCommand {
         let mut write_error = None;
         let mut explored = Vec::new();
         for (i, test) in tests.iter().enumerate() {
-            let mut outcome = explore(&guest, test, &opts, self.json)?;
+            let mut outcome = explore(&guest, test, &opts, self.json, self.jobs)?;
             self.shrink(&guest, &mut outcome)?;
             let schedule_path = match &outcome.bug {
                 Some(bug) => {
@@ -345,6 +367,31 @@ impl CheckCommand {
             }
         }
         let strategy = StrategyChoice::new(descriptor, &given);
+        if self.jobs == 0 {
+            bail!("`--jobs` must be at least 1");
+        }
+        if self.split_depth.is_some() && self.partition.is_none() && self.jobs == 1 {
+            bail!("`--split-depth` only applies with `--partition` or `--jobs`");
+        }
+        let split_flag = match (self.partition, self.jobs) {
+            (Some(p), _) => Some(format!("--partition {p}")),
+            (None, 1) => None,
+            (None, jobs) => Some(format!("--jobs {jobs}")),
+        };
+        if let Some(flag) = split_flag {
+            if strategy.build(self.seed).split() == wasmrace_explore::Split::None {
+                bail!(
+                    "`{flag}` does not apply to `--strategy {}`{}: only {} split their work",
+                    descriptor.name,
+                    if given.state_cache == Some(true) {
+                        " with `--state-cache`"
+                    } else {
+                        ""
+                    },
+                    partition::splitting_strategies()
+                );
+            }
+        }
         if self.max_executions == 0 {
             bail!("`--max-executions` must be at least 1");
         }
@@ -364,6 +411,8 @@ impl CheckCommand {
                 time_budget: self.time_budget.map(Duration::from_secs),
                 max_saved_snapshots: self.max_saved_snapshots,
                 max_saved_bytes: self.saved_snapshots_mb.saturating_mul(1 << 20),
+                partition: self.partition.map(PartitionArg::partition),
+                split_depth: self.split_depth.unwrap_or(defaults.explore.split_depth),
                 ..defaults.explore
             },
         })
@@ -430,8 +479,11 @@ impl CheckCommand {
         schedule_path: Option<&Written>,
     ) -> String {
         let r = &outcome.report;
+        let part = self
+            .partition
+            .map_or(String::new(), |p| format!(", partition {p}"));
         let head = format!(
-            "test `{}` ({})",
+            "test `{}` ({}{part})",
             report::shown(&outcome.test),
             report::strategy_description(&opts.strategy, opts.seed)
         );
@@ -593,82 +645,13 @@ impl CheckCommand {
         if let Some(j) = json.as_object_mut() {
             j.extend(report::search_json(r));
         }
-        json
-    }
-}
-
-/// Why `knob` given to a strategy that does not take it is refused, from
-/// what the registry's descriptors declare: e.g. "`--explorer` only applies
-/// to `--strategy ses` and `ss`".
-fn refusal(knob: Knob) -> String {
-    let mut names: Vec<&str> = REGISTRY
-        .iter()
-        .filter(|d| {
-            d.takes
-                .iter()
-                .any(|t| t.knob == knob && t.only_with.is_none())
-        })
-        .map(|d| d.name)
-        .collect();
-    names.sort_unstable();
-    let strategies: Vec<String> = names
-        .iter()
-        .enumerate()
-        .map(|(i, name)| match i {
-            0 => format!("`--strategy {name}`"),
-            _ => format!("`{name}`"),
-        })
-        .collect();
-    // Strategies that take the knob only with another one set (DFS takes
-    // `--cache-mb` with `--state-cache`) are named by that other knob.
-    let mut with: Vec<Knob> = REGISTRY
-        .iter()
-        .flat_map(|d| d.takes)
-        .filter(|t| t.knob == knob)
-        .filter_map(|t| t.only_with)
-        .collect();
-    with.sort_unstable();
-    with.dedup();
-    let mut targets: Vec<String> = Vec::new();
-    if !strategies.is_empty() {
-        targets.push(and_list(&strategies));
-    }
-    for k in with {
-        let to = if targets.is_empty() { "" } else { "to " };
-        targets.push(format!("{to}`{}`", k.flags()[0]));
-    }
-    let flags: Vec<String> = knob.flags().iter().map(|f| format!("`{f}`")).collect();
-    let verb = if flags.len() > 1 { "apply" } else { "applies" };
-    let notes: String = REGISTRY
-        .iter()
-        .flat_map(|d| d.always.iter().map(move |a| (d.name, a)))
-        .filter(|(_, (k, _))| *k == knob)
-        .map(|(name, (_, words))| format!(" (`{name}` {words})"))
-        .collect();
-    format!(
-        "{} only {verb} to {}{notes}",
-        and_list(&flags),
-        targets.join(" and ")
-    )
-}
-
-/// `a`, `a and b`, `a, b and c`.
-fn and_list(items: &[String]) -> String {
-    match items {
-        [] => String::new(),
-        [one] => one.clone(),
-        [init @ .., last] => format!("{} and {last}", init.join(", ")),
-    }
-}
-
-/// The complaint about a value of `knob` no strategy can run with.
-fn out_of_range(knob: Knob, given: &StrategyOptions) -> Option<&'static str> {
-    match knob {
-        Knob::Depth if given.depth == Some(0) => Some("`--depth` must be at least 1"),
-        Knob::Samples if given.c1 == Some(0) || given.c2 == Some(0) => {
-            Some("`--c1` and `--c2` must be at least 1")
+        if let (Some(p), Some(j)) = (self.partition, json.as_object_mut()) {
+            j.insert(
+                "partition".into(),
+                partition::partition_json(p, opts, outcome),
+            );
         }
-        _ => None,
+        json
     }
 }
 
@@ -702,18 +685,6 @@ fn program_word() -> String {
     }
 }
 
-/// The complaint about a value of `knob` that the strategy `name` takes
-/// the flag for but cannot run with yet: `dpor` explores without a
-/// preemption bound only (bounded partial-order reduction is not built).
-fn unsupported(name: &str, knob: Knob, given: &StrategyOptions) -> Option<&'static str> {
-    match knob {
-        Knob::PreemptionBound if name == "dpor" && matches!(given.preemption_bound, Some(Some(_))) => {
-            Some("`--preemption-bound` does not apply to `--strategy dpor` yet (it explores every trace): use `--unbounded` or leave it out")
-        }
-        _ => None,
-    }
-}
-
 /// Where the schedule of a bug went.
 enum Written {
     /// Written to this file.
@@ -724,7 +695,16 @@ enum Written {
 
 /// Runs one test's exploration, with a progress bar on stderr when a person
 /// is watching (stderr is a terminal and the output is not JSON).
-fn explore(guest: &Guest, test: &str, opts: &CheckOptions, json: bool) -> Result<CheckOutcome> {
+fn explore(
+    guest: &Guest,
+    test: &str,
+    opts: &CheckOptions,
+    json: bool,
+    jobs: u32,
+) -> Result<CheckOutcome> {
+    if jobs > 1 {
+        return Ok(wasmrace_host::check_jobs(guest, test, opts, jobs)?);
+    }
     if json || !std::io::stderr().is_terminal() {
         return Ok(wasmrace_host::check(guest, test, opts)?);
     }
@@ -773,47 +753,4 @@ fn parse_fairness_bound(s: &str) -> Result<FairnessBound, String> {
     s.parse()
         .map(|n| FairnessBound(Some(n)))
         .map_err(|_| format!("`{s}` is not a number of yields or `off`"))
-}
-
-#[cfg(test)]
-mod tests {
-    use super::*;
-
-    /// The refusals come from what the descriptors declare; these are the
-    /// messages users have always seen.
-    #[test]
-    fn refusals_are_generated_from_the_registry() {
-        let all: Vec<String> = Knob::ALL.into_iter().map(refusal).collect();
-        assert_eq!(
-            all,
-            [
-                "`--preemption-bound` and `--unbounded` only apply to `--strategy dfs`, `dpor` and `portfolio`",
-                "`--depth` only applies to `--strategy pct`",
-                "`--state-cache` only applies to `--strategy dfs` (`ses` always caches states)",
-                "`--delay-bound` only applies to `--strategy ses`",
-                "`--explorer` only applies to `--strategy ses` and `ss`",
-                "`--cache-mb` only applies to `--strategy ses` and to `--state-cache`",
-                "`--c1` and `--c2` only apply to `--strategy ss`",
-                "`--dpor` only applies to `--strategy dpor`",
-            ]
-        );
-    }
-
-    /// `dpor` takes `--unbounded` but refuses a bound in one line.
-    #[test]
-    fn dpor_refuses_a_preemption_bound() {
-        let bounded = StrategyOptions {
-            preemption_bound: Some(Some(2)),
-            ..StrategyOptions::NONE
-        };
-        let message = unsupported("dpor", Knob::PreemptionBound, &bounded).unwrap();
-        assert!(message.starts_with("`--preemption-bound` does not apply to `--strategy dpor`"));
-        assert!(!message.contains('\n'));
-        let unbounded = StrategyOptions {
-            preemption_bound: Some(None),
-            ..StrategyOptions::NONE
-        };
-        assert_eq!(unsupported("dpor", Knob::PreemptionBound, &unbounded), None);
-        assert_eq!(unsupported("dfs", Knob::PreemptionBound, &bounded), None);
-    }
 }

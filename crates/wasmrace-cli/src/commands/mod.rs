@@ -6,6 +6,8 @@ pub mod bench;
 pub mod bisect;
 pub mod check;
 pub mod list;
+pub mod merge;
+mod refusals;
 pub mod replay;
 pub mod shrink;
 

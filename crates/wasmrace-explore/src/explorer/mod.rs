@@ -4,10 +4,12 @@
 //! strategy's request; hashes states for strategies that cache them; stops
 //! at the first bug (by default). Three rooms: the loop over executions
 //! (here), the current path with its snapshots (`path.rs`) and the saved
-//! states (`saved.rs`).
+//! states (`saved.rs`); which executions a partitioned run owns is
+//! `partition.rs`'s.
 
 pub mod fairness;
 mod livelock;
+pub mod partition;
 mod path;
 mod saved;
 
@@ -15,6 +17,8 @@ use crate::observer::Observer;
 use crate::program::{Program, Status};
 use crate::strategy::{BoundHit, Context, Outcome, Start, Stat, Strategy};
 use fairness::Fairness;
+use partition::Share;
+pub use partition::{Partition, Split};
 use path::PathSnapshots;
 use saved::{SavedStates, Taken};
 use std::time::{Duration, Instant};
@@ -61,6 +65,20 @@ pub struct Config {
     /// `Program::snapshot_bytes` counts them); past it, as past the count,
     /// saved states keep only their prefix. Default 512 MiB.
     pub max_saved_bytes: usize,
+    /// Run only one deterministic share of the exploration (`--partition`):
+    /// with a strategy that splits by execution, the global execution
+    /// indices `i` with `i % count == index` (`max_executions` stays the
+    /// budget of the whole run, counted in global indices); with one that
+    /// splits by prefix, the executions whose first `split_depth` decisions
+    /// hash to `index`. The `count` partitions of a run explore between them
+    /// exactly what the run explores. A strategy that cannot split is an
+    /// error ([`ExploreError::CannotSplit`]). Default: none, the whole run.
+    pub partition: Option<Partition>,
+    /// Decisions whose hash picks the partition of an execution, for
+    /// strategies that split by prefix (`--split-depth`): deeper spreads
+    /// the work more evenly, at the cost of every partition running the
+    /// tree above it. Default 6.
+    pub split_depth: usize,
 }
 
 impl Default for Config {
@@ -75,6 +93,8 @@ impl Default for Config {
             stop_on_first_bug: true,
             max_saved_snapshots: 65_536,
             max_saved_bytes: 512 << 20,
+            partition: None,
+            split_depth: 6,
         }
     }
 }
@@ -89,15 +109,27 @@ pub struct Bug {
     /// The decisions from the initial state to the failure; replaying them
     /// reproduces it.
     pub schedule: Vec<Decision>,
-    /// 1-based index of the execution that found it.
+    /// 1-based index of the execution that found it; in a partition of a
+    /// strategy that splits by execution, the global index (as in the
+    /// whole run).
     pub execution: u64,
+    /// The execution's place in the strategy's exploration order
+    /// ([`Capabilities::order_key`](crate::Capabilities::order_key)), for
+    /// strategies that answer it: the smallest key among the partitions'
+    /// bugs is the bug the whole run finds first.
+    pub order_key: Option<Vec<u32>>,
 }
 
 /// What a run of the explorer did and found.
 #[derive(Clone, Debug, Default)]
 pub struct Report {
-    /// Executions started, the failing ones included.
+    /// Executions started, the failing ones included (in a partitioned
+    /// run, only this partition's).
     pub executions: u64,
+    /// Executions of other partitions this one started and abandoned when
+    /// their prefix showed they were not its own (strategies that split by
+    /// prefix; not in `executions`).
+    pub partition_skipped: u64,
     /// Steps the program ran, replayed prefixes included.
     pub steps: u64,
     /// Steps run only to get back to a resume point.
@@ -189,6 +221,13 @@ pub enum ExploreError<E: std::error::Error + 'static> {
         /// The id it asked for.
         id: u64,
     },
+    /// A partitioned run (`Config::partition`) of a strategy that cannot
+    /// split its work.
+    #[error("strategy `{strategy}` cannot split its work into partitions")]
+    CannotSplit {
+        /// The strategy's name.
+        strategy: String,
+    },
     /// The program broke its contract: running, yet no thread is enabled.
     #[error("the program reports running with no enabled thread at step {step} (a program must report a deadlock itself)")]
     NoEnabledThread {
@@ -251,7 +290,16 @@ impl<P: Program> Explorer<P> {
         progress: &mut ProgressFn<'_>,
     ) -> Result<Report, ExploreError<P::Error>> {
         let cfg = self.config.clone();
+        let share =
+            Share::of(cfg.partition, strategy.split(), cfg.split_depth).ok_or_else(|| {
+                ExploreError::CannotSplit {
+                    strategy: strategy.name().to_string(),
+                }
+            })?;
         let mut run = Run {
+            share,
+            checked: false,
+            foreign: false,
             path: PathSnapshots::new(cfg.snapshot_every_cost, cfg.max_snapshots),
             saved: SavedStates::new(&cfg),
             fair: Fairness::new(cfg.fairness_bound),
@@ -275,6 +323,12 @@ impl<P: Program> Explorer<P> {
 /// One run of the exploration loop: the strategy and its observer, the
 /// current path with its snapshots, the saved states and the report.
 struct Run<'a, P: Program, O: ?Sized> {
+    /// The executions this run owns (all, unless partitioned).
+    share: Share,
+    /// The current execution's ownership was checked at the split depth.
+    checked: bool,
+    /// The current execution was abandoned as another partition's.
+    foreign: bool,
     program: &'a mut P,
     cfg: &'a Config,
     strategy: &'a mut dyn Strategy,
@@ -300,28 +354,53 @@ impl<P: Program, O: Observer + ?Sized> Run<'_, P, O> {
             // space must be reported exhausted, not "stopped by a bound",
             // even when the bound is reached at the same time. An execution
             // begun and then cut by a bound is simply never run.
-            let Some(start) = self.strategy.begin(self.report.executions) else {
+            let index = self
+                .share
+                .next_index(self.report.executions, self.report.partition_skipped);
+            let Some(start) = self.strategy.begin(index) else {
                 self.report.exhausted = self.strategy.exhausted();
                 return Ok(());
             };
-            if let Some(hit) = self.bound_reached() {
+            if let Some(hit) = self.bound_reached(index) {
                 self.report.stopped_by = Some(hit);
                 return Ok(());
             }
-            self.report.executions += 1;
             self.start(start)?;
             self.observer.begin(start, self.path.decisions());
+            // Only a split by prefix checks ownership during an execution;
+            // for the others it is settled, so the step loop tests one bool.
+            let settled = !matches!(self.share, Share::Prefixes(..));
+            (self.checked, self.foreign) = (settled, false);
             let outcome = self.execution()?;
+            if self.foreign || !self.share.owns(self.path.decisions()) {
+                // Another partition's: the strategy moves past it (a DFS
+                // backtracks past the whole subtree), and nothing counts.
+                self.report.partition_skipped += 1;
+                self.strategy.end(&Outcome::Abandoned);
+                self.observer
+                    .end(&Outcome::Abandoned, self.path.decisions());
+                continue;
+            }
+            self.report.executions += 1;
+            let order_key = match outcome {
+                Outcome::Failed(_) => self.strategy.order_key(),
+                _ => None,
+            };
             self.strategy.end(&outcome);
             self.observer.end(&outcome, self.path.decisions());
             if let Outcome::Failed(failure) = outcome {
                 self.report.failing_executions += 1;
                 if self.report.bugs.is_empty() || !self.cfg.stop_on_first_bug {
+                    let execution = match self.share {
+                        Share::Indices(_) => index + 1,
+                        _ => self.report.executions,
+                    };
                     self.report.bugs.push(Bug {
                         failure,
                         found_by: self.strategy.active().to_string(),
                         schedule: self.path.decisions().to_vec(),
-                        execution: self.report.executions,
+                        execution,
+                        order_key,
                     });
                 }
                 if self.cfg.stop_on_first_bug {
@@ -332,10 +411,16 @@ impl<P: Program, O: Observer + ?Sized> Run<'_, P, O> {
         }
     }
 
-    /// The explorer bound (executions, time) that ends the run now, if one
-    /// does.
-    fn bound_reached(&self) -> Option<BoundHit> {
-        if self.report.executions >= self.cfg.max_executions {
+    /// The explorer bound (executions, time) that ends the run now, before
+    /// the execution of `index` (as passed to `begin`), if one does. A
+    /// partition by execution counts global indices: `--max-executions` is
+    /// the budget of the whole run.
+    fn bound_reached(&self, index: u64) -> Option<BoundHit> {
+        let used = match self.share {
+            Share::Indices(_) => index,
+            _ => self.report.executions,
+        };
+        if used >= self.cfg.max_executions {
             return Some(BoundHit {
                 bound: "executions",
                 value: self.cfg.max_executions,
@@ -434,6 +519,13 @@ impl<P: Program, O: Observer + ?Sized> Run<'_, P, O> {
                 Status::Running => {}
                 Status::Finished => return Ok(Outcome::Finished),
                 Status::Failed(f) => return Ok(Outcome::Failed(f.clone())),
+            }
+            if !self.checked && self.share.checks_at(self.path.len()) {
+                self.checked = true;
+                if self.share.foreign_at(self.path.decisions()) {
+                    self.foreign = true;
+                    return Ok(Outcome::Abandoned);
+                }
             }
             if self.path.len() as u64 >= self.cfg.max_steps {
                 return Ok(Outcome::Failed(livelock::at_step_limit(

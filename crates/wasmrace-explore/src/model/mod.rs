@@ -395,6 +395,8 @@ pub(crate) struct ModelDef {
 }
 
 mod builder;
+#[cfg(test)]
+mod partition_tests;
 mod run;
 #[cfg(test)]
 mod tests;

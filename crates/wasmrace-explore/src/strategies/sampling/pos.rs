@@ -243,6 +243,11 @@ macro_rules! pos_strategy {
             fn seed(&self) -> u64 {
                 self.0.seed()
             }
+            // `begin` draws execution `i` from stream `i` and clears every
+            // priority: nothing is carried over between executions.
+            fn split(&self) -> $crate::explorer::Split {
+                $crate::explorer::Split::ByExecution
+            }
         }
     };
 }

@@ -77,10 +77,15 @@ impl Strategy for RandomWalk {
     }
 }
 
-/// The seed.
+/// The seed; execution `i` depends only on it and `i`, so partitions split
+/// the executions by index.
 impl Capabilities for RandomWalk {
     fn seed(&self) -> u64 {
         self.seed
+    }
+
+    fn split(&self) -> crate::explorer::Split {
+        crate::explorer::Split::ByExecution
     }
 }
 

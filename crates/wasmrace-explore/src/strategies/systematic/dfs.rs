@@ -56,6 +56,24 @@
 //! spin loop) are cut at the repeated state instead of running into the step
 //! limit. Evictions at the cap only cost re-exploration.
 //!
+//! **Partitions** (`Split::ByPrefix`, without a state cache): the subtree
+//! below a prefix is explored the same whichever other subtrees are, so
+//! partitions may each take the subtrees below the prefixes they own. Each
+//! execution's place in the search order is its [`order_key`]: with the
+//! preemptions of the path at depths `p1 < ... < pk`, the key is `(k, seg0,
+//! r1, seg1, ..., rk, segk)`, where `segi` lists the ranks of the
+//! non-preemptive decisions between two preemptions (rank in the frame's
+//! order) and `ri` the rank of the `i`-th preemption among the preemptive
+//! alternatives of its step. Iteration `k` runs the subtrees deferred in
+//! iteration `k - 1` in deferral order, which is the preorder of the node
+//! where each was deferred, then rank; preorder within a subtree is
+//! lexicographic order with a prefix before its extensions; so that tuple,
+//! compared element by element (each `segi` lexicographically, shorter
+//! first), is exactly the order of the search. It is not the order of the
+//! decision sequences themselves: a preemption deferred at a node comes
+//! after the non-preemptive subtree below that node, though it ranks later
+//! there. [`order_key`]: Capabilities::order_key
+//!
 //! **Order.** At each step: continue the last thread (all its alternatives,
 //! ascending), then the other threads in creation order. So the first
 //! execution is non-preemptive. After a `yield_now` the yielding thread comes
@@ -63,6 +81,7 @@
 //! loop would otherwise spin until the step limit in the very first
 //! execution.
 
+use crate::explorer::Split;
 use crate::prefix_tree::{NodeId, PrefixTree, NIL};
 use crate::state_cache::StateCache;
 use crate::strategies::registry::{Descriptor, Knob, StrategyOptions, Takes};
@@ -169,6 +188,10 @@ pub struct Dfs {
     exhausted: bool,
     /// Decisions of the current (or, between executions, the last) execution.
     path: Vec<Decision>,
+    /// For each decision of `path`, its rank among the alternatives of its
+    /// class at its step, shifted left once, with the low bit set for a
+    /// preemption (see the module documentation's partitions).
+    marks: Vec<u32>,
     /// The prefix under which the current subtree is explored (empty in the
     /// unbounded search and in iteration 0): decisions at depths below
     /// `forced.len()` are replayed from it, and frames start at its end.
@@ -207,6 +230,7 @@ impl Dfs {
             started: false,
             exhausted: false,
             path: Vec::new(),
+            marks: Vec::new(),
             forced: Vec::new(),
             base_node: NIL,
             frames: Vec::new(),
@@ -344,6 +368,20 @@ impl Dfs {
             out.extend(of(v));
         }
         out
+    }
+
+    /// The mark of decision `d` in `ctx` (see `marks`), for a decision not
+    /// taken from a frame: a step of a deferred prefix.
+    fn mark(&self, ctx: &Context<'_>, d: Decision) -> u32 {
+        let bounded = self.opts.preemption_bound.is_some();
+        let preempts = |x: &Decision| bounded && ctx.is_preemption(x.tid);
+        let class = preempts(&d);
+        let rank = Self::ordered(ctx)
+            .iter()
+            .filter(|x| preempts(x) == class)
+            .position(|x| *x == d)
+            .unwrap_or(0);
+        ((rank as u32) << 1) | u32::from(class)
     }
 
     /// The arena node of the current path's first `depth` decisions,
@@ -494,13 +532,14 @@ impl Strategy for Dfs {
     fn decide(&mut self, ctx: &Context<'_>) -> Option<Decision> {
         let depth = ctx.step;
         let base = self.forced.len();
-        let d = if depth < base {
-            self.forced[depth]
+        let (d, mark) = if depth < base {
+            let d = self.forced[depth];
+            (d, self.mark(ctx, d))
         } else if self.resuming && self.frames.len() == depth - base + 1 {
             self.resuming = false;
             let f = self.frames.last_mut()?;
             f.next += 1;
-            f.chosen()
+            (f.chosen(), (f.next as u32 - 1) << 1)
         } else {
             self.resuming = false;
             while self.frames.len() > depth - base {
@@ -517,7 +556,7 @@ impl Strategy for Dfs {
                     return None;
                 }
             }
-            self.push_frame(ctx)?
+            (self.push_frame(ctx)?, 0)
         };
         let valid = ctx
             .thread(d.tid)
@@ -531,6 +570,8 @@ impl Strategy for Dfs {
         }
         self.path.truncate(depth);
         self.path.push(d);
+        self.marks.truncate(depth);
+        self.marks.push(mark);
         Some(d)
     }
 
@@ -567,6 +608,37 @@ impl Capabilities for Dfs {
                 Stat::new("cache evictions", c.evictions()),
             ],
         }
+    }
+
+    fn split(&self) -> Split {
+        // A state cache prunes a subtree because another one reached the
+        // same state: subtrees are no longer independent.
+        match self.cache {
+            None => Split::ByPrefix,
+            Some(_) => Split::None,
+        }
+    }
+
+    /// `(k, seg0, r1, seg1, ..., rk, segk)` flattened (see the module
+    /// documentation): `k`, then each non-preemptive rank plus one, and
+    /// before each preemption's rank (and at the end) a 0 that ends the
+    /// segment, so that a segment that is a prefix of another compares
+    /// smaller.
+    fn order_key(&self) -> Option<Vec<u32>> {
+        let marks = &self.marks[..self.path.len().min(self.marks.len())];
+        let k = marks.iter().filter(|m| *m & 1 == 1).count() as u32;
+        let mut key = Vec::with_capacity(marks.len() + 2 * k as usize + 2);
+        key.push(k);
+        for m in marks {
+            if m & 1 == 1 {
+                key.push(0);
+                key.push(m >> 1);
+            } else {
+                key.push((m >> 1) + 1);
+            }
+        }
+        key.push(0);
+        Some(key)
     }
 
     fn bound_hit(&self) -> Option<BoundHit> {

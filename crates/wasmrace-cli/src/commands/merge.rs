@@ -1,0 +1,393 @@
+//! `wasmrace merge`: adds up the `--json` reports of the N partitions of one
+//! `wasmrace check --partition K/N` run into the verdict the whole run
+//! gives, after checking that they belong together.
+//!
+//! The rule for bugs: with a strategy that splits by execution (random, the
+//! pos family), the bug of the lowest global execution index, which is the
+//! whole run's bug (its execution index too); with one that splits by
+//! prefix (dfs), the bug with the smallest order key, the one a single run
+//! reaches first.
+
+use crate::output;
+use crate::report;
+use crate::Verdict;
+use anyhow::{bail, Context, Result};
+use serde_json::{json, Map, Value};
+use std::path::{Path, PathBuf};
+
+const AFTER_HELP: &str = "\
+The parts are the `--json` outputs of `wasmrace check --partition K/N` with
+the same module, tests, strategy, options, seed and N, each K from 1 to N
+exactly once; anything else is one error line (exit 2).
+
+The merged verdict: executions added up; exhausted only if every partition
+exhausted its share; the bounds that stopped any partition; and the bug one
+run would report: the lowest execution index (random, pos, basic-pos,
+pos-star), or the first in depth-first order (dfs). Schedule paths are
+printed as each partition wrote them.
+
+Exit status: 0 no bug in any test, 1 a bug in at least one test, 2 error.
+
+Examples:
+  wasmrace merge part1.json part2.json part3.json
+  wasmrace merge parts/*.json --json > merged.json";
+
+/// Add up the --json reports of the partitions of one `check --partition` run
+#[derive(clap::Args, Debug)]
+#[command(after_help = AFTER_HELP)]
+pub struct MergeCommand {
+    /// The `--json` output of each partition (`wasmrace check --partition
+    /// K/N --json`)
+    #[arg(value_name = "PART", required = true)]
+    parts: Vec<PathBuf>,
+    /// Print one JSON document on stdout instead of text
+    #[arg(long)]
+    json: bool,
+    /// Print every step of a bug's interleaving
+    #[arg(long)]
+    full_trace: bool,
+}
+
+/// One part: its path, its document and its `K`.
+struct Part {
+    path: PathBuf,
+    doc: Value,
+    k: u64,
+}
+
+impl Part {
+    fn name(&self) -> String {
+        format!("`{}`", self.path.display())
+    }
+
+    fn tests(&self) -> &[Value] {
+        self.doc["tests"].as_array().map_or(&[], Vec::as_slice)
+    }
+}
+
+impl MergeCommand {
+    pub fn run(self) -> Result<Verdict> {
+        let parts = self
+            .parts
+            .iter()
+            .map(|p| read_part(p))
+            .collect::<Result<Vec<_>>>()?;
+        let parts = check_together(parts)?;
+        let merged: Vec<Value> = (0..parts[0].tests().len())
+            .map(|i| merge_test(&parts, i))
+            .collect();
+        let bug = merged.iter().any(|t| !t["bug"].is_null());
+        if self.json {
+            let doc = json!({
+                "module": parts[0].doc["module"],
+                "module_blake3": parts[0].doc["module_blake3"],
+                "parts": parts.iter().map(|p| p.path.display().to_string()).collect::<Vec<_>>(),
+                "tests": merged,
+            });
+            let mut text = serde_json::to_string_pretty(&doc)?;
+            text.push('\n');
+            output::print(&text)?;
+        } else {
+            let blocks: Vec<String> = merged
+                .iter()
+                .map(|t| text_result(t, self.full_trace))
+                .collect::<Result<_>>()?;
+            let mut text = blocks.join("\n");
+            if merged.len() > 1 {
+                text.push_str(&tests_summary(&merged));
+            }
+            output::print(&text)?;
+        }
+        Ok(if bug { Verdict::Bug } else { Verdict::NoBug })
+    }
+}
+
+/// The closing line of several tests, as `check` prints it.
+fn tests_summary(merged: &[Value]) -> String {
+    let failed: Vec<String> = merged
+        .iter()
+        .filter(|t| !t["bug"].is_null())
+        .map(|t| report::shown(t["test"].as_str().unwrap_or_default()))
+        .collect();
+    let passed = merged.len() - failed.len();
+    let mut text = format!(
+        "\n{} tests: {} with a bug, {passed} without",
+        merged.len(),
+        failed.len()
+    );
+    if !failed.is_empty() {
+        text.push_str(&format!(" (bugs in `{}`)", failed.join("`, `")));
+    }
+    text.push('\n');
+    text
+}
+
+/// Reads one part and finds its `K`.
+fn read_part(path: &Path) -> Result<Part> {
+    let text = std::fs::read_to_string(path)
+        .with_context(|| format!("cannot read `{}`", path.display()))?;
+    let doc: Value = serde_json::from_str(&text)
+        .with_context(|| format!("`{}` is not valid JSON", path.display()))?;
+    let not_a_part = || {
+        anyhow::anyhow!(
+            "`{}` is not the --json output of `wasmrace check --partition`",
+            path.display()
+        )
+    };
+    let tests = doc["tests"].as_array().ok_or_else(not_a_part)?;
+    let k = tests.first().and_then(|t| t["partition"]["k"].as_u64());
+    let k = k.ok_or_else(not_a_part)?;
+    let well_formed = doc["module_blake3"].is_string()
+        && tests.iter().all(|t| {
+            t["test"].is_string()
+                && t["partition"]["k"].as_u64() == Some(k)
+                && t["partition"]["n"].is_u64()
+                && t["executions"].is_u64()
+        });
+    if !well_formed {
+        return Err(not_a_part());
+    }
+    Ok(Part {
+        path: path.to_path_buf(),
+        doc,
+        k,
+    })
+}
+
+/// The fields of a test that must be equal in every part, and how errors
+/// name them.
+const SAME: [(&str, &[&str]); 6] = [
+    ("strategy", &["strategy"]),
+    ("seed", &["seed"]),
+    ("options", &["options"]),
+    ("partition count", &["partition", "n"]),
+    ("split depth", &["partition", "split_depth"]),
+    ("split", &["partition", "split"]),
+];
+
+/// Checks that the parts are the N partitions of one run (same module,
+/// tests, strategy, options, seed and N; each K once) and returns them in
+/// K order.
+fn check_together(mut parts: Vec<Part>) -> Result<Vec<Part>> {
+    let first = &parts[0];
+    let names = |p: &Part| -> Vec<Value> { p.tests().iter().map(|t| t["test"].clone()).collect() };
+    for p in &parts[1..] {
+        if p.doc["module_blake3"] != first.doc["module_blake3"] {
+            bail!(
+                "{} and {} are reports of different modules (blake3 `{}` and `{}`): not partitions of one run",
+                first.name(),
+                p.name(),
+                plain(&first.doc["module_blake3"]),
+                plain(&p.doc["module_blake3"])
+            );
+        }
+        if names(p) != names(first) {
+            bail!(
+                "{} and {} checked different tests (`{}` and `{}`): not partitions of one run",
+                first.name(),
+                p.name(),
+                plain(&Value::from(names(first))),
+                plain(&Value::from(names(p)))
+            );
+        }
+        for (a, b) in first.tests().iter().zip(p.tests()) {
+            for (what, keys) in SAME {
+                let (x, y) = (at(a, keys), at(b, keys));
+                if x != y {
+                    let (x, y) = (plain(x), plain(y));
+                    bail!(
+                        "{} and {} differ in the {what} of test `{}` (`{x}` and `{y}`): not partitions of one run",
+                        first.name(),
+                        p.name(),
+                        report::shown(a["test"].as_str().unwrap_or_default())
+                    );
+                }
+            }
+        }
+    }
+    let n = first.tests()[0]["partition"]["n"].as_u64().unwrap_or(0);
+    parts.sort_by_key(|p| p.k);
+    for pair in parts.windows(2) {
+        if pair[0].k == pair[1].k {
+            bail!(
+                "partition {}/{n} is given twice: {} and {}",
+                pair[0].k,
+                pair[0].name(),
+                pair[1].name()
+            );
+        }
+    }
+    let given: Vec<u64> = parts.iter().map(|p| p.k).collect();
+    if let Some(missing) = (1..=n).find(|k| !given.contains(k)) {
+        bail!(
+            "partition {missing}/{n} is missing: {} part{} given for {n} partitions",
+            parts.len(),
+            if parts.len() == 1 { "" } else { "s" }
+        );
+    }
+    Ok(parts)
+}
+
+/// A value as errors quote it: a string as itself, anything else as
+/// compact JSON.
+fn plain(v: &Value) -> String {
+    v.as_str().map_or_else(|| v.to_string(), str::to_string)
+}
+
+/// The value at a path of keys.
+fn at<'a>(v: &'a Value, keys: &[&str]) -> &'a Value {
+    keys.iter().fold(v, |v, k| &v[*k])
+}
+
+/// Test `i` of every part merged: counts added, exhausted if every part
+/// exhausted its share, bounds of any part, and the bug by the rule.
+fn merge_test(parts: &[Part], i: usize) -> Value {
+    let tests: Vec<&Value> = parts.iter().map(|p| &p.tests()[i]).collect();
+    let sum = |key: &str| -> u64 { tests.iter().filter_map(|t| t[key].as_u64()).sum() };
+    let skipped: u64 = tests
+        .iter()
+        .filter_map(|t| t["partition"]["skipped"].as_u64())
+        .sum();
+    let mut bound_hits: Vec<Value> = Vec::new();
+    for hit in tests
+        .iter()
+        .filter_map(|t| t["bound_hits"].as_array())
+        .flatten()
+    {
+        if !bound_hits.contains(hit) {
+            bound_hits.push(hit.clone());
+        }
+    }
+    let mut stats = Map::new();
+    for (name, value) in tests
+        .iter()
+        .filter_map(|t| t["strategy_stats"].as_object())
+        .flatten()
+    {
+        let total = stats.get(name).and_then(Value::as_u64).unwrap_or(0);
+        stats.insert(name.clone(), json!(total + value.as_u64().unwrap_or(0)));
+    }
+    let t0 = tests[0];
+    json!({
+        "test": t0["test"],
+        "strategy": t0["strategy"],
+        "seed": t0["seed"],
+        "options": t0["options"],
+        "description": t0["partition"]["description"],
+        "partitions": t0["partition"]["n"],
+        "split": t0["partition"]["split"],
+        "split_depth": t0["partition"]["split_depth"],
+        "executions": sum("executions"),
+        "partition_skipped": skipped,
+        "exhausted": tests.iter().all(|t| t["exhausted"] == true),
+        "bound_hits": bound_hits,
+        "strategy_stats": stats,
+        "elapsed_ms": sum("elapsed_ms"),
+        "nothing_to_interleave": t0["nothing_to_interleave"],
+        "bug": first_bug(&tests),
+    })
+}
+
+/// The bug one run reports first, with the partition that found it: the
+/// lowest execution index when the strategy splits by execution, else the
+/// smallest order key.
+fn first_bug(tests: &[&Value]) -> Value {
+    let by_prefix = tests[0]["partition"]["split"] == "prefix";
+    let key = |t: &Value| -> (Vec<u64>, u64) {
+        let order = t["partition"]["bug_order_key"]
+            .as_array()
+            .map(|k| k.iter().filter_map(Value::as_u64).collect())
+            .unwrap_or_default();
+        let execution = t["bug"]["execution"].as_u64().unwrap_or(u64::MAX);
+        if by_prefix {
+            (order, 0)
+        } else {
+            (Vec::new(), execution)
+        }
+    };
+    let Some(t) = tests
+        .iter()
+        .filter(|t| !t["bug"].is_null())
+        .min_by_key(|t| key(t))
+    else {
+        return Value::Null;
+    };
+    let mut bug = t["bug"].clone();
+    if let Some(b) = bug.as_object_mut() {
+        b.insert("partition".into(), t["partition"]["k"].clone());
+        b.insert("order_key".into(), t["partition"]["bug_order_key"].clone());
+    }
+    bug
+}
+
+/// A merged test as `check` prints one.
+fn text_result(t: &Value, full_trace: bool) -> Result<String> {
+    let n = &t["partitions"];
+    let head = format!(
+        "test `{}` ({}, {n} partitions)",
+        report::shown(t["test"].as_str().unwrap_or_default()),
+        t["description"].as_str().unwrap_or_default(),
+    );
+    let mut out = String::new();
+    let bug = &t["bug"];
+    if bug.is_null() {
+        out.push_str(&format!("{head}: {}\n", no_bug_summary(t)));
+        if t["exhausted"] == true {
+            out.push_str(&format!("exhausted covers {}\n", report::EXHAUSTED_COVERS));
+        }
+    } else {
+        let k = &bug["partition"];
+        let place = if t["split"] == "prefix" {
+            format!("in execution {} of partition {k}/{n}", bug["execution"])
+        } else {
+            format!("in execution {} (partition {k}/{n})", bug["execution"])
+        };
+        out.push_str(&format!("{head}: BUG found {place}\n\n"));
+        let failure = serde_json::from_value(bug["failure"].clone())
+            .context("a part's bug has no valid `failure`")?;
+        out.push_str(&report::failure_block(&failure));
+        out.push('\n');
+        let trace: Vec<wasmrace_trace::TraceEvent> =
+            serde_json::from_value(bug["trace"].clone()).unwrap_or_default();
+        out.push_str(&report::trace_block(&trace, full_trace));
+        out.push('\n');
+        if let Some(path) = bug["schedule_path"].as_str() {
+            out.push_str(&format!(
+                "schedule written to {path} (by partition {k}/{n})\n"
+            ));
+        }
+        if let Some(cmd) = bug["reproduce"].as_str() {
+            out.push_str(&format!("reproduce with: {cmd}\n"));
+        }
+    }
+    let secs = t["elapsed_ms"].as_u64().unwrap_or(0) as f64 / 1000.0;
+    out.push_str(&format!("time: {secs:.2} s in all partitions\n"));
+    Ok(out)
+}
+
+/// `no bug in N executions (...)`, from the merged counts and bounds.
+fn no_bug_summary(t: &Value) -> String {
+    let n = t["executions"].as_u64().unwrap_or(0);
+    let mut out = format!("no bug in {n} execution{}", if n == 1 { "" } else { "s" });
+    let hits = t["bound_hits"].as_array().map_or(&[][..], Vec::as_slice);
+    let phrase = |effect: &str| {
+        hits.iter()
+            .find(|h| h["effect"] == effect)
+            .map(|h| format!("{} {}", h["flag"].as_str().unwrap_or_default(), h["value"]))
+    };
+    if t["exhausted"] == true {
+        out.push_str(" (space exhausted in every partition");
+        if let Some(p) = phrase("pruned the space") {
+            out.push_str(&format!(" within {p}"));
+        }
+        out.push(')');
+    } else {
+        match phrase("stopped the run") {
+            Some(p) => out.push_str(&format!(
+                " (not exhausted: a partition was stopped by {p}; raise it to explore further)"
+            )),
+            None => out.push_str(" (not exhausted: the strategy ended its own plan)"),
+        }
+    }
+    out
+}

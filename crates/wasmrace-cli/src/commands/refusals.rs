@@ -1,0 +1,136 @@
+//! Why `check` refuses a strategy option: a knob the chosen strategy does
+//! not take (the message generated from what the registry's descriptors
+//! declare), a value no strategy runs with, or one a strategy cannot run
+//! with yet.
+
+use wasmrace_explore::strategies::registry::{Knob, StrategyOptions, REGISTRY};
+
+/// Why `knob` given to a strategy that does not take it is refused, from
+/// what the registry's descriptors declare: e.g. "`--explorer` only applies
+/// to `--strategy ses` and `ss`".
+pub fn refusal(knob: Knob) -> String {
+    let mut names: Vec<&str> = REGISTRY
+        .iter()
+        .filter(|d| {
+            d.takes
+                .iter()
+                .any(|t| t.knob == knob && t.only_with.is_none())
+        })
+        .map(|d| d.name)
+        .collect();
+    names.sort_unstable();
+    let strategies: Vec<String> = names
+        .iter()
+        .enumerate()
+        .map(|(i, name)| match i {
+            0 => format!("`--strategy {name}`"),
+            _ => format!("`{name}`"),
+        })
+        .collect();
+    // Strategies that take the knob only with another one set (DFS takes
+    // `--cache-mb` with `--state-cache`) are named by that other knob.
+    let mut with: Vec<Knob> = REGISTRY
+        .iter()
+        .flat_map(|d| d.takes)
+        .filter(|t| t.knob == knob)
+        .filter_map(|t| t.only_with)
+        .collect();
+    with.sort_unstable();
+    with.dedup();
+    let mut targets: Vec<String> = Vec::new();
+    if !strategies.is_empty() {
+        targets.push(and_list(&strategies));
+    }
+    for k in with {
+        let to = if targets.is_empty() { "" } else { "to " };
+        targets.push(format!("{to}`{}`", k.flags()[0]));
+    }
+    let flags: Vec<String> = knob.flags().iter().map(|f| format!("`{f}`")).collect();
+    let verb = if flags.len() > 1 { "apply" } else { "applies" };
+    let notes: String = REGISTRY
+        .iter()
+        .flat_map(|d| d.always.iter().map(move |a| (d.name, a)))
+        .filter(|(_, (k, _))| *k == knob)
+        .map(|(name, (_, words))| format!(" (`{name}` {words})"))
+        .collect();
+    format!(
+        "{} only {verb} to {}{notes}",
+        and_list(&flags),
+        targets.join(" and ")
+    )
+}
+
+/// `a`, `a and b`, `a, b and c`.
+fn and_list(items: &[String]) -> String {
+    match items {
+        [] => String::new(),
+        [one] => one.clone(),
+        [init @ .., last] => format!("{} and {last}", init.join(", ")),
+    }
+}
+
+/// The complaint about a value of `knob` no strategy can run with.
+pub fn out_of_range(knob: Knob, given: &StrategyOptions) -> Option<&'static str> {
+    match knob {
+        Knob::Depth if given.depth == Some(0) => Some("`--depth` must be at least 1"),
+        Knob::Samples if given.c1 == Some(0) || given.c2 == Some(0) => {
+            Some("`--c1` and `--c2` must be at least 1")
+        }
+        _ => None,
+    }
+}
+
+/// The complaint about a value of `knob` that the strategy `name` takes
+/// the flag for but cannot run with yet: `dpor` explores without a
+/// preemption bound only (bounded partial-order reduction is not built).
+pub fn unsupported(name: &str, knob: Knob, given: &StrategyOptions) -> Option<&'static str> {
+    match knob {
+        Knob::PreemptionBound if name == "dpor" && matches!(given.preemption_bound, Some(Some(_))) => {
+            Some("`--preemption-bound` does not apply to `--strategy dpor` yet (it explores every trace): use `--unbounded` or leave it out")
+        }
+        _ => None,
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    /// The refusals come from what the descriptors declare; these are the
+    /// messages users have always seen.
+    #[test]
+    fn refusals_are_generated_from_the_registry() {
+        let all: Vec<String> = Knob::ALL.into_iter().map(refusal).collect();
+        assert_eq!(
+            all,
+            [
+                "`--preemption-bound` and `--unbounded` only apply to `--strategy dfs`, `dpor` and `portfolio`",
+                "`--depth` only applies to `--strategy pct`",
+                "`--state-cache` only applies to `--strategy dfs` (`ses` always caches states)",
+                "`--delay-bound` only applies to `--strategy ses`",
+                "`--explorer` only applies to `--strategy ses` and `ss`",
+                "`--cache-mb` only applies to `--strategy ses` and to `--state-cache`",
+                "`--c1` and `--c2` only apply to `--strategy ss`",
+                "`--dpor` only applies to `--strategy dpor`",
+            ]
+        );
+    }
+
+    /// `dpor` takes `--unbounded` but refuses a bound in one line.
+    #[test]
+    fn dpor_refuses_a_preemption_bound() {
+        let bounded = StrategyOptions {
+            preemption_bound: Some(Some(2)),
+            ..StrategyOptions::NONE
+        };
+        let message = unsupported("dpor", Knob::PreemptionBound, &bounded).unwrap();
+        assert!(message.starts_with("`--preemption-bound` does not apply to `--strategy dpor`"));
+        assert!(!message.contains('\n'));
+        let unbounded = StrategyOptions {
+            preemption_bound: Some(None),
+            ..StrategyOptions::NONE
+        };
+        assert_eq!(unsupported("dpor", Knob::PreemptionBound, &unbounded), None);
+        assert_eq!(unsupported("dfs", Knob::PreemptionBound, &bounded), None);
+    }
+}

@@ -1,0 +1,131 @@
+//! `--partition K/N`: parsing the 1-based partition of the command line
+//! (as cargo-nextest's `--partition count:K/N`), and which strategies can
+//! run one.
+
+use serde_json::Value;
+use wasmrace_explore::strategies::registry::REGISTRY;
+use wasmrace_explore::{Partition, Split};
+use wasmrace_host::{CheckOptions, CheckOutcome};
+
+/// Partition `k` of `n`, both 1-based as the user writes them.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub struct PartitionArg {
+    /// Which partition, `1..=n`.
+    pub k: u32,
+    /// How many partitions.
+    pub n: u32,
+}
+
+impl PartitionArg {
+    /// The explorer's 0-based partition.
+    pub fn partition(self) -> Partition {
+        Partition {
+            index: self.k - 1,
+            count: self.n,
+        }
+    }
+}
+
+impl std::fmt::Display for PartitionArg {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        write!(f, "{}/{}", self.k, self.n)
+    }
+}
+
+/// `K/N` or `count:K/N`, with `1 <= K <= N` (clap's value parser: its
+/// message ends up on the one `error:` line).
+pub fn parse_partition(s: &str) -> Result<PartitionArg, String> {
+    let body = s.strip_prefix("count:").unwrap_or(s);
+    let bad = || format!("`{s}` is not a partition `K/N` (1 <= K <= N, e.g. `2/4`)");
+    let (k, n) = body.split_once('/').ok_or_else(bad)?;
+    let k: u32 = k.parse().map_err(|_| bad())?;
+    let n: u32 = n.parse().map_err(|_| bad())?;
+    if n == 0 || k == 0 || k > n {
+        return Err(bad());
+    }
+    Ok(PartitionArg { k, n })
+}
+
+/// The strategies that split their work, as a sentence fragment for the
+/// error naming them: built from the registry, each with its defaults.
+pub fn splitting_strategies() -> String {
+    let mut splitting: Vec<&str> = REGISTRY
+        .iter()
+        .filter(|d| (d.build)(&d.defaults, 0).split() != Split::None)
+        .map(|d| d.name)
+        .collect();
+    splitting.sort_unstable();
+    let names: Vec<String> = splitting
+        .into_iter()
+        .map(|name| match name {
+            "dfs" => "`dfs` (without `--state-cache`)".to_string(),
+            name => format!("`{name}`"),
+        })
+        .collect();
+    match names.split_last() {
+        Some((last, init)) if !init.is_empty() => format!("{} and {last}", init.join(", ")),
+        _ => names.concat(),
+    }
+}
+
+/// How a strategy splits, in the words of the JSON output (`execution`,
+/// `prefix`), or `None`.
+pub fn split_name(split: Split) -> Option<&'static str> {
+    match split {
+        Split::None => None,
+        Split::ByExecution => Some("execution"),
+        Split::ByPrefix => Some("prefix"),
+    }
+}
+
+/// What `wasmrace merge` needs of a partition beyond the usual report:
+/// which partition, how the strategy splits (which says how bugs merge),
+/// the split depth, the executions of other partitions it skipped, and the
+/// order key of its bug (dfs: where one run would have found it).
+pub fn partition_json(p: PartitionArg, opts: &CheckOptions, outcome: &CheckOutcome) -> Value {
+    let split = opts.strategy.build(opts.seed).split();
+    let r = &outcome.report;
+    serde_json::json!({
+        "k": p.k,
+        "n": p.n,
+        "split": split_name(split),
+        "split_depth": opts.explore.split_depth,
+        "skipped": r.partition_skipped,
+        "description": crate::report::strategy_description(&opts.strategy, opts.seed),
+        "bug_order_key": r.first_bug().and_then(|b| b.order_key.clone()),
+    })
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn parses_k_of_n_and_refuses_the_rest_in_one_line() {
+        assert_eq!(parse_partition("2/3"), Ok(PartitionArg { k: 2, n: 3 }));
+        assert_eq!(
+            parse_partition("count:1/1"),
+            Ok(PartitionArg { k: 1, n: 1 })
+        );
+        for bad in [
+            "0/3", "4/3", "x/y", "3/0", "3", "", "1/2/3", "-1/2", "hash:1/2",
+        ] {
+            let e = parse_partition(bad).unwrap_err();
+            assert!(e.contains(&format!("`{bad}` is not a partition")), "{e}");
+            assert!(!e.contains('\n'));
+        }
+        assert_eq!(
+            PartitionArg { k: 2, n: 7 }.partition(),
+            Partition::new(1, 7).unwrap()
+        );
+        assert_eq!(PartitionArg { k: 2, n: 7 }.to_string(), "2/7");
+    }
+
+    #[test]
+    fn the_splitting_strategies_are_named() {
+        assert_eq!(
+            splitting_strategies(),
+            "`basic-pos`, `dfs` (without `--state-cache`), `pos`, `pos-star` and `random`"
+        );
+    }
+}

@@ -1,0 +1,229 @@
+//! Partitioned runs (`--partition K/N`): which executions of a run belong to
+//! partition `K` of `N`, so that `N` processes on any machines explore
+//! between them exactly what one run explores, with no coordinator.
+//!
+//! A strategy says how its work splits ([`Split`]): by execution index
+//! (execution `i` depends only on the seed and `i`: partition `K` runs the
+//! indices `i` with `i % N == K - 1`) or by prefix (the subtree below a
+//! prefix does not depend on the rest of the search: partition `K` runs the
+//! executions whose first `split_depth` decisions hash to `K - 1`).
+
+use super::{Bug, Report};
+use wasmrace_trace::{mix64, Decision};
+
+/// One of `count` deterministic shares of a run; `index` is 0-based (the
+/// command line's `--partition K/N` is `index = K - 1`, `count = N`).
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub struct Partition {
+    /// Which share, `0..count`.
+    pub index: u32,
+    /// How many shares the run is split into, at least 1.
+    pub count: u32,
+}
+
+impl Partition {
+    /// Share `index` (0-based) of `count`; `None` unless `index < count`.
+    pub fn new(index: u32, count: u32) -> Option<Self> {
+        (index < count).then_some(Partition { index, count })
+    }
+
+    /// Whether the global 0-based execution index `i` is this share's
+    /// ([`Split::ByExecution`]).
+    pub fn owns_index(self, i: u64) -> bool {
+        i % u64::from(self.count) == u64::from(self.index)
+    }
+
+    /// The `j`-th (0-based) global execution index of this share.
+    pub fn nth_index(self, j: u64) -> u64 {
+        j.saturating_mul(u64::from(self.count))
+            .saturating_add(u64::from(self.index))
+    }
+
+    /// Whether an execution starting with `prefix` (its first
+    /// `split_depth` decisions, or all of them if it ended sooner) is this
+    /// share's ([`Split::ByPrefix`]).
+    pub fn owns_prefix(self, prefix: &[Decision]) -> bool {
+        prefix_hash(prefix) % u64::from(self.count) == u64::from(self.index)
+    }
+}
+
+/// How a strategy's work splits into partitions
+/// ([`Capabilities::split`](crate::Capabilities::split)).
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum Split {
+    /// It cannot: what it explores depends on everything explored before
+    /// (adaptive estimates, caches, race lists, shared frontiers).
+    None,
+    /// Execution `i` depends only on the seed and `i` (sampling strategies
+    /// that draw execution `i` from random stream `i`).
+    ByExecution,
+    /// The executions below a prefix do not depend on the rest of the
+    /// search (plain depth-first search, without a state cache), and the
+    /// strategy reports each execution's place in its exploration order
+    /// ([`Capabilities::order_key`](crate::Capabilities::order_key)).
+    ByPrefix,
+}
+
+/// This run's share of the work, from `Config::partition` and the
+/// strategy's [`Split`].
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub(crate) enum Share {
+    /// Not partitioned: every execution.
+    Whole,
+    /// The global execution indices of the partition.
+    Indices(Partition),
+    /// The executions whose prefix of `depth` decisions hashes to the
+    /// partition.
+    Prefixes(Partition, usize),
+}
+
+impl Share {
+    /// The share of `partition` for a strategy that splits as `split`;
+    /// `None` when it cannot split.
+    pub(crate) fn of(partition: Option<Partition>, split: Split, depth: usize) -> Option<Self> {
+        let Some(p) = partition else {
+            return Some(Share::Whole);
+        };
+        match split {
+            Split::None => None,
+            Split::ByExecution => Some(Share::Indices(p)),
+            Split::ByPrefix => Some(Share::Prefixes(p, depth)),
+        }
+    }
+
+    /// The index to pass to `Strategy::begin` for the next execution, given
+    /// the executions run and skipped so far: by execution, the next global
+    /// index of the partition; else the executions begun.
+    pub(crate) fn next_index(self, executions: u64, skipped: u64) -> u64 {
+        match self {
+            Share::Indices(p) => p.nth_index(executions),
+            Share::Whole | Share::Prefixes(..) => executions + skipped,
+        }
+    }
+
+    /// Whether the execution with these decisions, just ended, is this
+    /// share's.
+    pub(crate) fn owns(self, decisions: &[Decision]) -> bool {
+        match self {
+            Share::Prefixes(p, depth) => p.owns_prefix(&decisions[..depth.min(decisions.len())]),
+            Share::Whole | Share::Indices(_) => true,
+        }
+    }
+
+    /// Whether an execution now `decisions` long, not yet checked, must be
+    /// abandoned as another partition's: checked once, when it reaches the
+    /// split depth, so that the strategy backtracks past the whole subtree.
+    pub(crate) fn foreign_at(self, decisions: &[Decision]) -> bool {
+        match self {
+            Share::Prefixes(p, depth) if decisions.len() >= depth => {
+                !p.owns_prefix(&decisions[..depth])
+            }
+            _ => false,
+        }
+    }
+
+    /// Whether `foreign_at` can still say yes at this length.
+    pub(crate) fn checks_at(self, len: usize) -> bool {
+        matches!(self, Share::Prefixes(_, depth) if len >= depth)
+    }
+}
+
+/// The bug one run would report first among bugs of different partitions
+/// of it: the smallest order key (strategies that split by prefix), else
+/// the lowest global execution index (by execution).
+pub fn first_of<'a>(bugs: impl IntoIterator<Item = &'a Bug>) -> Option<&'a Bug> {
+    bugs.into_iter()
+        .min_by(|a, b| (&a.order_key, a.execution).cmp(&(&b.order_key, b.execution)))
+}
+
+/// The reports of all the partitions of one run, as one report: counts
+/// added up, exhausted only if every partition exhausted its share, the
+/// first bound that stopped or pruned one, the first bug by [`first_of`]
+/// (with `stop_on_first_bug`, each partition's first bug only), counters
+/// added by name, and the longest wall-clock time (they ran side by side).
+pub fn merge_reports(reports: &[Report]) -> Report {
+    let mut out = Report {
+        exhausted: !reports.is_empty(),
+        ..Report::default()
+    };
+    for r in reports {
+        out.executions += r.executions;
+        out.partition_skipped += r.partition_skipped;
+        out.steps += r.steps;
+        out.replayed_steps += r.replayed_steps;
+        out.snapshots_taken += r.snapshots_taken;
+        out.restores += r.restores;
+        out.failing_executions += r.failing_executions;
+        out.exhausted &= r.exhausted;
+        out.stopped_by = out.stopped_by.take().or_else(|| r.stopped_by.clone());
+        out.strategy_bound = out
+            .strategy_bound
+            .take()
+            .or_else(|| r.strategy_bound.clone());
+        out.saved_with_snapshot += r.saved_with_snapshot;
+        out.saved_as_prefix += r.saved_as_prefix;
+        out.saved_restored += r.saved_restored;
+        out.saved_replayed += r.saved_replayed;
+        out.state_hashes += r.state_hashes;
+        for stat in &r.strategy_stats {
+            match out.strategy_stats.iter_mut().find(|s| s.name == stat.name) {
+                Some(s) => s.value += stat.value,
+                None => out.strategy_stats.push(stat.clone()),
+            }
+        }
+        out.elapsed = out.elapsed.max(r.elapsed);
+    }
+    out.bugs = first_of(reports.iter().filter_map(Report::first_bug))
+        .cloned()
+        .into_iter()
+        .collect();
+    out
+}
+
+/// A stable hash of a decision sequence (never std's per-process random
+/// state: partitions run in different processes and must agree).
+pub fn prefix_hash(prefix: &[Decision]) -> u64 {
+    let mut h = mix64(prefix.len() as u64 ^ 0x7061_7274_6974_696f);
+    for d in prefix {
+        h = mix64(h ^ d.tid.0);
+        h = mix64(h ^ u64::from(d.alt));
+    }
+    h
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use wasmrace_trace::Tid;
+
+    #[test]
+    fn indices_are_dealt_round_robin() {
+        let p = Partition::new(1, 3).unwrap();
+        let owned: Vec<u64> = (0..10).filter(|&i| p.owns_index(i)).collect();
+        assert_eq!(owned, [1, 4, 7]);
+        assert_eq!((0..3).map(|j| p.nth_index(j)).collect::<Vec<_>>(), owned);
+        assert_eq!(Partition::new(3, 3), None);
+    }
+
+    #[test]
+    fn each_prefix_has_exactly_one_owner() {
+        let d = |t, a| Decision::new(Tid(t), a);
+        let prefixes = [
+            vec![],
+            vec![d(1, 0)],
+            vec![d(1, 0), d(2, 1)],
+            vec![d(2, 1), d(1, 0)],
+        ];
+        for n in [1, 2, 3, 7] {
+            for p in &prefixes {
+                let owners = (0..n)
+                    .filter(|&k| Partition::new(k, n).unwrap().owns_prefix(p))
+                    .count();
+                assert_eq!(owners, 1, "{p:?} of {n}");
+            }
+        }
+        // Order and length matter: the hash is of the sequence.
+        assert_ne!(prefix_hash(&prefixes[2]), prefix_hash(&prefixes[3]));
+        assert_ne!(prefix_hash(&prefixes[0]), prefix_hash(&[d(0, 0)]));
+    }
+}

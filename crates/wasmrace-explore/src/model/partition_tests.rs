@@ -1,0 +1,311 @@
+//! Partitioned runs on models: for N partitions, the union of what they
+//! explore is exactly what one run explores, each execution in exactly one
+//! partition, and the bug merged by the rule (lowest global index for a
+//! split by execution, smallest order key for a split by prefix) is the one
+//! the single run reports.
+
+use super::{reg, Model, ModelBuilder};
+use crate::explorer::{Bug, Partition, Report};
+use crate::observer::Observer;
+use crate::strategies::{Dfs, Pct, RandomWalk};
+use crate::strategy::{Capabilities, Context, Outcome, Start, Strategy};
+use crate::{Config, ExploreError, Explorer};
+use wasmrace_trace::Decision;
+
+/// Two threads increment `x` without a lock, the second after choosing
+/// how much to add; main joins them and asserts no update was lost.
+fn racy() -> Model {
+    let mut b = ModelBuilder::new();
+    let x = b.var("x", 0);
+    let inc = b.thread("inc", |t| {
+        t.read(x, 0).set(0, reg(0) + 1).write(x, reg(0));
+    });
+    let pick = b.thread("pick", |t| {
+        t.choose(2, 1).read(x, 0).write(x, reg(0) + reg(1) + 1);
+    });
+    b.main(|t| {
+        t.spawn(inc, 0)
+            .spawn(pick, 1)
+            .join(reg(0))
+            .join(reg(1))
+            .read(x, 3)
+            .assert(reg(3).ge(2), "lost update");
+    });
+    b.build().unwrap()
+}
+
+/// An increment under a lock beside a `choose` and a fetch-add: no bug.
+fn locked() -> Model {
+    let mut b = ModelBuilder::new();
+    let x = b.var("x", 0);
+    let l = b.mutex("l");
+    let inc = b.thread("inc", |t| {
+        t.lock(l)
+            .read(x, 0)
+            .set(0, reg(0) + 1)
+            .write(x, reg(0))
+            .unlock(l);
+    });
+    let pick = b.thread("pick", |t| {
+        t.choose(2, 1).fetch_add(x, reg(1), 2);
+    });
+    b.main(|t| {
+        t.spawn(inc, 0).spawn(pick, 1).join(reg(0)).join(reg(1));
+    });
+    b.build().unwrap()
+}
+
+/// The executions an observer saw end, abandoned ones left out.
+#[derive(Default)]
+struct Paths(Vec<Vec<Decision>>);
+
+impl Observer for Paths {
+    fn end(&mut self, outcome: &Outcome, path: &[Decision]) {
+        if *outcome != Outcome::Abandoned {
+            self.0.push(path.to_vec());
+        }
+    }
+}
+
+fn run(
+    model: &Model,
+    strategy: &mut dyn Strategy,
+    config: &Config,
+) -> (Report, Vec<Vec<Decision>>) {
+    let mut explorer = Explorer::new(model.clone(), config.clone());
+    let mut paths = Paths::default();
+    let report = explorer.run_observed(strategy, &mut paths).unwrap();
+    (report, paths.0)
+}
+
+fn partitioned(config: &Config, k: u32, n: u32) -> Config {
+    Config {
+        partition: Partition::new(k, n),
+        ..config.clone()
+    }
+}
+
+/// The merge rule: the lowest order key, else the lowest execution index.
+fn first(bugs: impl IntoIterator<Item = Bug>) -> Option<Bug> {
+    let bugs: Vec<Bug> = bugs.into_iter().collect();
+    crate::explorer::partition::first_of(&bugs).cloned()
+}
+
+const COUNTS: [u32; 4] = [1, 2, 3, 7];
+
+#[test]
+fn dfs_partitions_explore_the_single_run_disjointly() {
+    for model in [racy(), locked()] {
+        for bound in [None, Some(0), Some(1), Some(2)] {
+            for depth in [0, 1, 3, 6, 40] {
+                let config = Config {
+                    stop_on_first_bug: false,
+                    split_depth: depth,
+                    ..Config::default()
+                };
+                let dfs = || {
+                    Dfs::new(crate::DfsOptions {
+                        preemption_bound: bound,
+                    })
+                };
+                let (single, mut all) = run(&model, &mut dfs(), &config);
+                assert!(single.exhausted, "{} {bound:?}", single.executions);
+                all.sort();
+                for n in COUNTS {
+                    let mut union = Vec::new();
+                    let (mut executions, mut failing) = (0, 0);
+                    for k in 0..n {
+                        let (r, paths) = run(&model, &mut dfs(), &partitioned(&config, k, n));
+                        assert!(r.exhausted, "each partition exhausts its share");
+                        assert_eq!(r.executions, paths.len() as u64);
+                        executions += r.executions;
+                        failing += r.failing_executions;
+                        union.extend(paths);
+                    }
+                    union.sort();
+                    let what = format!("bound {bound:?}, depth {depth}, {n} partitions");
+                    assert_eq!(union, all, "{what}");
+                    assert_eq!(executions, single.executions, "{what}");
+                    assert_eq!(failing, single.failing_executions, "{what}");
+                }
+            }
+        }
+    }
+}
+
+#[test]
+fn dfs_partition_bugs_merge_to_the_single_runs_first_bug() {
+    for bound in [None, Some(1), Some(2)] {
+        for depth in [2, 4, 6] {
+            let config = Config {
+                split_depth: depth,
+                ..Config::default()
+            };
+            let dfs = || {
+                Dfs::new(crate::DfsOptions {
+                    preemption_bound: bound,
+                })
+            };
+            let (single, _) = run(&racy(), &mut dfs(), &config);
+            let expected = single.first_bug().expect("the lost update").clone();
+            for n in COUNTS {
+                let bugs = (0..n).filter_map(|k| {
+                    let (r, _) = run(&racy(), &mut dfs(), &partitioned(&config, k, n));
+                    r.bugs.into_iter().next()
+                });
+                let merged = first(bugs).unwrap();
+                assert_eq!(merged.schedule, expected.schedule, "{bound:?} {depth} {n}");
+                assert_eq!(merged.failure, expected.failure);
+                assert_eq!(merged.order_key, expected.order_key);
+            }
+        }
+    }
+}
+
+/// DFS wrapped to record the order key of every execution it ends.
+struct Keyed(Dfs, Vec<Vec<u32>>);
+
+impl Strategy for Keyed {
+    fn name(&self) -> &str {
+        "keyed"
+    }
+    fn begin(&mut self, executions: u64) -> Option<Start> {
+        self.0.begin(executions)
+    }
+    fn decide(&mut self, ctx: &Context<'_>) -> Option<Decision> {
+        self.0.decide(ctx)
+    }
+    fn end(&mut self, outcome: &Outcome) {
+        if *outcome != Outcome::Abandoned {
+            self.1.push(self.0.order_key().unwrap());
+        }
+    }
+}
+
+#[test]
+fn dfs_order_keys_increase_in_search_order() {
+    for model in [racy(), locked()] {
+        for bound in [None, Some(0), Some(1), Some(2), Some(3)] {
+            let mut keyed = Keyed(
+                Dfs::new(crate::DfsOptions {
+                    preemption_bound: bound,
+                }),
+                vec![],
+            );
+            let config = Config {
+                stop_on_first_bug: false,
+                ..Config::default()
+            };
+            run(&model, &mut keyed, &config);
+            assert!(keyed.1.len() > 5, "{}", keyed.1.len());
+            for w in keyed.1.windows(2) {
+                assert!(w[0] < w[1], "bound {bound:?}: {:?} then {:?}", w[0], w[1]);
+            }
+        }
+    }
+}
+
+#[test]
+fn random_partitions_deal_the_indices_of_the_whole_budget() {
+    let config = Config {
+        max_executions: 300,
+        stop_on_first_bug: false,
+        ..Config::default()
+    };
+    let (single, all) = run(&racy(), &mut RandomWalk::new(5), &config);
+    let indices = |r: &Report| r.bugs.iter().map(|b| b.execution).collect::<Vec<_>>();
+    assert!(single.failing_executions > 0);
+    for n in COUNTS {
+        let mut union = Vec::new();
+        let mut bug_indices = Vec::new();
+        let mut executions = 0;
+        for k in 0..n {
+            let (r, paths) = run(
+                &racy(),
+                &mut RandomWalk::new(5),
+                &partitioned(&config, k, n),
+            );
+            assert_eq!(
+                r.stopped_by.as_ref().map(|b| b.knob),
+                Some("--max-executions")
+            );
+            executions += r.executions;
+            // Execution `i` of the whole run is the partition's `i / n`-th.
+            for (j, p) in paths.into_iter().enumerate() {
+                union.push((j as u64 * u64::from(n) + u64::from(k), p));
+            }
+            bug_indices.extend(indices(&r));
+        }
+        union.sort();
+        bug_indices.sort_unstable();
+        assert_eq!(executions, 300, "{n} partitions share the budget");
+        let single_union: Vec<_> = (0u64..).zip(all.iter().cloned()).collect();
+        assert_eq!(union, single_union, "{n}");
+        assert_eq!(bug_indices, indices(&single), "{n}");
+    }
+}
+
+#[test]
+fn random_partition_bugs_merge_to_the_single_runs_first_bug() {
+    for seed in 0..5 {
+        let config = Config {
+            max_executions: 1000,
+            ..Config::default()
+        };
+        let (single, _) = run(&racy(), &mut RandomWalk::new(seed), &config);
+        let expected = single.first_bug().unwrap().clone();
+        for n in COUNTS {
+            let bugs = (0..n).filter_map(|k| {
+                let (r, _) = run(
+                    &racy(),
+                    &mut RandomWalk::new(seed),
+                    &partitioned(&config, k, n),
+                );
+                r.bugs.into_iter().next()
+            });
+            assert_eq!(first(bugs), Some(expected.clone()), "seed {seed}, {n}");
+        }
+    }
+}
+
+#[test]
+fn merged_reports_add_up_to_the_single_run() {
+    let config = Config {
+        split_depth: 3,
+        ..Config::default()
+    };
+    let dfs = || Dfs::with_preemption_bound(2);
+    let (single, _) = run(&locked(), &mut dfs(), &config);
+    let reports: Vec<Report> = (0..3)
+        .map(|k| run(&locked(), &mut dfs(), &partitioned(&config, k, 3)).0)
+        .collect();
+    let merged = crate::explorer::partition::merge_reports(&reports);
+    assert_eq!(merged.executions, single.executions);
+    assert!(merged.exhausted && merged.bugs.is_empty());
+    assert!(merged.partition_skipped > 0);
+    assert_eq!(merged.strategy_bound, single.strategy_bound);
+    let (single, _) = run(&racy(), &mut dfs(), &config);
+    let reports: Vec<Report> = (0..3)
+        .map(|k| run(&racy(), &mut dfs(), &partitioned(&config, k, 3)).0)
+        .collect();
+    let merged = crate::explorer::partition::merge_reports(&reports);
+    assert_eq!(merged.bugs.len(), 1);
+    assert_eq!(merged.bugs[0].schedule, single.bugs[0].schedule);
+    assert!(!merged.exhausted);
+}
+
+#[test]
+fn a_strategy_that_cannot_split_is_refused() {
+    let config = partitioned(&Config::default(), 0, 2);
+    let mut explorer = Explorer::new(racy(), config.clone());
+    let err = explorer.run(&mut Pct::new(0, 3)).unwrap_err();
+    assert!(matches!(err, ExploreError::CannotSplit { .. }), "{err}");
+    let mut explorer = Explorer::new(racy(), config);
+    let err = explorer
+        .run(&mut Dfs::unbounded().with_state_cache(1))
+        .unwrap_err();
+    assert_eq!(
+        err.to_string(),
+        "strategy `dfs` cannot split its work into partitions"
+    );
+}

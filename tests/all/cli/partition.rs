@@ -1,0 +1,340 @@
+//! `check --partition K/N` run as N separate processes and added up by
+//! `wasmrace merge`: for N = 1, 2, 3 and 7, the merged verdict is the single
+//! run's (a random run's bug and its execution index; a dfs run's bug; a
+//! bug-free exhaustive dfs run's execution count, exhausted). Bad
+//! partitions and parts that do not belong together are one error line,
+//! exit 2.
+
+use super::{expect, expect_error, fixture, wasmrace, TempDir};
+use serde_json::Value;
+use std::path::Path;
+
+const COUNTS: [u32; 4] = [1, 2, 3, 7];
+
+/// Runs `wasmrace` with `args` and returns its exit code and JSON output.
+fn json_of(dir: &Path, args: &[&str]) -> (i32, Value) {
+    let run = wasmrace(dir, args);
+    assert!(run.code == 0 || run.code == 1, "{}", run.stderr);
+    (run.code, serde_json::from_str(&run.stdout).unwrap())
+}
+
+/// Runs the N partitions of `check <args>` (each with its own schedule
+/// folder), writing `part<K>of<N>.json`; returns the files.
+fn partitions(dir: &Path, args: &[&str], n: u32) -> Vec<String> {
+    (1..=n)
+        .map(|k| {
+            let (part, file, schedules) = (
+                format!("{k}/{n}"),
+                format!("part{k}of{n}.json"),
+                format!("schedules-{k}of{n}"),
+            );
+            let mut full = vec!["check", "--json", "--partition", &part];
+            full.extend(["--schedule-dir", &schedules]);
+            full.extend(args);
+            let run = wasmrace(dir, &full);
+            assert!(run.code == 0 || run.code == 1, "{}", run.stderr);
+            std::fs::write(dir.join(&file), &run.stdout).unwrap();
+            file
+        })
+        .collect()
+}
+
+/// `wasmrace merge --json` of `files`: its exit code and its one test.
+fn merged(dir: &Path, files: &[String]) -> (i32, Value) {
+    let mut args = vec!["merge", "--json"];
+    args.extend(files.iter().map(String::as_str));
+    let (code, doc) = json_of(dir, &args);
+    (code, doc["tests"][0].clone())
+}
+
+#[test]
+fn random_partitions_merge_to_the_single_runs_bug_and_index() {
+    let dir = TempDir::new("partition-random");
+    let m = fixture(&dir, "pos_example");
+    let args = [
+        m.as_str(),
+        "--strategy",
+        "random",
+        "--seed",
+        "1",
+        "--max-executions",
+        "2000",
+    ];
+    let mut single_args = vec!["check", "--json"];
+    single_args.extend(args);
+    let (code, single) = json_of(&dir, &single_args);
+    assert_eq!(code, 1);
+    let single = &single["tests"][0];
+    let execution = single["bug"]["execution"].as_u64().unwrap();
+    assert!(execution > 7, "a bug late enough for every N to matter");
+    for n in COUNTS {
+        let files = partitions(&dir, &args, n);
+        let (code, t) = merged(&dir, &files);
+        assert_eq!(code, 1, "{n} partitions");
+        assert_eq!(t["bug"]["execution"], execution, "{n} partitions");
+        assert_eq!(t["bug"]["failure"], single["bug"]["failure"]);
+        assert_eq!(t["bug"]["trace"], single["bug"]["trace"]);
+        assert_eq!(t["bug"]["partition"], (execution - 1) % u64::from(n) + 1);
+        let path = t["bug"]["schedule_path"].as_str().unwrap();
+        assert!(dir.join(path).is_file(), "{path}");
+        assert_eq!(t["partitions"], n);
+    }
+    // The text verdict says the same, and exits 1 like check.
+    let files = partitions(&dir, &args, 3);
+    let mut merge = vec!["merge"];
+    merge.extend(files.iter().map(String::as_str));
+    let text = wasmrace(&dir, &merge);
+    expect(&text, 1);
+    assert!(
+        text.stdout.starts_with(&format!(
+            "test `pos_example` (random, seed 1, 3 partitions): BUG found in execution {execution} (partition {}/3)",
+            (execution - 1) % 3 + 1
+        )),
+        "{}",
+        text.stdout
+    );
+}
+
+#[test]
+fn dfs_partitions_merge_to_the_single_run() {
+    let dir = TempDir::new("partition-dfs");
+    let counter = fixture(&dir, "mutex_counter");
+    let lost = fixture(&dir, "lost_update");
+    for depth in ["6", "2"] {
+        let args = [
+            counter.as_str(),
+            "--test",
+            "mutex_counter_3",
+            "--strategy",
+            "dfs",
+            "--split-depth",
+            depth,
+        ];
+        let (code, single) = json_of(
+            &dir,
+            &[
+                "check",
+                "--json",
+                &counter,
+                "--test",
+                "mutex_counter_3",
+                "--strategy",
+                "dfs",
+            ],
+        );
+        assert_eq!(code, 0);
+        let single = &single["tests"][0];
+        assert_eq!(single["exhausted"], true);
+        for n in COUNTS {
+            let files = partitions(&dir, &args, n);
+            let (code, t) = merged(&dir, &files);
+            assert_eq!(code, 0, "{n} partitions");
+            assert_eq!(t["executions"], single["executions"], "depth {depth}, {n}");
+            assert_eq!(t["exhausted"], true);
+            assert!(t["bug"].is_null());
+            if n > 1 {
+                assert!(t["partition_skipped"].as_u64().unwrap() > 0);
+            }
+        }
+    }
+    let args = [lost.as_str(), "--test", "lost_update", "--strategy", "dfs"];
+    let (code, single) = json_of(
+        &dir,
+        &[
+            "check",
+            "--json",
+            &lost,
+            "--test",
+            "lost_update",
+            "--strategy",
+            "dfs",
+        ],
+    );
+    assert_eq!(code, 1);
+    let single = &single["tests"][0];
+    for n in COUNTS {
+        let (code, t) = merged(&dir, &partitions(&dir, &args, n));
+        assert_eq!(code, 1, "{n} partitions");
+        assert_eq!(t["bug"]["failure"], single["bug"]["failure"]);
+        assert_eq!(t["bug"]["trace"], single["bug"]["trace"], "{n} partitions");
+        assert!(t["bug"]["order_key"].is_array());
+    }
+}
+
+#[test]
+fn bad_partitions_and_parts_that_do_not_belong_together_are_one_error_line() {
+    let dir = TempDir::new("partition-errors");
+    let m = fixture(&dir, "lost_update");
+    for bad in ["0/3", "4/3", "x/y", "3/0"] {
+        expect_error(
+            &wasmrace(
+                &dir,
+                &["check", &m, "--strategy", "random", "--partition", bad],
+            ),
+            &format!("`{bad}` is not a partition `K/N`"),
+        );
+    }
+    expect_error(
+        &wasmrace(&dir, &["check", &m, "--strategy", "pct", "--partition", "1/2"]),
+        "`--partition 1/2` does not apply to `--strategy pct`: only `basic-pos`, `dfs` (without `--state-cache`)",
+    );
+    expect_error(
+        &wasmrace(&dir, &["check", &m, "--split-depth", "3"]),
+        "`--split-depth` only applies with `--partition` or `--jobs`",
+    );
+    // Partition `k/n` of a random run (or of `strategy`, when the extra
+    // arguments start with one) of 50 executions, written to `name`.
+    let part = |name: &str, k: u32, n: u32, extra: &[&str]| {
+        let partition = format!("{k}/{n}");
+        let (strategy, extra) = match extra {
+            ["pos", rest @ ..] => ("pos", rest),
+            _ => ("random", extra),
+        };
+        let mut args = vec![
+            "check",
+            m.as_str(),
+            "--json",
+            "--strategy",
+            strategy,
+            "--max-executions",
+            "50",
+            "--partition",
+            &partition,
+        ];
+        args.extend(extra);
+        let run = wasmrace(&dir, &args);
+        std::fs::write(dir.join(name), &run.stdout).unwrap();
+        name.to_string()
+    };
+    let (a, b, c) = (
+        part("a.json", 1, 3, &[]),
+        part("b.json", 2, 3, &[]),
+        part("c.json", 3, 3, &[]),
+    );
+    expect(&wasmrace(&dir, &["merge", &a, &b, &c]), 1);
+    let cases = [
+        (
+            part("test.json", 3, 3, &["--test", "lost_update"]),
+            "checked different tests",
+        ),
+        (
+            part("seed.json", 3, 3, &["--seed", "9"]),
+            "differ in the seed of test `lost_update` (`0` and `9`)",
+        ),
+        (
+            part("n.json", 3, 4, &[]),
+            "differ in the partition count of test `lost_update` (`3` and `4`)",
+        ),
+        (
+            part("opts.json", 3, 3, &["--max-steps", "99"]),
+            "differ in the options of test `lost_update`",
+        ),
+        (
+            part("pos.json", 3, 3, &["pos"]),
+            "differ in the strategy of test `lost_update`",
+        ),
+    ];
+    for (file, needle) in &cases {
+        expect_error(&wasmrace(&dir, &["merge", &a, &b, file]), needle);
+    }
+    expect_error(
+        &wasmrace(&dir, &["merge", &a, &b]),
+        "partition 3/3 is missing: 2 parts given for 3 partitions",
+    );
+    expect_error(
+        &wasmrace(&dir, &["merge", &a, &b, &b, &c]),
+        "partition 2/3 is given twice: `b.json` and `b.json`",
+    );
+    let counter = fixture(&dir, "mutex_counter");
+    let run = wasmrace(
+        &dir,
+        &[
+            "check",
+            &counter,
+            "--json",
+            "--strategy",
+            "random",
+            "--max-executions",
+            "50",
+            "--partition",
+            "3/3",
+        ],
+    );
+    std::fs::write(dir.join("other.json"), &run.stdout).unwrap();
+    expect_error(
+        &wasmrace(&dir, &["merge", &a, &b, "other.json"]),
+        "are reports of different modules",
+    );
+    let plain = wasmrace(
+        &dir,
+        &[
+            "check",
+            &m,
+            "--json",
+            "--strategy",
+            "random",
+            "--max-executions",
+            "5",
+        ],
+    );
+    std::fs::write(dir.join("plain.json"), &plain.stdout).unwrap();
+    expect_error(
+        &wasmrace(&dir, &["merge", &a, "plain.json"]),
+        "`plain.json` is not the --json output of `wasmrace check --partition`",
+    );
+    expect_error(
+        &wasmrace(&dir, &["merge", "missing.json"]),
+        "cannot read `missing.json`",
+    );
+}
+
+/// `check --jobs N` runs N partitions on N threads and merges them: the
+/// report is the one-thread report, timing aside (a random run's bug and
+/// its execution number; an exhaustive dfs run's count).
+#[test]
+fn jobs_print_the_one_thread_report() {
+    let dir = TempDir::new("partition-jobs");
+    let pos = fixture(&dir, "pos_example");
+    let counter = fixture(&dir, "mutex_counter");
+    let runs: [&[&str]; 2] = [
+        &[
+            &pos,
+            "--strategy",
+            "random",
+            "--seed",
+            "1",
+            "--max-executions",
+            "2000",
+        ],
+        &[&counter, "--test", "mutex_counter_3", "--strategy", "dfs"],
+    ];
+    for (args, code) in runs.into_iter().zip([1, 0]) {
+        let text = |jobs: &str| {
+            let mut full = vec!["check", "--jobs", jobs];
+            full.extend(args);
+            let run = wasmrace(&dir, &full);
+            expect(&run, code);
+            super::without_timing(&run.stdout)
+        };
+        let one = text("1");
+        assert!(
+            one.contains(if code == 1 {
+                "BUG found in execution 144"
+            } else {
+                "no bug in 573 executions"
+            }),
+            "{one}"
+        );
+        for jobs in ["2", "3"] {
+            assert_eq!(text(jobs), one, "--jobs {jobs}");
+        }
+    }
+    expect_error(
+        &wasmrace(&dir, &["check", &pos, "--strategy", "pct", "--jobs", "2"]),
+        "`--jobs 2` does not apply to `--strategy pct`",
+    );
+    expect_error(
+        &wasmrace(&dir, &["check", &pos, "--jobs", "0"]),
+        "`--jobs` must be at least 1",
+    );
+}
