@@ -242,7 +242,8 @@ impl Dpor {
         match mode {
             DporMode::Optimal => {
                 for a in others {
-                    let alt = [Self::predicted(view, a)];
+                    let ev = Self::predicted(view, a);
+                    let alt = [&ev];
                     if !node.sleep.iter().any(|s| is_weak_initial(s, &alt, false)) {
                         node.wut.insert(&alt);
                     }
