@@ -522,6 +522,8 @@ mod tests {
             site: Some("src/lib.rs:3:5".into()),
             preemption: false,
             logs: Vec::new(),
+            state: Vec::new(),
+            state_cut: false,
         }
     }
 
