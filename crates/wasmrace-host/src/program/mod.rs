@@ -353,6 +353,7 @@ impl WasmProgram {
         // unregistered name) and after it (a new key): only when tracing.
         let mut targets = Vec::new();
         let describe = tracing && self.state_room > 0;
+        let made = self.store.data().world.threads[i].objects;
         if describe && !matches!(self.status, Status::Failed(_)) {
             let w = &self.store.data().world;
             let mut pending = Vec::new();
@@ -375,6 +376,7 @@ impl WasmProgram {
             detail = ex.detail;
             if describe {
                 w.targets(&self.info.accesses, &mut targets);
+                w.made_since(i, made, &mut targets);
             }
             self.info.message = ex.message;
             match ex.outcome {

@@ -559,10 +559,7 @@ impl World {
         t.objects += 1;
         let creator = t.tid;
         self.held += OBJECT_BYTES;
-        let mut h = Oid::object(creator, index).0;
-        if h == 0 {
-            h = mix64(1);
-        }
+        let h = handle(creator, index);
         self.objects.insert(
             h,
             ObjEntry {
@@ -719,6 +716,15 @@ impl World {
         let mut sink = Sink(Vec::with_capacity(1024));
         std::hash::Hash::hash(self, &mut sink);
         h.update(&sink.0);
+    }
+}
+
+/// The handle of the `index`-th object `creator` made (never 0, which the
+/// guest reads as "none").
+fn handle(creator: Tid, index: u32) -> u64 {
+    match Oid::object(creator, index).0 {
+        0 => mix64(1),
+        h => h,
     }
 }
 

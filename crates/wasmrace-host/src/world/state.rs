@@ -63,6 +63,13 @@ impl World {
         out.extend(accesses.iter().filter_map(|a| self.target(a.obj)));
     }
 
+    /// Adds to `out` the objects thread `i` made since it had made
+    /// `before` of them (a `*.new` step touches nothing else).
+    pub fn made_since(&self, i: usize, before: u32, out: &mut Vec<Target>) {
+        let t = &self.threads[i];
+        out.extend((before..t.objects).map(|k| Target::Object(super::handle(t.tid, k))));
+    }
+
     fn target(&self, id: Oid) -> Option<Target> {
         if self.objects.contains_key(&id.0) {
             return Some(Target::Object(id.0));
