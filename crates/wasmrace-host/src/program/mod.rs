@@ -353,9 +353,10 @@ impl WasmProgram {
         // unregistered name) and after it (a new key): only when tracing.
         let mut targets = Vec::new();
         let describe = tracing && self.state_room > 0;
-        let made = self.store.data().world.threads[i].objects;
+        let mut made = 0;
         if describe && !matches!(self.status, Status::Failed(_)) {
             let w = &self.store.data().world;
+            made = w.threads[i].objects;
             let mut pending = Vec::new();
             w.accesses(i, &mut pending);
             w.targets(&pending, &mut targets);
