@@ -34,7 +34,8 @@ pub struct HostArgs {
     #[arg(long, value_name = "MB", default_value_t = HostConfig::default().max_host_bytes >> 20)]
     pub max_host_memory_mb: u64,
     /// Log bytes a traced execution keeps (the rest is dropped, and the
-    /// trace says so), in KiB
+    /// trace says so), in KiB; as many again for the objects' states it
+    /// records per step
     #[arg(long, value_name = "KIB", default_value_t = HostConfig::default().max_log_bytes >> 10)]
     pub max_log_kib: u64,
     /// Largest module file read, in MiB
