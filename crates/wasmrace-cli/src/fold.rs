@@ -90,6 +90,8 @@ mod tests {
             site: None,
             preemption: false,
             logs: vec![],
+            state: vec![],
+            state_cut: false,
         }
     }
 

@@ -135,6 +135,13 @@ fn section(out: &mut String, index: usize, s: &Section) {
         curve_box(out, c, s.trace.len());
     }
     out.push_str("</div>\n");
+    if let Some(cut) = s.trace.iter().find(|e| e.state_cut) {
+        let _ = writeln!(
+            out,
+            "<p class=\"note state-cut\">object states are shown up to step {}: the trace's budget for them (--max-log-kib) was spent there</p>",
+            cut.step.saturating_sub(1)
+        );
+    }
     if s.trace.is_empty() {
         out.push_str("<p class=\"note\">no steps: it failed before its first scheduling point, or there is no failing interleaving to show</p>\n</section>\n");
         return;
@@ -225,6 +232,14 @@ fn step_row(
         }
         if let Some(site) = &e.site {
             let _ = write!(out, "<div class=\"site\">{}</div>", esc(site));
+        }
+        for v in &e.state {
+            let _ = write!(
+                out,
+                "<div class=\"state\"><span class=\"obj\">{}</span>: {}</div>",
+                esc(&v.object),
+                esc(&v.value)
+            );
         }
         for l in &e.logs {
             let _ = write!(out, "<div class=\"log\">log: {}</div>", esc(l));
@@ -423,6 +438,8 @@ td.lane.on{background:hsl(var(--hue),70%,94%);border-left:3px solid hsl(var(--hu
 .detail{color:#8e44ad}
 .site{color:#888;font-size:11px}
 .log{color:#16a085}
+.state{color:#555;font-size:11px}
+.state .obj{color:#2c3e50}
 tr.step{cursor:pointer}
 tr.step:hover td{background-color:#f3f7fb}
 tr.step.sel td{outline:2px solid #3498db;outline-offset:-2px}
@@ -453,8 +470,12 @@ window.onerror=function(msg,src,line,col){
 "#;
 
 /// Makes steps clickable: the step record and, for every object the
-/// interleaving touched up to that step, the last operation on it. Guest
-/// strings only ever reach the DOM through `textContent`.
+/// interleaving touched up to that step, its state then (each step records
+/// only the objects it touched; the state of the others is carried forward
+/// from the last step that touched them, so the page stays linear in the
+/// trace) and the last operation on it. `#step=N` (`#section=S&step=N`)
+/// in the address clicks row N. Guest strings only ever reach the DOM
+/// through `textContent`.
 const MAIN_JS: &str = r#"
 (function(){
   var data=JSON.parse(document.getElementById('wr-data').textContent);
@@ -472,13 +493,28 @@ const MAIN_JS: &str = r#"
       ['preempted',e.preemption?'yes: a switch away from a thread that could have continued':''],
       ['P after',probability(sec,k+1)],['logs',(e.logs||[]).join('\n')]]));
     panel.appendChild(el('h2','objects up to this step'));
-    panel.appendChild(el('p','the trace records each step\'s operation, not the objects\' state: below is the last operation on each object touched so far','hint'));
-    var last={},order=[];
-    for(var i=0;i<=k;i++){var s=sec.trace[i];if(!s.object)continue;if(!(s.object in last))order.push(s.object);last[s.object]=s;}
-    var t=el('table'),h=el('tr');['object','last step','operation'].forEach(function(x){h.appendChild(el('th',x));});t.appendChild(h);
-    order.forEach(function(o){var s=last[o],r=el('tr');r.appendChild(el('td',o));r.appendChild(el('td',s.step+' '+s.thread));r.appendChild(el('td',s.op+(s.detail?' '+s.detail:'')));t.appendChild(r);});
+    var last={},state={},order=[],cut=null;
+    function seen(o){if(!(o in last)&&!(o in state))order.push(o);}
+    for(var i=0;i<=k;i++){var s=sec.trace[i];
+      if(s.state_cut&&cut===null)cut=s.step;
+      if(s.object){seen(s.object);last[s.object]=s;}
+      (s.state||[]).forEach(function(v){seen(v.object);state[v.object]=v.value;});}
+    panel.appendChild(el('p',cut===null?'each object\'s state after this step, and the last step that operated on it':
+      'states from step '+cut+' on were not recorded (the --max-log-kib budget was spent): those shown are the last recorded','hint'));
+    var t=el('table',null,'objects'),h=el('tr');['object','state','last operation'].forEach(function(x){h.appendChild(el('th',x));});t.appendChild(h);
+    order.forEach(function(o){var s=last[o],r=el('tr');r.appendChild(el('td',o));r.appendChild(el('td',o in state?state[o]:'',
+      'value'));r.appendChild(el('td',s?s.step+' '+s.thread+' '+s.op+(s.detail?' '+s.detail:''):''));t.appendChild(r);});
     if(order.length===0){var r=el('tr');r.appendChild(el('td','none yet'));t.appendChild(r);}
     panel.appendChild(t);
+  }
+  function fromAddress(){
+    var q={};(location.hash||'').replace(/^#/,'').split('&').forEach(function(p){var kv=p.split('=');q[kv[0]]=kv[1];});
+    if(q.step===undefined)return false;
+    var secEl=document.querySelector('section.test[data-section="'+Number(q.section||0)+'"]');
+    var row=secEl&&secEl.querySelector('tr.step[data-index="'+(Number(q.step)-1)+'"]');
+    if(!row)return false;
+    row.click();row.scrollIntoView({block:'center'});
+    return true;
   }
   Array.prototype.forEach.call(document.querySelectorAll('section.test'),function(secEl){
     var si=Number(secEl.getAttribute('data-section'));
@@ -493,7 +529,7 @@ const MAIN_JS: &str = r#"
   });
   var first=null;
   for(var i=0;i<data.sections.length&&first===null;i++){if(data.sections[i].trace.length>0)first=i;}
-  if(first!==null){
+  if(first!==null&&!fromAddress()){
     var secEl=document.querySelector('section.test[data-section="'+first+'"]');
     var sel=secEl.querySelector('tr.step.failing')||secEl.querySelector('tr.step:last-child');
     show(first,Number(sel.getAttribute('data-index')),sel);
@@ -503,6 +539,7 @@ const MAIN_JS: &str = r#"
   b.setAttribute('data-lanes',String(document.querySelectorAll('th.lane-head').length));
   b.setAttribute('data-rows',String(document.querySelectorAll('tr.step').length));
   b.setAttribute('data-steps',String(data.sections.reduce(function(n,s){return n+s.trace.length;},0)));
+  window.addEventListener('hashchange',fromAddress);
   b.setAttribute('data-ready','1');
 })();
 "#;
@@ -510,7 +547,7 @@ const MAIN_JS: &str = r#"
 #[cfg(test)]
 mod tests {
     use super::*;
-    use wasmrace_trace::FailureKind;
+    use wasmrace_trace::{FailureKind, ObjectValue};
 
     fn event(step: u32, thread: &str, op: &str) -> TraceEvent {
         TraceEvent {
@@ -522,6 +559,8 @@ mod tests {
             site: Some("src/lib.rs:3:5".into()),
             preemption: false,
             logs: Vec::new(),
+            state: Vec::new(),
+            state_cut: false,
         }
     }
 
@@ -577,6 +616,37 @@ mod tests {
     }
 
     #[test]
+    fn rows_show_the_state_of_what_they_touched_and_where_it_was_cut() {
+        let (mut trace, f) = lost_update();
+        trace[5].state = vec![ObjectValue {
+            object: "cell main#0".into(),
+            value: "value = 1".into(),
+        }];
+        let html = page(Section {
+            test: "lost_update",
+            failure: Some(&f),
+            trace: &trace,
+            ..Section::default()
+        });
+        assert_eq!(
+            count(
+                &html,
+                "<div class=\"state\"><span class=\"obj\">cell main#0</span>: value = 1</div>"
+            ),
+            1
+        );
+        assert!(!html.contains("state-cut"));
+        trace[6].state_cut = true;
+        let html = page(Section {
+            test: "lost_update",
+            failure: Some(&f),
+            trace: &trace,
+            ..Section::default()
+        });
+        assert!(html.contains("object states are shown up to step 6"));
+    }
+
+    #[test]
     fn a_failing_thread_without_steps_still_gets_its_lane() {
         let f = Failure::new(FailureKind::Trap, Some("main".into()), "unreachable");
         assert_eq!(lanes(&[], Some(&f)), ["main"]);
@@ -602,6 +672,10 @@ mod tests {
             e.detail = HOSTILE.into();
             e.site = Some(HOSTILE.into());
             e.logs = vec![HOSTILE.into()];
+            e.state = vec![ObjectValue {
+                object: HOSTILE.into(),
+                value: HOSTILE.into(),
+            }];
         }
         f.thread = Some(HOSTILE.into());
         f.message = HOSTILE.into();

@@ -25,6 +25,8 @@ pub struct HostConfig {
     /// are dropped and the trace says so once, naming the flag. Logs are
     /// only kept when tracing, so a limit reached there must not change the
     /// verdict exploration found: dropping is the one consistent choice.
+    /// The object states a traced execution records per step
+    /// (`TraceEvent::state`) have a budget of the same size of their own.
     /// `--max-log-kib`, default 1 MiB.
     pub max_log_bytes: u64,
     /// Largest module file the host reads, in bytes: a path naming

@@ -87,6 +87,6 @@ pub use wasmrace_explore::{
 };
 // The vocabulary of results: failures, traces, schedules and ids.
 pub use wasmrace_trace::{
-    render_trace, Access, AccessKind, Decision, Failure, FailureKind, Oid, OpKind, Schedule,
-    ScheduleError, ScheduleStep, ThreadPath, Tid, TraceEvent, Waiting,
+    render_trace, Access, AccessKind, Decision, Failure, FailureKind, ObjectValue, Oid, OpKind,
+    Schedule, ScheduleError, ScheduleStep, ThreadPath, Tid, TraceEvent, Waiting,
 };

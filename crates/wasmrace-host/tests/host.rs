@@ -498,6 +498,10 @@ fn phase_is_a_scheduling_point_that_names_its_step() {
 #[path = "host/cache.rs"]
 mod cache;
 
+/// Traces carry the state of the objects each step touched.
+#[path = "host/trace_state.rs"]
+mod trace_state;
+
 /// Delaying explorers (SES, SS, custom explorers) through the host API.
 #[path = "host/delaying.rs"]
 mod delaying;

@@ -21,4 +21,4 @@ pub use schedule::{
     Schedule, ScheduleError, ScheduleSettings, ScheduleStep, SCHEDULE_FORMAT, SCHEDULE_MAX_BYTES,
     SCHEDULE_VERSION,
 };
-pub use trace::{render_trace, TraceEvent};
+pub use trace::{render_trace, ObjectValue, TraceEvent};

@@ -28,6 +28,24 @@ pub struct TraceEvent {
     /// Messages the thread logged with `wasmrace::log` during this step.
     #[serde(default, skip_serializing_if = "Vec::is_empty")]
     pub logs: Vec<String>,
+    /// The state, after this step, of the objects it touched (a cell's
+    /// value, a mutex's holder, a mailbox's messages), each clipped.
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub state: Vec<ObjectValue>,
+    /// True on the first step whose object states were left out because
+    /// the trace's budget for them (`--max-log-kib`) was spent: from here
+    /// on, `state` is empty.
+    #[serde(default, skip_serializing_if = "std::ops::Not::not")]
+    pub state_cut: bool,
+}
+
+/// One object's state after a step, as traces show it.
+#[derive(Clone, PartialEq, Eq, Debug, Serialize, Deserialize)]
+pub struct ObjectValue {
+    /// The object's name, e.g. `cell main#0`, `mailbox main.1`.
+    pub object: String,
+    /// Its state in short, e.g. `value = 3`, `held by main.1`.
+    pub value: String,
 }
 
 /// Renders an interleaving as numbered lines, one per step, with preemptions
@@ -83,6 +101,8 @@ mod tests {
             } else {
                 vec![]
             },
+            state: vec![],
+            state_cut: false,
         }
     }
 

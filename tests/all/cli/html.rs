@@ -178,3 +178,60 @@ fn html_report_screenshot_is_not_blank() {
         png.len()
     );
 }
+
+/// Clicking a step (through the page's `#step=N` address, which clicks row
+/// N) shows every object's state at that step: in `lazy01`'s bug, the row
+/// where a worker takes the mutex shows it as that worker's, and the cell
+/// still at its initial value; each row shows the state of what it touched.
+#[test]
+fn clicking_a_step_shows_the_objects_state_at_that_step_in_chromium() {
+    let dir = TempDir::new("html-state");
+    let m = fixture(&dir, "lazy01");
+    let run = wasmrace(
+        &dir,
+        &[
+            "check",
+            &m,
+            "--test",
+            "lazy01",
+            "--json",
+            "--html",
+            "report.html",
+        ],
+    );
+    expect(&run, 1);
+    let json: serde_json::Value = serde_json::from_str(&run.stdout).unwrap();
+    let trace = json["tests"][0]["bug"]["trace"].as_array().unwrap();
+    let lock = trace
+        .iter()
+        .position(|e| e["op"] == "mutex.lock")
+        .expect("a worker locks");
+    let holder = trace[lock]["thread"].as_str().unwrap();
+    // The trace records the mutex's state after the lock.
+    let held = format!("held by {holder}; waiting: ");
+    assert_eq!(trace[lock]["state"][0]["object"], "mutex main#1");
+    let value = trace[lock]["state"][0]["value"].as_str().unwrap();
+    assert!(value.starts_with(&held), "{value}");
+    let html = std::fs::read_to_string(dir.join("report.html")).unwrap();
+    assert!(html.contains(&format!(
+        "<span class=\"obj\">mutex main#1</span>: {value}</div>"
+    )));
+    let page = dir.join(format!("report.html#step={}", lock + 1));
+    let dom = browse(&dir, &page, &["--dump-dom".to_string()]);
+    assert_eq!(body_attribute(&dom, "data-errors"), "0", "{dom}");
+    assert_eq!(body_attribute(&dom, "data-ready"), "1", "{dom}");
+    let panel = &dom[dom.find("<aside id=\"panel\"").expect("the panel")..];
+    let panel = &panel[..panel.find("</aside>").unwrap()];
+    assert!(
+        panel.contains(&format!("step {} of {}", lock + 1, trace.len())),
+        "the clicked step, not the failing one: {panel}"
+    );
+    assert!(
+        panel.contains(&format!("<td>mutex main#1</td><td class=\"value\">{held}")),
+        "{panel}"
+    );
+    assert!(
+        panel.contains("<td>cell main#0</td><td class=\"value\">value = 0</td>"),
+        "{panel}"
+    );
+}

@@ -39,7 +39,8 @@ pub struct HostArgs {
     pub max_host_memory_mb: Option<u64>,
     #[arg(long, value_name = "KIB", help = format!(
         "Log bytes a traced execution keeps (the rest is dropped, and the \
-         trace says so), in KiB [default: {}]",
+         trace says so), in KiB; as many again for the objects' states it \
+         records per step [default: {}]",
         HostConfig::default().max_log_bytes >> 10
     ))]
     pub max_log_kib: Option<u64>,

@@ -17,12 +17,12 @@ use crate::guest::{Guest, GuestInner};
 use crate::hooks::{Exports, HostState, Mode};
 use crate::ops::Op;
 use crate::snapshot::{self, Snapshot};
-use crate::world::Outcome;
+use crate::world::{Outcome, Target};
 use instance::instantiate;
 use std::collections::BTreeMap;
 use std::sync::Arc;
 use wasmrace_explore::{is_preemption, Program, Status, StepInfo, ThreadView};
-use wasmrace_trace::{Decision, OpKind, Tid, TraceEvent};
+use wasmrace_trace::{Decision, ObjectValue, OpKind, Tid, TraceEvent};
 use wasmtime::Store;
 
 /// One test of a guest, run one scheduling decision at a time.
@@ -37,6 +37,10 @@ pub struct WasmProgram {
     steps: u64,
     last: Option<(Tid, Option<OpKind>)>,
     trace: Vec<TraceEvent>,
+    /// Bytes of object states (`TraceEvent::state`) the trace may still
+    /// keep: `--max-log-kib` again, a budget of its own, so that a long
+    /// traced execution cannot exhaust memory describing objects.
+    state_room: u64,
     sites: BTreeMap<u32, Option<String>>,
     /// The page list of the last snapshot or restore: memory equals it but
     /// for the pages the dirty-page map marks since, when `synced`.
@@ -101,6 +105,7 @@ impl WasmProgram {
             steps: 0,
             last: None,
             trace: Vec::new(),
+            state_room: 0,
             sites: BTreeMap::new(),
             reference: Arc::new(Vec::new()),
             synced: false,
@@ -177,6 +182,7 @@ impl WasmProgram {
         self.steps = 0;
         self.last = None;
         self.trace.clear();
+        self.state_room = self.guest.config.max_log_bytes;
         self.store.data_mut().log_room = self.guest.config.max_log_bytes;
         if let Some(init) = self.ex.init.clone() {
             self.store.data_mut().mode = Mode::Running;
@@ -216,6 +222,8 @@ impl WasmProgram {
                     site: None,
                     preemption: false,
                     logs,
+                    state: Vec::new(),
+                    state_cut: false,
                 });
             }
         }
@@ -341,6 +349,18 @@ impl WasmProgram {
         }
         let mut object = None;
         let mut detail = String::new();
+        // What the step touches, resolved before (a removed table key, an
+        // unregistered name) and after it (a new key): only when tracing.
+        let mut targets = Vec::new();
+        let describe = tracing && self.state_room > 0;
+        let mut made = 0;
+        if describe && !matches!(self.status, Status::Failed(_)) {
+            let w = &self.store.data().world;
+            made = w.threads[i].objects;
+            let mut pending = Vec::new();
+            w.accesses(i, &mut pending);
+            w.targets(&pending, &mut targets);
+        }
         if !matches!(self.status, Status::Failed(_)) {
             // The view of `i` holds its pending accesses; it is at index `i`
             // unless an earlier thread exited. The view's list is rebuilt
@@ -355,6 +375,10 @@ impl WasmProgram {
             };
             object = ex.object;
             detail = ex.detail;
+            if describe {
+                w.targets(&self.info.accesses, &mut targets);
+                w.made_since(i, made, &mut targets);
+            }
             self.info.message = ex.message;
             match ex.outcome {
                 Outcome::Return(r) => self.run_segment(i, Some(r))?,
@@ -392,6 +416,7 @@ impl WasmProgram {
             let logs = std::mem::take(&mut self.store.data_mut().logs);
             let site_name = self.site_name(site);
             let thread = self.store.data().world.thread_name(d.tid);
+            let (state, state_cut) = self.object_states(targets);
             self.trace.push(TraceEvent {
                 step: step_no as u32 + 1,
                 thread,
@@ -401,6 +426,8 @@ impl WasmProgram {
                 site: site_name,
                 preemption,
                 logs,
+                state,
+                state_cut,
             });
         }
         self.refresh_after(i, effect);
@@ -411,6 +438,41 @@ impl WasmProgram {
             panic!("after step {step_no} ({}): {e}", kind.name());
         }
         Ok(())
+    }
+
+    /// The state after a step of the objects it touched (`targets`, in
+    /// order of first mention), while the budget lasts; the second value
+    /// is true on the step that spends it, whose states are left out as
+    /// are all later steps'.
+    fn object_states(&mut self, targets: Vec<Target>) -> (Vec<ObjectValue>, bool) {
+        // Per description beyond its text: the record and the vector slot.
+        const OVERHEAD: usize = 64;
+        if self.state_room == 0 {
+            return (Vec::new(), false);
+        }
+        let w = &self.store.data().world;
+        let mut seen: Vec<&Target> = Vec::with_capacity(targets.len());
+        let mut state = Vec::with_capacity(targets.len());
+        for t in &targets {
+            if !seen.contains(&t) {
+                seen.push(t);
+                state.extend(w.describe_target(t));
+            }
+        }
+        let bytes: usize = state
+            .iter()
+            .map(|v: &ObjectValue| v.object.len() + v.value.len() + OVERHEAD)
+            .sum();
+        match self.state_room.checked_sub(bytes as u64) {
+            Some(left) => {
+                self.state_room = left;
+                (state, false)
+            }
+            None => {
+                self.state_room = 0;
+                (Vec::new(), true)
+            }
+        }
     }
 
     /// Replaces the instance with a fresh one (needed when memory must
@@ -551,6 +613,7 @@ impl Program for WasmProgram {
         self.steps = s.steps;
         self.last = s.last;
         self.trace.clear();
+        self.state_room = self.guest.config.max_log_bytes;
         Ok(())
     }
 

@@ -10,7 +10,11 @@ use wasmrace_trace::{Access, Oid};
 #[derive(Clone, Debug, PartialEq, Eq, Hash)]
 pub struct Atomic(pub u64);
 
-impl ObjectState for Atomic {}
+impl ObjectState for Atomic {
+    fn describe(&self, _w: &World, _h: u64) -> String {
+        format!("value = {}", self.0)
+    }
+}
 
 pub(super) struct Ops;
 

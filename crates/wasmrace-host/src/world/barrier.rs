@@ -28,7 +28,22 @@ pub struct Barrier {
     pub generation: u32,
 }
 
-impl ObjectState for Barrier {}
+impl ObjectState for Barrier {
+    fn describe(&self, _w: &World, _h: u64) -> String {
+        format!(
+            "{} of {} arrived, {} generation{} released",
+            self.arrived,
+            self.n,
+            self.generation,
+            if self.generation == 1 { "" } else { "s" }
+        )
+    }
+
+    fn owns(&self, h: u64, id: Oid) -> bool {
+        // Late leavers may still share a generation a few back.
+        (self.generation.saturating_sub(3)..=self.generation).any(|g| generation_id(h, g) == id)
+    }
+}
 
 pub(super) struct Ops;
 

@@ -9,7 +9,11 @@ use wasmrace_trace::{Access, Oid};
 #[derive(Clone, Debug, PartialEq, Eq, Hash)]
 pub struct Cell(pub u64);
 
-impl ObjectState for Cell {}
+impl ObjectState for Cell {
+    fn describe(&self, _w: &World, _h: u64) -> String {
+        format!("value = {}", self.0)
+    }
+}
 
 pub(super) struct Ops;
 

@@ -17,6 +17,15 @@ pub struct Condvar {
 }
 
 impl ObjectState for Condvar {
+    fn describe(&self, w: &World, _h: u64) -> String {
+        let waiters: Vec<String> = self.waiters.iter().map(|t| w.thread_name(*t)).collect();
+        if waiters.is_empty() {
+            "no waiters".into()
+        } else {
+            super::state::with_list(String::new(), "waiters", &waiters)
+        }
+    }
+
     fn heap_bytes(&self) -> usize {
         self.waiters.capacity() * std::mem::size_of::<Tid>()
     }

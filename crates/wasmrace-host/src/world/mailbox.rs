@@ -3,12 +3,41 @@
 //! message, `recv_from` the oldest from one sender (selective receive).
 //! The taken message waits in the thread for `recv_take` (a plain hook).
 
-use super::{preview, Cx, Kind, Message, Outcome, Ret, World, MESSAGE_BYTES};
+use super::state::{with_list, LIST_ITEMS};
+use super::{preview, preview_n, Cx, Kind, Message, Outcome, Ret, World, MESSAGE_BYTES};
 use crate::ops::{Bytes, Op};
 use std::fmt::Write as _;
 use wasmrace_trace::{Access, Oid, Tid};
 
 pub(super) struct Ops;
+
+/// Bytes of each message a mailbox's description previews.
+const MESSAGE_PREVIEW: usize = 16;
+
+/// Thread `i`'s mailbox as traces show it: how many messages, then the
+/// oldest few, each with its length, a clipped preview and its sender.
+pub(super) fn describe(w: &World, i: usize) -> String {
+    let mailbox = &w.threads[i].mailbox;
+    let n = mailbox.len();
+    let head = match n {
+        0 => return "empty".into(),
+        1 => "1 message".to_string(),
+        n => format!("{n} messages"),
+    };
+    let messages: Vec<String> = mailbox
+        .iter()
+        .take(LIST_ITEMS + 1)
+        .map(|m| {
+            format!(
+                "{} bytes {} from {}",
+                m.data.len(),
+                preview_n(&m.data, MESSAGE_PREVIEW),
+                w.thread_name(m.from)
+            )
+        })
+        .collect();
+    with_list(head, "", &messages)
+}
 
 impl Kind for Ops {
     fn enabled(w: &World, i: usize, op: &Op) -> bool {

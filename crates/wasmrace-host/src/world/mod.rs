@@ -15,8 +15,11 @@ mod mailbox;
 mod mutex;
 mod registry;
 mod rwlock;
+mod state;
 mod table;
 mod thread;
+
+pub(crate) use state::Target;
 
 use crate::ops::{for_each_op, Op};
 use std::collections::{BTreeMap, VecDeque};
@@ -43,6 +46,20 @@ macro_rules! objects {
             fn heap_bytes(&self) -> usize {
                 match self {
                     $(Object::$variant(s) => ObjectState::heap_bytes(s),)*
+                }
+            }
+
+            /// The state as traces show it (see `ObjectState::describe`).
+            fn describe(&self, w: &World, h: u64) -> String {
+                match self {
+                    $(Object::$variant(s) => ObjectState::describe(s, w, h),)*
+                }
+            }
+
+            /// Whether `id` is one of the ids this object derives.
+            fn owns(&self, h: u64, id: Oid) -> bool {
+                match self {
+                    $(Object::$variant(s) => ObjectState::owns(s, h, id),)*
                 }
             }
         }
@@ -78,8 +95,18 @@ objects! {
     Barrier(barrier::Barrier) "barrier",
 }
 
-/// What every object kind's state provides.
+/// What every object kind's state provides. `describe` has no default:
+/// a new kind cannot be registered without saying how traces show it.
 trait ObjectState {
+    /// The state in short for traces and the HTML report (`value = 3`,
+    /// `held by main.1; waiting: main.2`), naming threads through `w`;
+    /// `h` is the object's handle. Lists are cut at `state::LIST_ITEMS`.
+    fn describe(&self, w: &World, h: u64) -> String;
+    /// Whether `id` is an id this object (handle `h`) derives for its
+    /// parts (a table's keys), so that a trace can name it.
+    fn owns(&self, _h: u64, _id: Oid) -> bool {
+        false
+    }
     /// Heap bytes the state holds beyond its own size.
     fn heap_bytes(&self) -> usize {
         0
@@ -216,10 +243,15 @@ const PREVIEW_BYTES: usize = 64;
 /// Guest bytes as traces show them: quoted, at most `PREVIEW_BYTES` of
 /// them, with the number left out.
 fn preview(bytes: &[u8]) -> String {
-    let shown = &bytes[..bytes.len().min(PREVIEW_BYTES)];
+    preview_n(bytes, PREVIEW_BYTES)
+}
+
+/// `preview` showing at most `max` bytes.
+fn preview_n(bytes: &[u8], max: usize) -> String {
+    let shown = &bytes[..bytes.len().min(max)];
     let mut s = format!("{:?}", String::from_utf8_lossy(shown));
     // Escapes (`\u{7}`) can make the quoted form eight times longer.
-    if let Some((cut, _)) = s.char_indices().nth(2 * PREVIEW_BYTES) {
+    if let Some((cut, _)) = s.char_indices().nth(2 * max) {
         s.truncate(cut);
         s.push('…');
     }
@@ -527,10 +559,7 @@ impl World {
         t.objects += 1;
         let creator = t.tid;
         self.held += OBJECT_BYTES;
-        let mut h = Oid::object(creator, index).0;
-        if h == 0 {
-            h = mix64(1);
-        }
+        let h = handle(creator, index);
         self.objects.insert(
             h,
             ObjEntry {
@@ -687,6 +716,15 @@ impl World {
         let mut sink = Sink(Vec::with_capacity(1024));
         std::hash::Hash::hash(self, &mut sink);
         h.update(&sink.0);
+    }
+}
+
+/// The handle of the `index`-th object `creator` made (never 0, which the
+/// guest reads as "none").
+fn handle(creator: Tid, index: u32) -> u64 {
+    match Oid::object(creator, index).0 {
+        0 => mix64(1),
+        h => h,
     }
 }
 

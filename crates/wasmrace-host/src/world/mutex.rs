@@ -13,7 +13,16 @@ pub struct Mutex {
     pub holder: Option<Tid>,
 }
 
-impl ObjectState for Mutex {}
+impl ObjectState for Mutex {
+    fn describe(&self, w: &World, h: u64) -> String {
+        let holder = match self.holder {
+            Some(t) => format!("held by {}", w.thread_name(t)),
+            None => "free".into(),
+        };
+        let waiting = w.threads_waiting(|op| matches!(op, Op::MutexLock { h: x } if *x == h));
+        super::state::with_list(holder, "waiting", &waiting)
+    }
+}
 
 impl World {
     /// Whether mutex `h` can be taken now; an unknown handle can (the

@@ -18,6 +18,14 @@ pub(super) fn name_slot(t: Tid) -> Oid {
 
 pub(super) struct Ops;
 
+/// Registry name `name` as traces show it: whom it names.
+pub(super) fn describe(w: &World, name: &[u8]) -> String {
+    match w.names.get(name) {
+        Some(t) => format!("names {}", w.thread_name(*t)),
+        None => "unregistered".into(),
+    }
+}
+
 impl Kind for Ops {
     fn accesses(w: &World, _i: usize, op: &Op, out: &mut Vec<Access>) {
         match op {

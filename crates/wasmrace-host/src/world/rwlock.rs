@@ -18,6 +18,28 @@ pub struct RwLock {
 }
 
 impl ObjectState for RwLock {
+    fn describe(&self, w: &World, h: u64) -> String {
+        let held = match self.writer {
+            Some(t) => format!("written by {}", w.thread_name(t)),
+            None if self.readers.is_empty() => "free".into(),
+            None => {
+                let readers: Vec<String> = self
+                    .readers
+                    .iter()
+                    .map(|(t, n)| match n {
+                        1 => w.thread_name(*t),
+                        n => format!("{} (x{n})", w.thread_name(*t)),
+                    })
+                    .collect();
+                super::state::with_list(String::new(), "read by", &readers)
+            }
+        };
+        let waiting = w.threads_waiting(
+            |op| matches!(op, Op::RwLockRead { h: x } | Op::RwLockWrite { h: x } if *x == h),
+        );
+        super::state::with_list(held, "waiting", &waiting)
+    }
+
     fn heap_bytes(&self) -> usize {
         super::btree_bytes(self.readers.len(), std::mem::size_of::<(Tid, u32)>())
     }

@@ -11,6 +11,22 @@ use wasmrace_trace::{Access, Oid};
 pub struct Table(pub BTreeMap<u64, u64>);
 
 impl ObjectState for Table {
+    fn describe(&self, _w: &World, _h: u64) -> String {
+        let entries: Vec<String> = self
+            .0
+            .iter()
+            .take(super::state::LIST_ITEMS + 1)
+            .map(|(k, v)| format!("{k} -> {v}"))
+            .collect();
+        let n = self.0.len();
+        let head = format!("{n} entr{}", if n == 1 { "y" } else { "ies" });
+        super::state::with_list(head, "", &entries)
+    }
+
+    fn owns(&self, h: u64, id: Oid) -> bool {
+        self.0.keys().any(|k| Oid::table_key(Oid(h), *k) == id)
+    }
+
     fn heap_bytes(&self) -> usize {
         btree_bytes(self.0.len(), 2 * std::mem::size_of::<u64>())
     }

@@ -9,6 +9,23 @@ use wasmrace_trace::{Access, Oid, Tid};
 
 pub(super) struct Ops;
 
+/// Thread `i` as traces show it: exited, ready (with its next operation)
+/// or blocked (with what it waits for), and its registered name.
+pub(super) fn describe(w: &World, i: usize) -> String {
+    let t = &w.threads[i];
+    let mut s = if t.exited {
+        "exited".to_string()
+    } else if w.enabled(i) {
+        format!("ready: next {}", t.pending.kind().name())
+    } else {
+        format!("blocked: waits for {}", w.waits_for(i))
+    };
+    if let Some(name) = &t.name {
+        s.push_str(&format!(", registered as {}", fmt_name(name)));
+    }
+    s
+}
+
 /// The most alternatives one `choose(n)` may ask for (docs/ABI.md). Every
 /// alternative is a branch strategies may enumerate (DFS keeps them all as
 /// pending decisions), so a value as large as `choose(-1)` reinterpreted,
