@@ -36,16 +36,21 @@
 //! reversal; the execution is abandoned when nothing else is left at that
 //! node).
 //!
+//! **Bounded** (`--preemption-bound N`): bounded partial-order reduction
+//! in source mode, without sleep sets, with conservative backtrack points;
+//! see [`bound`].
+//!
 //! **Memory.** Nodes exist for the current path only: sleep sets hold at
 //! most one event per thread, and wakeup trees hold the reversals planned
 //! from their state, dropped with the node.
 
+mod bound;
 mod race;
 mod wakeup;
 
 use crate::program::{StepInfo, ThreadView};
 use crate::strategies::registry::{Descriptor, Knob, StrategyOptions, Takes};
-use crate::strategy::{Capabilities, Context, Outcome, Start, Stat, Strategy};
+use crate::strategy::{BoundHit, Capabilities, Context, Outcome, Start, Stat, Strategy};
 use race::{dependent, Ev};
 use wakeup::{initials, is_weak_initial, WakeupTree};
 use wasmrace_trace::{Decision, OpKind};
@@ -71,7 +76,9 @@ impl DporMode {
 }
 
 /// `dpor` in the [registry](crate::strategies::registry): `--dpor`
-/// (default `optimal`); unbounded only.
+/// (default `optimal`) and `--preemption-bound` (default unbounded). With a
+/// bound it runs bounded source-DPOR whatever `--dpor` says (the CLI
+/// refuses `--dpor optimal` with a bound); see [`bound`].
 pub const DESCRIPTOR: Descriptor = Descriptor {
     name: "dpor",
     about: "Dynamic partial-order reduction: each Mazurkiewicz trace once \
@@ -86,17 +93,36 @@ pub const DESCRIPTOR: Descriptor = Descriptor {
         preemption_bound: Some(None),
         ..StrategyOptions::NONE
     },
-    build: |o, _| Box::new(Dpor::new(mode(o))),
-    describe: |o, _| format!("dpor, {}, unbounded", mode(o).name()),
+    build: |o, _| match preemption_bound(o) {
+        Some(n) => Box::new(Dpor::bounded(n)),
+        None => Box::new(Dpor::new(mode(o))),
+    },
+    describe: |o, _| match preemption_bound(o) {
+        Some(n) => format!("dpor, source (bounded), preemption bound {n}"),
+        None => format!("dpor, {}, unbounded", mode(o).name()),
+    },
     options_json: |o| {
         let mut json = serde_json::Map::new();
-        json.insert("dpor".into(), mode(o).name().into());
+        match preemption_bound(o) {
+            Some(n) => {
+                json.insert("dpor".into(), DporMode::Source.name().into());
+                json.insert("preemption_bound".into(), n.into());
+            }
+            None => {
+                json.insert("dpor".into(), mode(o).name().into());
+            }
+        }
         json
     },
 };
 
 fn mode(o: &StrategyOptions) -> DporMode {
     o.dpor.unwrap_or_default()
+}
+
+/// The preemption bound of resolved options (unbounded when unset).
+fn preemption_bound(o: &StrategyOptions) -> Option<u32> {
+    o.preemption_bound.flatten()
 }
 
 /// The search state at one depth of the current path.
@@ -141,6 +167,8 @@ pub struct Dpor {
     sleep_blocked: u64,
     infeasible: u64,
     max_wut: usize,
+    /// The preemption bound, when bounded.
+    bound: Option<bound::Bound>,
 }
 
 impl Dpor {
@@ -160,7 +188,22 @@ impl Dpor {
             sleep_blocked: 0,
             infeasible: 0,
             max_wut: 0,
+            bound: None,
         }
+    }
+
+    /// Bounded source-DPOR: at least one schedule of every trace that has
+    /// a schedule with at most `limit` preemptions (see [`bound`]).
+    pub fn bounded(limit: u32) -> Self {
+        Dpor {
+            bound: Some(bound::Bound::new(limit)),
+            ..Self::new(DporMode::Source)
+        }
+    }
+
+    /// Race reversals the preemption bound refused (0 when unbounded).
+    pub fn pruned(&self) -> u64 {
+        self.bound.as_ref().map_or(0, bound::Bound::pruned)
     }
 
     /// Optimal DPOR.
@@ -258,6 +301,10 @@ impl Dpor {
     fn reverse_races(&mut self) {
         for r in self.clocks.races(&self.events, self.checked) {
             let v: Vec<Ev> = r.v.iter().map(|&i| self.events[i].clone()).collect();
+            if let Some(b) = &mut self.bound {
+                b.reverse(&mut self.nodes, &self.events, r.at, &v);
+                continue;
+            }
             let node = &mut self.nodes[r.at];
             match self.mode {
                 DporMode::Optimal => {
@@ -353,17 +400,22 @@ impl Strategy for Dpor {
         let (sleep, wut) = match depth.checked_sub(1) {
             None => (Vec::new(), WakeupTree::default()),
             Some(p) => {
+                // Bounded: no sleep sets (see `bound`).
+                let inherit = self.bound.is_none();
                 let parent = &mut self.nodes[p];
                 let e = self.events.get(p)?;
                 let sleep = parent
                     .sleep
                     .iter()
-                    .filter(|s| !dependent(s, e))
+                    .filter(|s| inherit && !dependent(s, e))
                     .cloned()
                     .collect();
                 (sleep, std::mem::take(&mut parent.child_wut))
             }
         };
+        if let Some(b) = &mut self.bound {
+            b.enter(depth, ctx);
+        }
         self.nodes.push(Node {
             sleep,
             wut,
@@ -414,12 +466,33 @@ impl Capabilities for Dpor {
     }
 
     fn stats(&self) -> Vec<Stat> {
-        vec![
-            Stat::new("traces", self.traces),
+        let mut stats = vec![
+            // Without sleep sets (bounded), a trace can run twice.
+            Stat::new(
+                match self.bound {
+                    None => "traces",
+                    Some(_) => "complete executions",
+                },
+                self.traces,
+            ),
             Stat::new("sleep-set-blocked executions", self.sleep_blocked),
             Stat::new("infeasible reversals", self.infeasible),
             Stat::new("largest wakeup tree", self.max_wut as u64),
-        ]
+        ];
+        if let Some(b) = &self.bound {
+            stats.push(Stat::new("reversals pruned by the bound", b.pruned()));
+            stats.push(Stat::new("conservative backtrack points", b.conservative()));
+        }
+        stats
+    }
+
+    fn bound_hit(&self) -> Option<BoundHit> {
+        let b = self.bound.as_ref()?;
+        (b.pruned() > 0).then(|| BoundHit {
+            bound: "preemptions",
+            value: u64::from(b.limit()),
+            knob: "--preemption-bound",
+        })
     }
 }
 

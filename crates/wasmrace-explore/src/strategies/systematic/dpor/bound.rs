@@ -1,0 +1,207 @@
+//! Bounded partial-order reduction (`--strategy dpor --preemption-bound N`):
+//! Coons, Musuvathi & McKinley, "Bounded partial-order reduction" (OOPSLA
+//! 2013), on source-DPOR's backtrack sets. It explores at least one
+//! schedule of every trace that has a schedule with at most `N`
+//! preemptions (a switch away from a thread that could have continued and
+//! did not yield, [`crate::program::is_preemption`], as DFS counts them).
+//!
+//! **Why pruning alone is unsound.** DPOR reverses a race `e ⋖ e'` by
+//! running an initial of `notdep(e, E).e'` at the state before `e`. Under
+//! a bound that switch may cost a preemption the path cannot afford, while
+//! the same trace is reachable within the bound by switching earlier, where
+//! switching was free or no dearer than the path's own switch: the bound
+//! makes independent steps dependent (the paper's "bound dependences").
+//! So, besides the usual backtrack point at `e` (added only if affordable,
+//! else counted as pruned), every reversal also adds a *conservative*
+//! backtrack point at the start of the block `e` lies in: the last state
+//! `j` before `e` where the running thread changed (or the previous step
+//! yielded). There it adds an initial of the reversal that is enabled, or,
+//! when none is, every enabled thread (the paper's `Post` condition, with
+//! source-DPOR's initials for the racing thread).
+//!
+//! **No sleep sets.** A thread put to sleep was explored under the budget
+//! left at the state where it ran; an equivalent schedule from a later
+//! state can need more preemptions than that, so sleep sets would drop
+//! traces within the bound. Like the paper's algorithm (Flanagan &
+//! Godefroid's backtrack sets), the bounded search keeps none: a node only
+//! remembers which threads it has explored. Wakeup trees are not used
+//! either: a planned sequence fixes several switches at once, and nothing
+//! shows that the bound keeps a representative of each trace then (as in
+//! Concuerror, whose bounded variant needs source-DPOR too); bounded DPOR
+//! always runs in source mode.
+//!
+//! **What it claims.** A reversal the bound refused is counted
+//! ([`Bound::pruned`]) and reported as a bound hit: such a run proves
+//! nothing beyond the bound. With none refused, the search is unbounded
+//! source-DPOR (without sleep sets) plus extra backtrack points, and
+//! exhausting it explores every trace.
+
+use super::race::Ev;
+use super::wakeup::initials;
+use super::Node;
+use crate::strategy::Context;
+use wasmrace_trace::{OpKind, Tid};
+
+/// What the bound needs to know of one state of the current path.
+#[derive(Clone, Debug, Default)]
+struct Point {
+    /// Preemptions the path took to reach this state.
+    used: u32,
+    /// The thread that ran last, when switching away from it here is a
+    /// preemption (it is enabled and did not yield).
+    sticky: Option<Tid>,
+    /// Threads enabled here, in creation order.
+    enabled: Vec<Tid>,
+}
+
+impl Point {
+    /// Preemptions of the path through this state that runs `tid` next.
+    fn cost(&self, tid: Tid) -> u32 {
+        self.used + u32::from(self.sticky.is_some_and(|s| s != tid))
+    }
+}
+
+/// The preemption bound of a DPOR search and the states of its current
+/// path; see the module documentation.
+#[derive(Debug)]
+pub(crate) struct Bound {
+    limit: u32,
+    /// `points[i]`: the state of the path's node at depth `i`.
+    points: Vec<Point>,
+    pruned: u64,
+    conservative: u64,
+}
+
+impl Bound {
+    /// At most `limit` preemptions per execution.
+    pub fn new(limit: u32) -> Bound {
+        Bound {
+            limit,
+            points: Vec::new(),
+            pruned: 0,
+            conservative: 0,
+        }
+    }
+
+    /// The bound.
+    pub fn limit(&self) -> u32 {
+        self.limit
+    }
+
+    /// Race reversals not planned because they needed more preemptions
+    /// than the bound allows at their state.
+    pub fn pruned(&self) -> u64 {
+        self.pruned
+    }
+
+    /// Conservative backtrack points added.
+    pub fn conservative(&self) -> u64 {
+        self.conservative
+    }
+
+    /// Records the state of a new node at `depth` of the path (the nodes
+    /// above it are the path's, recorded before).
+    pub fn enter(&mut self, depth: usize, ctx: &Context<'_>) {
+        self.points.truncate(depth);
+        let used = match (depth.checked_sub(1), ctx.last) {
+            (Some(p), Some((t, _))) => self.points.get(p).map_or(0, |prev| prev.cost(t)),
+            _ => 0,
+        };
+        let enabled = |t: Tid| ctx.thread(t).is_some_and(|v| v.pending.enabled);
+        let sticky = match ctx.last {
+            Some((t, op)) if op != Some(OpKind::Yield) && enabled(t) => Some(t),
+            _ => None,
+        };
+        self.points.resize_with(depth, Point::default);
+        self.points.push(Point {
+            used,
+            sticky,
+            enabled: ctx
+                .threads
+                .iter()
+                .filter(|v| v.pending.enabled)
+                .map(|v| v.tid)
+                .collect(),
+        });
+    }
+
+    /// Whether running `tid` at the node at depth `at` stays within the
+    /// bound.
+    fn allows(&self, at: usize, tid: Tid) -> bool {
+        self.points
+            .get(at)
+            .is_some_and(|p| p.cost(tid) <= self.limit)
+    }
+
+    /// Plans the reversal `v` of a race whose first event is `events[at]`:
+    /// at `at` if affordable (else counted as pruned), and conservatively
+    /// at the start of `at`'s block.
+    pub fn reverse(&mut self, nodes: &mut [Node], events: &[Ev], at: usize, v: &[Ev]) {
+        let inits: Vec<Tid> = initials(v).iter().map(|e| e.tid).collect();
+        if !self.plan(&mut nodes[at], at, &inits, false) {
+            self.pruned += 1;
+        }
+        let Some(j) = block_start(events, at) else {
+            return;
+        };
+        let enabled = &self.points[j].enabled;
+        let here: Vec<Tid> = inits
+            .iter()
+            .copied()
+            .filter(|t| enabled.contains(t))
+            .collect();
+        let (cands, all) = match here.is_empty() {
+            true => (enabled.clone(), true),
+            false => (here, false),
+        };
+        let before = nodes[j].wut.size();
+        self.plan(&mut nodes[j], j, &cands, all);
+        self.conservative += (nodes[j].wut.size() - before) as u64;
+    }
+
+    /// Adds to `node`'s backtrack set one of `cands` (every one, with
+    /// `all`) that the bound allows at depth `at`, unless one is explored
+    /// or planned there already. Returns whether an allowed candidate is
+    /// now covered.
+    fn plan(&self, node: &mut Node, at: usize, cands: &[Tid], all: bool) -> bool {
+        let ok: Vec<Tid> = cands
+            .iter()
+            .copied()
+            .filter(|&t| self.allows(at, t))
+            .collect();
+        let present = |node: &Node, t: Tid| {
+            node.chosen.is_some_and(|d| d.tid == t)
+                || node.explored.contains(&t)
+                || node.wut.first_threads().any(|e| e.tid == t)
+        };
+        if !all && ok.iter().any(|&t| present(node, t)) {
+            return true;
+        }
+        let add: Vec<Tid> = match all {
+            true => ok.iter().copied().filter(|&t| !present(node, t)).collect(),
+            false => ok.first().copied().into_iter().collect(),
+        };
+        for t in add {
+            // The thread is what a backtrack set holds: `planned` takes
+            // its event from the state when it gets there.
+            node.wut.push(Ev::new(t, 0, None, &[]));
+        }
+        !ok.is_empty()
+    }
+}
+
+/// The conservative backtrack point of a race at `at`: the last state
+/// before it where the running thread changed or the previous step
+/// yielded (0 when none did), if `at > 0`.
+fn block_start(events: &[Ev], at: usize) -> Option<usize> {
+    (1..at)
+        .rev()
+        .find(|&j| {
+            let prev = &events[j - 1];
+            prev.tid != events[j].tid || prev.op == Some(OpKind::Yield)
+        })
+        .or((at > 0).then_some(0))
+}
+
+#[cfg(test)]
+mod tests;
