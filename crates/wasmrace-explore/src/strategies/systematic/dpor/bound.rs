@@ -135,14 +135,15 @@ impl Bound {
 
     /// Plans the reversal `v` of a race whose first event is `events[at]`:
     /// at `at` if affordable (else counted as pruned), and conservatively
-    /// at the start of `at`'s block.
-    pub fn reverse(&mut self, nodes: &mut [Node], events: &[Ev], at: usize, v: &[Ev]) {
+    /// at the start of `at`'s block. Returns the size of the larger
+    /// backtrack set it touched.
+    pub fn reverse(&mut self, nodes: &mut [Node], events: &[Ev], at: usize, v: &[Ev]) -> usize {
         let inits: Vec<Tid> = initials(v).iter().map(|e| e.tid).collect();
         if !self.plan(&mut nodes[at], at, &inits, false) {
             self.pruned += 1;
         }
         let Some(j) = block_start(events, at) else {
-            return;
+            return nodes[at].wut.size();
         };
         let enabled = &self.points[j].enabled;
         let here: Vec<Tid> = inits
@@ -157,6 +158,7 @@ impl Bound {
         let before = nodes[j].wut.size();
         self.plan(&mut nodes[j], j, &cands, all);
         self.conservative += (nodes[j].wut.size() - before) as u64;
+        nodes[at].wut.size().max(nodes[j].wut.size())
     }
 
     /// Adds to `node`'s backtrack set one of `cands` (every one, with

@@ -302,7 +302,8 @@ impl Dpor {
         for r in self.clocks.races(&self.events, self.checked) {
             let v: Vec<Ev> = r.v.iter().map(|&i| self.events[i].clone()).collect();
             if let Some(b) = &mut self.bound {
-                b.reverse(&mut self.nodes, &self.events, r.at, &v);
+                let size = b.reverse(&mut self.nodes, &self.events, r.at, &v);
+                self.max_wut = self.max_wut.max(size);
                 continue;
             }
             let node = &mut self.nodes[r.at];
