@@ -37,8 +37,8 @@
 //! node).
 //!
 //! **Bounded** (`--preemption-bound N`): bounded partial-order reduction
-//! in source mode, without sleep sets, with conservative backtrack points;
-//! see [`bound`].
+//! in source mode, with conservative backtrack points and sleep sets only
+//! where the bound pruned nothing; see [`bound`].
 //!
 //! **Memory.** Nodes exist for the current path only: sleep sets hold at
 //! most one event per thread, and wakeup trees hold the reversals planned
@@ -366,12 +366,18 @@ impl Strategy for Dpor {
             self.checked = 0;
             return Some(Start::Fresh);
         }
-        while let Some(node) = self.nodes.last_mut() {
+        while let Some(depth) = self.nodes.len().checked_sub(1) {
+            let node = &mut self.nodes[depth];
             if node.alts.is_empty() {
+                let slept = node.sleep.len();
                 Self::finish_child(node);
+                // Bounded: the thread sleeps only if its subtree pruned
+                // nothing (see `bound`).
+                if self.bound.as_mut().is_some_and(|b| !b.child_done(depth)) {
+                    node.sleep.truncate(slept);
+                }
             }
             if !node.alts.is_empty() || !node.wut.is_empty() {
-                let depth = self.nodes.len() - 1;
                 self.events.truncate(depth);
                 self.checked = depth;
                 self.resume = Some(depth);
@@ -401,14 +407,12 @@ impl Strategy for Dpor {
         let (sleep, wut) = match depth.checked_sub(1) {
             None => (Vec::new(), WakeupTree::default()),
             Some(p) => {
-                // Bounded: no sleep sets (see `bound`).
-                let inherit = self.bound.is_none();
                 let parent = &mut self.nodes[p];
                 let e = self.events.get(p)?;
                 let sleep = parent
                     .sleep
                     .iter()
-                    .filter(|s| inherit && !dependent(s, e))
+                    .filter(|s| !dependent(s, e))
                     .cloned()
                     .collect();
                 (sleep, std::mem::take(&mut parent.child_wut))
@@ -426,9 +430,15 @@ impl Strategy for Dpor {
             return Some(d);
         }
         let d = Self::free_choice(&mut self.nodes[depth], ctx);
-        if d.is_none() {
-            self.sleep_blocked += 1;
+        // Bounded: the last thread asleep, a switch the bound cannot afford.
+        let afford = match (&mut self.bound, d) {
+            (Some(b), Some(c)) => b.afford(depth, c.tid),
+            _ => true,
+        };
+        if d.is_none() || !afford {
+            self.sleep_blocked += u64::from(d.is_none());
             self.nodes.pop();
+            return None;
         }
         d
     }
