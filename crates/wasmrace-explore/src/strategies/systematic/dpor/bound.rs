@@ -185,7 +185,7 @@ impl Bound {
             return nodes[at].wut.size();
         };
         let mut largest = nodes[at].wut.size();
-        for m in j..at {
+        for (m, node) in nodes.iter_mut().enumerate().take(at).skip(j) {
             let enabled = &self.points[m].enabled;
             let here: Vec<Tid> = inits
                 .iter()
@@ -197,10 +197,10 @@ impl Bound {
                 true => continue,
                 false => (here, false),
             };
-            let before = nodes[m].wut.size();
-            self.plan(&mut nodes[m], m, &cands, all);
-            self.conservative += (nodes[m].wut.size() - before) as u64;
-            largest = largest.max(nodes[m].wut.size());
+            let before = node.wut.size();
+            self.plan(node, m, &cands, all);
+            self.conservative += (node.wut.size() - before) as u64;
+            largest = largest.max(node.wut.size());
         }
         largest
     }
