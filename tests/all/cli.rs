@@ -1185,3 +1185,94 @@ fn a_pass_with_nothing_to_interleave_says_so() {
         serde_json::Value::Null
     );
 }
+
+/// `--strategy dpor --preemption-bound 2`: bounded partial-order
+/// reduction. Where the bound pruned a reversal the report says which
+/// bound and claims no proof; where it pruned none, the run proves every
+/// trace. `--dpor optimal` with a bound is refused in one line.
+#[test]
+fn bounded_dpor_says_which_bound_pruned_it() {
+    let dir = TempDir::new("bpor");
+    let m = fixture(&dir, "work_steal_queue");
+    let args = |test| {
+        vec![
+            "check",
+            &m,
+            "--test",
+            test,
+            "--strategy",
+            "dpor",
+            "--preemption-bound",
+            "2",
+        ]
+    };
+    let pruned = wasmrace(&dir, &args("work_steal_queue_fixed"));
+    expect(&pruned, 0);
+    let first = pruned.stdout.lines().next().unwrap();
+    assert!(
+        first.starts_with(
+            "test `work_steal_queue_fixed` (dpor, source (bounded), preemption bound 2): no bug in "
+        ),
+        "{first}"
+    );
+    assert!(first.ends_with("(space exhausted within preemption bound 2; raise it with --preemption-bound or use --unbounded)"), "{first}");
+    assert!(!first.contains("every trace"), "{first}");
+    assert!(pruned.stdout.contains("reversals pruned by the bound: "));
+    let mut json = args("work_steal_queue_fixed");
+    json.push("--json");
+    let doc: serde_json::Value = serde_json::from_str(&wasmrace(&dir, &json).stdout).unwrap();
+    let doc = &doc["tests"][0];
+    assert_eq!(doc["exhausted"], true);
+    assert_eq!(
+        doc["bound_hits"],
+        serde_json::json!([{
+            "bound": "preemptions",
+            "value": 2,
+            "flag": "--preemption-bound",
+            "effect": "pruned the space",
+        }])
+    );
+    assert_eq!(doc["options"]["dpor"], "source");
+    assert_eq!(doc["options"]["preemption_bound"], 2);
+
+    let m = fixture(&dir, "mutex_counter");
+    let proof = wasmrace(
+        &dir,
+        &[
+            "check",
+            &m,
+            "--test",
+            "mutex_counter_3",
+            "--strategy",
+            "dpor",
+            "--preemption-bound",
+            "2",
+        ],
+    );
+    expect(&proof, 0);
+    let first = proof.stdout.lines().next().unwrap();
+    assert!(
+        first.ends_with("(space exhausted: every trace (partial order) was explored)"),
+        "{first}"
+    );
+
+    let refused = wasmrace(
+        &dir,
+        &[
+            "check",
+            &m,
+            "--test",
+            "mutex_counter_3",
+            "--strategy",
+            "dpor",
+            "--dpor",
+            "optimal",
+            "--preemption-bound",
+            "2",
+        ],
+    );
+    expect_error(
+        &refused,
+        "`--dpor optimal` does not take `--preemption-bound`: bounded dpor runs source-DPOR",
+    );
+}

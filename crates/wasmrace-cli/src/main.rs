@@ -185,8 +185,13 @@ mod tests {
             .find_subcommand_mut("check")
             .unwrap()
             .render_long_help()
-            .to_string();
-        assert!(help.contains("at most N preemptions (dfs only) [default: 2]"));
+            .to_string()
+            .split_whitespace()
+            .collect::<Vec<_>>()
+            .join(" ");
+        assert!(help.contains(
+            "at most N preemptions (dfs; dpor: bounded partial-order reduction) [default: 2]"
+        ));
     }
 
     /// Options that only some strategies read are `Option`s, so that giving
@@ -237,8 +242,13 @@ mod tests {
             for t in d.takes {
                 let stated = match t.knob {
                     Knob::PreemptionBound => match o.preemption_bound.expect(d.name) {
-                        Some(b) => vec![format!("at most N preemptions (dfs only) [default: {b}]")],
-                        None => vec!["without a preemption bound (dfs; dpor always)".to_string()],
+                        Some(b) => vec![format!(
+                            "at most N preemptions (dfs; dpor: bounded partial-order reduction) \
+                             [default: {b}]"
+                        )],
+                        None => {
+                            vec!["without a preemption bound (dfs; dpor's default)".to_string()]
+                        }
                     },
                     Knob::Dpor => vec![format!(
                         "Algorithm of `--strategy dpor` [default: {}]",

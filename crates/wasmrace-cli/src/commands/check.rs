@@ -132,11 +132,12 @@ pub struct CheckCommand {
     #[arg(long, value_enum, default_value_t = RacesArg::Warn)]
     races: RacesArg,
     #[arg(long, value_name = "N", conflicts_with = "unbounded", help = format!(
-        "Explore interleavings with at most N preemptions (dfs only) [default: {}]",
+        "Explore interleavings with at most N preemptions (dfs; dpor: bounded \
+         partial-order reduction) [default: {}]",
         shown(defaults("dfs").preemption_bound.flatten())
     ))]
     preemption_bound: Option<u32>,
-    /// Explore every interleaving, without a preemption bound (dfs; dpor always)
+    /// Explore every interleaving, without a preemption bound (dfs; dpor's default)
     #[arg(long)]
     unbounded: bool,
     /// Do not explore a state twice: cache the hashes of explored states

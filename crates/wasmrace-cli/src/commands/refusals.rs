@@ -4,6 +4,7 @@
 //! with yet.
 
 use wasmrace_explore::strategies::registry::{Knob, StrategyOptions, REGISTRY};
+use wasmrace_explore::strategies::DporMode;
 
 /// Why `knob` given to a strategy that does not take it is refused, from
 /// what the registry's descriptors declare: e.g. "`--explorer` only applies
@@ -81,12 +82,15 @@ pub fn out_of_range(knob: Knob, given: &StrategyOptions) -> Option<&'static str>
 }
 
 /// The complaint about a value of `knob` that the strategy `name` takes
-/// the flag for but cannot run with yet: `dpor` explores without a
-/// preemption bound only (bounded partial-order reduction is not built).
+/// the flag for but cannot run with: `dpor` with a preemption bound runs
+/// bounded source-DPOR (optimal DPOR's wakeup trees are not known to keep
+/// a schedule of every trace within a bound), so an explicit
+/// `--dpor optimal` with a bound is refused rather than changed silently.
 pub fn unsupported(name: &str, knob: Knob, given: &StrategyOptions) -> Option<&'static str> {
+    let bounded = matches!(given.preemption_bound, Some(Some(_)));
     match knob {
-        Knob::PreemptionBound if name == "dpor" && matches!(given.preemption_bound, Some(Some(_))) => {
-            Some("`--preemption-bound` does not apply to `--strategy dpor` yet (it explores every trace): use `--unbounded` or leave it out")
+        Knob::Dpor if name == "dpor" && bounded && given.dpor == Some(DporMode::Optimal) => {
+            Some("`--dpor optimal` does not take `--preemption-bound`: bounded dpor runs source-DPOR; use `--dpor source` or leave `--dpor` out")
         }
         _ => None,
     }
@@ -116,21 +120,32 @@ mod tests {
         );
     }
 
-    /// `dpor` takes `--unbounded` but refuses a bound in one line.
+    /// `dpor` takes a bound (bounded source-DPOR) but refuses an explicit
+    /// `--dpor optimal` with one, in one line naming both flags.
     #[test]
-    fn dpor_refuses_a_preemption_bound() {
-        let bounded = StrategyOptions {
-            preemption_bound: Some(Some(2)),
+    fn dpor_refuses_optimal_with_a_preemption_bound() {
+        let with = |bound, dpor| StrategyOptions {
+            preemption_bound: Some(bound),
+            dpor,
             ..StrategyOptions::NONE
         };
-        let message = unsupported("dpor", Knob::PreemptionBound, &bounded).unwrap();
-        assert!(message.starts_with("`--preemption-bound` does not apply to `--strategy dpor`"));
+        let optimal = with(Some(2), Some(DporMode::Optimal));
+        let message = unsupported("dpor", Knob::Dpor, &optimal).unwrap();
+        assert!(message.starts_with("`--dpor optimal` does not take `--preemption-bound`"));
         assert!(!message.contains('\n'));
-        let unbounded = StrategyOptions {
-            preemption_bound: Some(None),
-            ..StrategyOptions::NONE
-        };
-        assert_eq!(unsupported("dpor", Knob::PreemptionBound, &unbounded), None);
-        assert_eq!(unsupported("dfs", Knob::PreemptionBound, &bounded), None);
+        let ok = [
+            with(Some(2), None),
+            with(Some(2), Some(DporMode::Source)),
+            with(None, Some(DporMode::Optimal)),
+        ];
+        for knob in Knob::ALL {
+            for o in &ok {
+                assert_eq!(unsupported("dpor", knob, o), None, "{o:?}");
+            }
+            if knob != Knob::Dpor {
+                assert_eq!(unsupported("dpor", knob, &optimal), None);
+            }
+        }
+        assert_eq!(unsupported("dfs", Knob::Dpor, &optimal), None);
     }
 }

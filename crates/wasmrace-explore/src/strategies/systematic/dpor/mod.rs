@@ -56,10 +56,15 @@
 //! portfolio then goes on to its other members. Unbounded DFS covers every
 //! fair schedule.
 //!
+//! **Bounded** (`--preemption-bound N`): bounded partial-order reduction
+//! in source mode, with conservative backtrack points and sleep sets only
+//! where the bound pruned nothing; see [`bound`].
+//!
 //! **Memory.** Nodes exist for the current path only: sleep sets hold at
 //! most one event per thread, and wakeup trees hold the reversals planned
 //! from their state, dropped with the node.
 
+mod bound;
 mod race;
 mod wakeup;
 
@@ -91,7 +96,9 @@ impl DporMode {
 }
 
 /// `dpor` in the [registry](crate::strategies::registry): `--dpor`
-/// (default `optimal`); unbounded only.
+/// (default `optimal`) and `--preemption-bound` (default unbounded). With a
+/// bound it runs bounded source-DPOR whatever `--dpor` says (the CLI
+/// refuses `--dpor optimal` with a bound); see [`bound`].
 pub const DESCRIPTOR: Descriptor = Descriptor {
     name: "dpor",
     about: "Dynamic partial-order reduction: each Mazurkiewicz trace once \
@@ -106,17 +113,36 @@ pub const DESCRIPTOR: Descriptor = Descriptor {
         preemption_bound: Some(None),
         ..StrategyOptions::NONE
     },
-    build: |o, _| Box::new(Dpor::new(mode(o))),
-    describe: |o, _| format!("dpor, {}, unbounded", mode(o).name()),
+    build: |o, _| match preemption_bound(o) {
+        Some(n) => Box::new(Dpor::bounded(n)),
+        None => Box::new(Dpor::new(mode(o))),
+    },
+    describe: |o, _| match preemption_bound(o) {
+        Some(n) => format!("dpor, source (bounded), preemption bound {n}"),
+        None => format!("dpor, {}, unbounded", mode(o).name()),
+    },
     options_json: |o| {
         let mut json = serde_json::Map::new();
-        json.insert("dpor".into(), mode(o).name().into());
+        match preemption_bound(o) {
+            Some(n) => {
+                json.insert("dpor".into(), DporMode::Source.name().into());
+                json.insert("preemption_bound".into(), n.into());
+            }
+            None => {
+                json.insert("dpor".into(), mode(o).name().into());
+            }
+        }
         json
     },
 };
 
 fn mode(o: &StrategyOptions) -> DporMode {
     o.dpor.unwrap_or_default()
+}
+
+/// The preemption bound of resolved options (unbounded when unset).
+fn preemption_bound(o: &StrategyOptions) -> Option<u32> {
+    o.preemption_bound.flatten()
 }
 
 /// The search state at one depth of the current path.
@@ -161,6 +187,8 @@ pub struct Dpor {
     sleep_blocked: u64,
     infeasible: u64,
     max_wut: usize,
+    /// The preemption bound, when bounded.
+    bound: Option<bound::Bound>,
 }
 
 impl Dpor {
@@ -180,7 +208,22 @@ impl Dpor {
             sleep_blocked: 0,
             infeasible: 0,
             max_wut: 0,
+            bound: None,
         }
+    }
+
+    /// Bounded source-DPOR: at least one schedule of every trace that has
+    /// a schedule with at most `limit` preemptions (see [`bound`]).
+    pub fn bounded(limit: u32) -> Self {
+        Dpor {
+            bound: Some(bound::Bound::new(limit)),
+            ..Self::new(DporMode::Source)
+        }
+    }
+
+    /// Race reversals the preemption bound refused (0 when unbounded).
+    pub fn pruned(&self) -> u64 {
+        self.bound.as_ref().map_or(0, bound::Bound::pruned)
     }
 
     /// Optimal DPOR.
@@ -322,6 +365,11 @@ impl Dpor {
     fn reverse_races(&mut self) {
         for r in self.clocks.races(&self.events, self.checked) {
             let v: Vec<&Ev> = r.v.iter().map(|&i| &self.events[i]).collect();
+            if let Some(b) = &mut self.bound {
+                let size = b.reverse(&mut self.nodes, &self.events, r.at, &v);
+                self.max_wut = self.max_wut.max(size);
+                continue;
+            }
             let node = &mut self.nodes[r.at];
             match self.mode {
                 DporMode::Optimal => {
@@ -382,12 +430,18 @@ impl Strategy for Dpor {
             self.checked = 0;
             return Some(Start::Fresh);
         }
-        while let Some(node) = self.nodes.last_mut() {
+        while let Some(depth) = self.nodes.len().checked_sub(1) {
+            let node = &mut self.nodes[depth];
             if node.alts.is_empty() {
+                let slept = node.sleep.len();
                 Self::finish_child(node);
+                // Bounded: the thread sleeps only if its subtree pruned
+                // nothing (see `bound`).
+                if self.bound.as_mut().is_some_and(|b| !b.child_done(depth)) {
+                    node.sleep.truncate(slept);
+                }
             }
             if !node.alts.is_empty() || !node.wut.is_empty() {
-                let depth = self.nodes.len() - 1;
                 self.events.truncate(depth);
                 self.checked = depth;
                 self.resume = Some(depth);
@@ -428,6 +482,9 @@ impl Strategy for Dpor {
                 (sleep, std::mem::take(&mut parent.child_wut))
             }
         };
+        if let Some(b) = &mut self.bound {
+            b.enter(depth, ctx);
+        }
         self.nodes.push(Node {
             sleep,
             wut,
@@ -437,9 +494,15 @@ impl Strategy for Dpor {
             return Some(d);
         }
         let d = Self::free_choice(&mut self.nodes[depth], ctx, self.mode);
-        if d.is_none() {
-            self.sleep_blocked += 1;
+        // Bounded: the last thread asleep, a switch the bound cannot afford.
+        let afford = match (&mut self.bound, d) {
+            (Some(b), Some(c)) => b.afford(depth, c.tid),
+            _ => true,
+        };
+        if d.is_none() || !afford {
+            self.sleep_blocked += u64::from(d.is_none());
             self.nodes.pop();
+            return None;
         }
         d
     }
@@ -480,21 +543,46 @@ impl Capabilities for Dpor {
     /// Planned sequences dropped because their thread was not enabled
     /// (fairness hid it; see the module documentation): the search ended
     /// without covering every trace, a bound rather than a proof.
+    fn stats(&self) -> Vec<Stat> {
+        let mut stats = vec![
+            // Without sleep sets (bounded), a trace can run twice.
+            Stat::new(
+                match self.bound {
+                    None => "traces",
+                    Some(_) => "complete executions",
+                },
+                self.traces,
+            ),
+            Stat::new("sleep-set-blocked executions", self.sleep_blocked),
+            Stat::new("infeasible reversals", self.infeasible),
+            Stat::new("largest wakeup tree", self.max_wut as u64),
+        ];
+        if let Some(b) = &self.bound {
+            stats.push(Stat::new("reversals pruned by the bound", b.pruned()));
+            stats.push(Stat::new("conservative backtrack points", b.conservative()));
+        }
+        stats
+    }
+
+    /// The bound that pruned the space, if one did: the preemption bound
+    /// (bounded mode), else planned sequences dropped because their thread
+    /// was not enabled (fairness hid it; see the module documentation).
+    /// Either way the search ended without covering every trace: a bound,
+    /// not a proof.
     fn bound_hit(&self) -> Option<BoundHit> {
+        let preemptions = self.bound.as_ref().filter(|b| b.pruned() > 0);
+        if let Some(b) = preemptions {
+            return Some(BoundHit {
+                bound: "preemptions",
+                value: u64::from(b.limit()),
+                knob: "--preemption-bound",
+            });
+        }
         (self.infeasible > 0).then_some(BoundHit {
             bound: "dropped reversals",
             value: self.infeasible,
             knob: "--fairness-bound",
         })
-    }
-
-    fn stats(&self) -> Vec<Stat> {
-        vec![
-            Stat::new("traces", self.traces),
-            Stat::new("sleep-set-blocked executions", self.sleep_blocked),
-            Stat::new("infeasible reversals", self.infeasible),
-            Stat::new("largest wakeup tree", self.max_wut as u64),
-        ]
     }
 }
 

@@ -9,7 +9,7 @@ use rand::{Rng, SeedableRng};
 use rand_chacha::ChaCha8Rng;
 
 /// Explores `model` exhaustively with `strategy`, not stopping at bugs.
-fn measure(model: Model, strategy: &mut dyn Strategy, budget: u64) -> (Metrics, Report) {
+pub(crate) fn measure(model: Model, strategy: &mut dyn Strategy, budget: u64) -> (Metrics, Report) {
     let mut m = Metrics::new();
     let cfg = Config {
         max_executions: budget,
@@ -56,7 +56,7 @@ fn assert_exact(name: &str, model: impl Fn() -> Model, budget: u64) -> Option<(u
 /// Issue #12's example: thread i writes its own cell and reads its
 /// neighbour's, three threads: 7 traces (8 orders of the three races but
 /// the cyclic one).
-fn ring() -> Model {
+pub(crate) fn ring() -> Model {
     let mut b = ModelBuilder::new();
     let cells: Vec<_> = (0..3).map(|i| b.var(&format!("x{i}"), 0)).collect();
     let defs: Vec<_> = (0..3)
@@ -137,7 +137,7 @@ fn messages_choices_and_joins() {
 /// A random program of the model language: two or three threads of reads,
 /// writes, fetch-adds, critical sections, sends to `main`, `choose` and a
 /// branch on a value read; `main` receives every message and joins all.
-fn random_model(seed: u64) -> Model {
+pub(crate) fn random_model(seed: u64) -> Model {
     let mut rng = ChaCha8Rng::seed_from_u64(seed);
     let mut b = ModelBuilder::new();
     let vars = [b.var("x", 0), b.var("y", 0)];
