@@ -25,6 +25,17 @@ use wasmrace_explore::{is_preemption, Program, Status, StepInfo, ThreadView};
 use wasmrace_trace::{Decision, ObjectValue, OpKind, Tid, TraceEvent};
 use wasmtime::Store;
 
+/// What a traced step leaves for its trace record, gathered while it runs.
+struct Traced {
+    step: u64,
+    tid: Tid,
+    kind: OpKind,
+    site: u32,
+    preemption: bool,
+    object: Option<String>,
+    detail: String,
+}
+
 /// One test of a guest, run one scheduling decision at a time.
 pub struct WasmProgram {
     guest: Arc<GuestInner>,
@@ -281,25 +292,28 @@ impl WasmProgram {
         resolved
     }
 
+    /// The index of the thread `d` runs, if `d` is a decision the program
+    /// can take now.
+    #[inline]
+    fn decided_thread(&self, d: Decision) -> Result<usize, HostError> {
+        let w = &self.store.data().world;
+        let invalid = |thread| HostError::InvalidDecision {
+            thread,
+            alt: d.alt,
+            step: self.steps,
+        };
+        let Some(i) = w.thread_index(d.tid) else {
+            return Err(invalid(format!("{:#x}", d.tid.0)));
+        };
+        if !matches!(self.status, Status::Running) || !w.enabled(i) || d.alt >= w.alts(i) {
+            return Err(invalid(w.thread_name(d.tid)));
+        }
+        Ok(i)
+    }
+
     fn do_step(&mut self, d: Decision) -> Result<(), HostError> {
         let step_no = self.steps;
-        let Some(i) = self.store.data().world.thread_index(d.tid) else {
-            return Err(HostError::InvalidDecision {
-                thread: format!("{:#x}", d.tid.0),
-                alt: d.alt,
-                step: step_no,
-            });
-        };
-        {
-            let w = &self.store.data().world;
-            if !matches!(self.status, Status::Running) || !w.enabled(i) || d.alt >= w.alts(i) {
-                return Err(HostError::InvalidDecision {
-                    thread: w.thread_name(d.tid),
-                    alt: d.alt,
-                    step: step_no,
-                });
-            }
-        }
+        let i = self.decided_thread(d)?;
         let tracing = self.tracing();
         let preemption = tracing && is_preemption(&self.views, self.last, d.tid);
         self.info.tid = d.tid;
@@ -413,22 +427,16 @@ impl WasmProgram {
         self.steps += 1;
         self.last = Some((d.tid, Some(kind)));
         if tracing {
-            let logs = std::mem::take(&mut self.store.data_mut().logs);
-            let site_name = self.site_name(site);
-            let thread = self.store.data().world.thread_name(d.tid);
-            let (state, state_cut) = self.object_states(targets);
-            self.trace.push(TraceEvent {
-                step: step_no as u32 + 1,
-                thread,
-                op: kind.name().into(),
+            let step = Traced {
+                step: step_no,
+                tid: d.tid,
+                kind,
+                site,
+                preemption,
                 object,
                 detail,
-                site: site_name,
-                preemption,
-                logs,
-                state,
-                state_cut,
-            });
+            };
+            self.record(step, targets);
         }
         self.refresh_after(i, effect);
         // The test suite checks every incremental update against a full
@@ -438,6 +446,27 @@ impl WasmProgram {
             panic!("after step {step_no} ({}): {e}", kind.name());
         }
         Ok(())
+    }
+
+    /// Appends a traced step to the trace, with its logs and the state of
+    /// the objects it touched.
+    fn record(&mut self, t: Traced, targets: Vec<Target>) {
+        let logs = std::mem::take(&mut self.store.data_mut().logs);
+        let site = self.site_name(t.site);
+        let thread = self.store.data().world.thread_name(t.tid);
+        let (state, state_cut) = self.object_states(targets);
+        self.trace.push(TraceEvent {
+            step: t.step as u32 + 1,
+            thread,
+            op: t.kind.name().into(),
+            object: t.object,
+            detail: t.detail,
+            site,
+            preemption: t.preemption,
+            logs,
+            state,
+            state_cut,
+        });
     }
 
     /// The state after a step of the objects it touched (`targets`, in
