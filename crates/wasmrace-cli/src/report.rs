@@ -149,10 +149,10 @@ pub fn no_bug_summary(report: &Report) -> String {
         match &report.strategy_bound {
             None if cached => "space exhausted: every reachable state was explored".to_string(),
             None if reduced => match stat(report, "traces") {
-                Some(t) => format!(
-                    "space exhausted: all {t} trace{} (partial orders) were explored",
-                    if t == 1 { "" } else { "s" }
-                ),
+                Some(1) => "space exhausted: its one trace (partial order) was explored".into(),
+                Some(t) => {
+                    format!("space exhausted: all {t} traces (partial orders) were explored")
+                }
                 None => "space exhausted: every trace (partial order) was explored".to_string(),
             },
             None => "space exhausted: every interleaving was explored".to_string(),
