@@ -180,7 +180,7 @@ fn bad_partitions_and_parts_that_do_not_belong_together_are_one_error_line() {
     );
     expect_error(
         &wasmrace(&dir, &["check", &m, "--split-depth", "3"]),
-        "`--split-depth` only applies with `--partition` or `--jobs`",
+        "`--split-depth` only applies with `--partition` or `--jobs` above 1",
     );
     // Partition `k/n` of a random run (or of `strategy`, when the extra
     // arguments start with one) of 50 executions, written to `name`.

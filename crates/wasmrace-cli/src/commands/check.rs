@@ -372,7 +372,7 @@ impl CheckCommand {
             bail!("`--jobs` must be at least 1");
         }
         if self.split_depth.is_some() && self.partition.is_none() && self.jobs == 1 {
-            bail!("`--split-depth` only applies with `--partition` or `--jobs`");
+            bail!("`--split-depth` only applies with `--partition` or `--jobs` above 1");
         }
         let split_flag = match (self.partition, self.jobs) {
             (Some(p), _) => Some(format!("--partition {p}")),
