@@ -14,6 +14,7 @@ use crate::Verdict;
 use anyhow::{bail, Context, Result};
 use serde_json::{json, Map, Value};
 use std::path::{Path, PathBuf};
+use wasmrace_explore::explorer::partition::BugRank;
 
 const AFTER_HELP: &str = "\
 The parts are the `--json` outputs of `wasmrace check --partition K/N` with
@@ -288,27 +289,22 @@ fn merge_test(parts: &[Part], i: usize) -> Value {
     })
 }
 
-/// The bug one run reports first, with the partition that found it: the
-/// lowest execution index when the strategy splits by execution, else the
-/// smallest order key.
+/// The bug one run reports first, with the partition that found it, by
+/// the rule `--jobs` uses too ([`BugRank`]).
 fn first_bug(tests: &[&Value]) -> Value {
-    let by_prefix = tests[0]["partition"]["split"] == "prefix";
-    let key = |t: &Value| -> (Vec<u64>, u64) {
-        let order = t["partition"]["bug_order_key"]
-            .as_array()
-            .map(|k| k.iter().filter_map(Value::as_u64).collect())
-            .unwrap_or_default();
+    let rank = |t: &Value| {
+        let order = t["partition"]["bug_order_key"].as_array().map(|k| {
+            k.iter()
+                .filter_map(|v| v.as_u64().and_then(|v| u32::try_from(v).ok()))
+                .collect()
+        });
         let execution = t["bug"]["execution"].as_u64().unwrap_or(u64::MAX);
-        if by_prefix {
-            (order, 0)
-        } else {
-            (Vec::new(), execution)
-        }
+        BugRank::new(order, execution)
     };
     let Some(t) = tests
         .iter()
         .filter(|t| !t["bug"].is_null())
-        .min_by_key(|t| key(t))
+        .min_by_key(|t| rank(t))
     else {
         return Value::Null;
     };

@@ -128,12 +128,37 @@ impl Share {
     }
 }
 
+/// Where a partition's bug stands in the whole run's order: the smallest
+/// rank is the bug one run reports first. The smallest order key decides
+/// for strategies that split by prefix (their keys differ, execution
+/// numbers are per partition); the lowest global execution index for those
+/// that split by execution (no keys). `--jobs` ([`first_of`]) and
+/// `wasmrace merge` (from the parts' JSON) both rank by this one rule.
+#[derive(Clone, Debug, PartialEq, Eq, PartialOrd, Ord)]
+pub struct BugRank {
+    order_key: Option<Vec<u32>>,
+    execution: u64,
+}
+
+impl BugRank {
+    /// The rank of a bug with this order key and execution number.
+    pub fn new(order_key: Option<Vec<u32>>, execution: u64) -> Self {
+        BugRank {
+            order_key,
+            execution,
+        }
+    }
+
+    /// The rank of `bug`.
+    pub fn of(bug: &Bug) -> Self {
+        BugRank::new(bug.order_key.clone(), bug.execution)
+    }
+}
+
 /// The bug one run would report first among bugs of different partitions
-/// of it: the smallest order key (strategies that split by prefix), else
-/// the lowest global execution index (by execution).
+/// of it (the smallest [`BugRank`]).
 pub fn first_of<'a>(bugs: impl IntoIterator<Item = &'a Bug>) -> Option<&'a Bug> {
-    bugs.into_iter()
-        .min_by(|a, b| (&a.order_key, a.execution).cmp(&(&b.order_key, b.execution)))
+    bugs.into_iter().min_by_key(|b| BugRank::of(b))
 }
 
 /// The reports of all the partitions of one run, as one report: counts
