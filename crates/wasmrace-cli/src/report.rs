@@ -135,16 +135,10 @@ pub fn no_bug_summary(report: &Report) -> String {
     let n = report.executions;
     let mut out = format!("no bug in {n} execution{}", if n == 1 { "" } else { "s" });
     // A state cache prunes interleavings that reach explored states.
-    let cached = report
-        .strategy_stats
-        .iter()
-        .any(|s| s.name == "cache hits" && s.value > 0);
+    let cached = stat(report, "cache hits").is_some_and(|n| n > 0);
     // Partial-order reduction (dpor, which counts sleep-set-blocked
     // executions) runs one interleaving per trace.
-    let reduced = report
-        .strategy_stats
-        .iter()
-        .any(|s| s.name == "sleep-set-blocked executions");
+    let reduced = stat(report, "sleep-set-blocked executions").is_some();
     let reason = if report.exhausted {
         match &report.strategy_bound {
             None if cached => "space exhausted: every reachable state was explored".to_string(),
@@ -261,12 +255,9 @@ pub fn search_json(report: &Report) -> serde_json::Map<String, serde_json::Value
 pub fn bound_hits_json(report: &Report) -> serde_json::Value {
     let mut hits = Vec::new();
     let mut push = |b: &BoundHit, effect: &str| {
-        hits.push(serde_json::json!({
-            "bound": b.bound,
-            "value": b.value,
-            "flag": b.knob,
-            "effect": effect,
-        }))
+        let mut hit = bound_json(Some(b));
+        hit["effect"] = effect.into();
+        hits.push(hit)
     };
     if let Some(b) = &report.stopped_by {
         push(b, "stopped the run");
