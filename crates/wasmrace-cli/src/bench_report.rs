@@ -230,6 +230,17 @@ fn intro(r: &BenchResults) -> String {
         );
     }
     intro.push('.');
+    if let Some(p) = &r.partition {
+        let _ = write!(
+            intro,
+            "\nPartition {}/{} of the run: {} of its {} cells, so rows and totals are partial; \
+             add the partitions' --format json up with `wasmrace merge`.",
+            p.k,
+            p.n,
+            r.cells.len(),
+            p.cells_planned
+        );
+    }
     intro
 }
 

@@ -29,14 +29,17 @@ use wasmrace_explore::strategies::Metrics;
 use wasmrace_explore::{Config, ExploreError, Explorer};
 
 mod aggregate;
+mod partition;
 mod results;
 pub mod suite;
 
 use aggregate::{aggregate, ms};
+pub use partition::{merge, BenchMergeError};
 pub use results::{
-    BenchProgress, BenchResults, BenchSettings, CellResult, RowCell, RowResult, StrategyTotal,
-    Timing,
+    BenchPartition, BenchProgress, BenchResults, BenchSettings, CellResult, PlannedTest, RowCell,
+    RowResult, StrategyTotal, Timing,
 };
+use wasmrace_explore::Partition;
 
 /// A module to benchmark.
 #[derive(Clone, Debug)]
@@ -92,6 +95,11 @@ pub struct BenchOptions {
     pub cell_time_budget: Option<Duration>,
     /// How modules are loaded (wasm-opt, cache, limits).
     pub host: HostConfig,
+    /// Run only this share of the cells (`--partition K/N`): cell `i` of
+    /// the whole run's plan (tests in input order, then strategies, then
+    /// seeds) belongs to share `i % N`. [`merge`] adds the shares' results
+    /// up into the whole run's. Default: none, every cell.
+    pub partition: Option<Partition>,
 }
 
 impl Default for BenchOptions {
@@ -113,6 +121,7 @@ impl Default for BenchOptions {
             max_steps: Config::default().max_steps,
             cell_time_budget: None,
             host: HostConfig::default(),
+            partition: None,
         }
     }
 }
@@ -254,6 +263,8 @@ fn is_seeded(choice: &StrategyChoice) -> bool {
 const WORKERS_PER_GUEST: usize = 4;
 
 struct Cell {
+    /// Position in the whole run's plan (whatever the partition).
+    index: u64,
     module: usize,
     test: usize,
     strategy: usize,
@@ -273,11 +284,55 @@ pub fn bench(
     // tests without instrumenting it, so modules with no test picked are
     // never instrumented or compiled.
     let tests = pick_tests(modules, opts)?;
-    let loaded = load_guests(modules, opts, &tests, progress)?;
     let seeded: Vec<bool> = opts.strategies.iter().map(is_seeded).collect();
-    let cells = plan_cells(opts, &tests, &seeded);
+    let plan = plan_cells(opts, &tests, &seeded);
+    let planned = plan.len() as u64;
+    let cells: Vec<Cell> = match opts.partition {
+        Some(p) => plan.into_iter().filter(|c| p.owns_index(c.index)).collect(),
+        None => plan,
+    };
+    let loaded = load_guests(modules, opts, &cells, progress)?;
     let results = run_cells(modules, opts, &tests, &loaded, &cells, progress)?;
-    Ok(aggregate(opts, &tests, modules, &seeded, results))
+    let named = |(mi, info): &(usize, TestInfo)| (modules[*mi].program.clone(), info.clone());
+    let Some(p) = opts.partition else {
+        let all: Vec<_> = tests.iter().map(named).collect();
+        return Ok(aggregate(settings(opts), &all, results));
+    };
+    // A share's rows are the tests it ran cells of; the whole run's plan
+    // goes along, for `merge`.
+    let ran: Vec<_> = tests
+        .iter()
+        .enumerate()
+        .filter(|(ti, _)| cells.iter().any(|c| c.test == *ti))
+        .map(|(_, t)| named(t))
+        .collect();
+    let mut results = aggregate(settings(opts), &ran, results);
+    results.partition = Some(BenchPartition {
+        k: p.index + 1,
+        n: p.count,
+        cells_planned: planned,
+        tests: tests
+            .iter()
+            .map(|(mi, info)| PlannedTest {
+                program: modules[*mi].program.clone(),
+                module_blake3: blake3::hash(&modules[*mi].bytes).to_hex().to_string(),
+                info: info.clone(),
+            })
+            .collect(),
+    });
+    Ok(results)
+}
+
+/// The options that shape the results, as the results record them.
+fn settings(opts: &BenchOptions) -> BenchSettings {
+    BenchSettings {
+        executions: opts.executions,
+        seeds: opts.seeds,
+        base_seed: opts.base_seed,
+        max_steps: opts.max_steps,
+        strategies: opts.strategies.iter().map(|s| s.name().into()).collect(),
+        cell_time_budget_secs: opts.cell_time_budget.map(|d| d.as_secs_f64()),
+    }
 }
 
 /// Refuses empty, duplicate and zero inputs.
@@ -382,16 +437,16 @@ struct Loaded {
     used: usize,
 }
 
-/// Loads the modules that have tests to run, in parallel: a module not in
+/// Loads the modules that have cells to run, in parallel: a module not in
 /// the cache takes seconds to instrument.
 fn load_guests(
     modules: &[BenchModule],
     opts: &BenchOptions,
-    tests: &[(usize, TestInfo)],
+    cells: &[Cell],
     progress: &(dyn Fn(&BenchProgress) + Sync),
 ) -> Result<Loaded, BenchError> {
     let used: Vec<usize> = (0..modules.len())
-        .filter(|mi| tests.iter().any(|(m, _)| m == mi))
+        .filter(|mi| cells.iter().any(|c| c.module == *mi))
         .collect();
     let copies = opts.jobs.div_ceil(WORKERS_PER_GUEST);
     let loaded = AtomicUsize::new(0);
@@ -434,6 +489,7 @@ fn plan_cells(opts: &BenchOptions, tests: &[(usize, TestInfo)], seeded: &[bool])
             let runs = if seeded[si] { opts.seeds } else { 1 };
             for seed_index in 0..runs {
                 cells.push(Cell {
+                    index: cells.len() as u64,
                     module: *mi,
                     test: ti,
                     strategy: si,
@@ -493,6 +549,7 @@ fn run_cells(
         });
         let result = result.map(|mut r| {
             r.seed_index = cell.seed_index;
+            r.index = cell.index;
             r
         });
         // Count the rest of the cell's budget as done: a DFS that exhausted
@@ -602,6 +659,7 @@ fn run_cell(
         program: program_name.into(),
         test: test.into(),
         strategy: choice.name().into(),
+        index: 0,
         seed_index: 0,
         seed,
         executions: report.executions,
@@ -794,6 +852,7 @@ mod tests {
             program: "p".into(),
             test: test.into(),
             strategy: strategy.into(),
+            index: 0,
             seed_index: 0,
             seed: 0,
             executions,
@@ -815,11 +874,11 @@ mod tests {
     #[test]
     fn aggregates_like_the_pos_paper() {
         let opts = options("dfs,random", 100, 2, 1);
-        let tests: Vec<(usize, TestInfo)> = ["easy", "hard", "clean"]
+        let tests: Vec<(String, TestInfo)> = ["easy", "hard", "clean"]
             .iter()
             .map(|t| {
                 (
-                    0,
+                    "p".to_string(),
                     TestInfo {
                         test: t.to_string(),
                         expected_bug: Some(*t != "clean"),
@@ -842,13 +901,7 @@ mod tests {
             cell("clean", "random", 100, 0, None),
             cell("clean", "random", 100, 0, None),
         ];
-        let r = aggregate(
-            &opts,
-            &tests,
-            &[module("lost_update")],
-            &[false, true],
-            cells,
-        );
+        let r = aggregate(settings(&opts), &tests, cells);
         let order: Vec<&str> = r.rows.iter().map(|r| r.info.test.as_str()).collect();
         assert_eq!(order, ["hard", "easy", "clean"]);
         let hard = &r.rows[0];
@@ -875,6 +928,63 @@ mod tests {
         ));
         assert_eq!((r.totals[0].bugs_found, r.totals[1].bugs_found), (1, 2));
         assert!(!r.rows[2].has_bug);
+    }
+
+    /// `N` shares of a run (`--partition K/N`), merged in any order, give
+    /// the whole run's results; each share runs only its cells, and shares
+    /// that do not make one run are refused.
+    #[test]
+    fn shares_of_a_run_merge_into_the_whole_run() {
+        let modules = [module("lost_update"), module("mutex_counter")];
+        let mut opts = options("dfs,random", 20, 2, 2);
+        opts.tests = vec!["lost_update_3".into(), "mutex_counter/mutex_counter".into()];
+        let whole = without_timing(bench(&modules, &opts, &|_| {}).unwrap());
+        assert_eq!(whole.cells.len(), 6);
+        for n in [1u32, 2, 4, 7] {
+            let mut shares: Vec<BenchResults> = (0..n)
+                .map(|k| {
+                    opts.partition = Partition::new(k, n);
+                    bench(&modules, &opts, &|_| {}).unwrap()
+                })
+                .collect();
+            opts.partition = None;
+            for (k, share) in shares.iter().enumerate() {
+                let k = k as u64;
+                assert!(share.cells.iter().all(|c| c.index % u64::from(n) == k));
+                assert_eq!(share.partition.as_ref().unwrap().cells_planned, 6);
+            }
+            shares.reverse();
+            let merged = without_timing(merge(shares.clone()).unwrap());
+            assert_eq!(merged, whole, "{n} shares");
+            if n > 1 {
+                let mut twice = shares.clone();
+                twice[0] = shares[1].clone();
+                assert!(matches!(merge(twice), Err(BenchMergeError::Twice { .. })));
+                let e = merge(shares[1..].to_vec()).unwrap_err().to_string();
+                assert!(e.starts_with("partitions `"), "{e}");
+                let mut other = shares.clone();
+                other[1].settings.executions += 1;
+                let e = merge(other).unwrap_err();
+                assert_eq!(
+                    e,
+                    BenchMergeError::OtherRun {
+                        part: 1,
+                        what: "settings"
+                    }
+                );
+                // The last part is share 1, which always has a cell.
+                let mut lost = shares.clone();
+                let last = lost.len() - 1;
+                lost[last].cells.pop();
+                let e = merge(lost).unwrap_err();
+                assert_eq!(e.part(), Some(last), "{e}");
+                assert!(matches!(e, BenchMergeError::BadCells { k: 1, .. }), "{e}");
+            }
+        }
+        assert_eq!(
+            merge(vec![whole]).unwrap_err(),
+            BenchMergeError::NotAPart { part: 0 }
+        );
     }
 
     /// A module none of whose tests is picked is never instrumented: with

@@ -78,7 +78,7 @@ const SMALL: &[&str] = &[
     "2",
 ];
 
-fn with(extra: &[&'static str]) -> Vec<&'static str> {
+fn with<'a>(extra: &[&'a str]) -> Vec<&'a str> {
     let mut v = SMALL.to_vec();
     v.extend_from_slice(extra);
     v
@@ -348,4 +348,79 @@ fn the_suite_is_found_or_its_absence_explained() {
     let run = wasmrace(&dir, &["bench", &m, "--suite-dir", fixtures]);
     expect(&run, 2);
     assert!(run.stderr.contains("cannot be used with"), "{}", run.stderr);
+}
+
+/// `bench --partition K/N` as N processes, added up by `wasmrace merge`:
+/// the merged comparison is the single run's (timing aside), in JSON and as
+/// the table; a share prints that it is partial; parts that do not make one
+/// run are one error line.
+#[test]
+fn partitions_merge_into_the_single_comparison() {
+    let dir = TempDir::new("bench-partition");
+    let single = wasmrace(&dir, &with(&["--format", "json"]));
+    expect(&single, 0);
+    let mut whole: Value = serde_json::from_str(&single.stdout).unwrap();
+    without_timing(&mut whole);
+    let table = wasmrace(&dir, &with(&[]));
+    expect(&table, 0);
+    for n in [1u32, 2, 3, 7] {
+        let files: Vec<String> = (1..=n)
+            .map(|k| {
+                let part = format!("{k}/{n}");
+                let share = wasmrace(&dir, &with(&["--format", "json", "--partition", &part]));
+                expect(&share, 0);
+                let file = format!("bench{k}of{n}.json");
+                std::fs::write(dir.join(&file), &share.stdout).unwrap();
+                file
+            })
+            .collect();
+        let mut args = vec!["merge", "--json"];
+        args.extend(files.iter().map(String::as_str));
+        let merged = wasmrace(&dir, &args);
+        expect(&merged, 0);
+        let mut doc: Value = serde_json::from_str(&merged.stdout).unwrap();
+        without_timing(&mut doc);
+        assert_eq!(doc, whole, "{n} partitions");
+        let text = wasmrace(
+            &dir,
+            &args[..1]
+                .iter()
+                .chain(&args[2..])
+                .copied()
+                .collect::<Vec<_>>(),
+        );
+        expect(&text, 0);
+        assert_eq!(before_timing(&text.stdout), before_timing(&table.stdout));
+        if n == 3 {
+            let part = wasmrace(&dir, &with(&["--partition", "2/3"]));
+            expect(&part, 0);
+            assert!(
+                part.stdout
+                    .contains("Partition 2/3 of the run: 7 of its 20 cells"),
+                "{}",
+                part.stdout
+            );
+            expect_error(
+                &wasmrace(&dir, &["merge", &files[0], &files[1]]),
+                "partitions `3` of `3` are missing",
+            );
+            expect_error(
+                &wasmrace(&dir, &["merge", &files[0], &files[1], &files[1]]),
+                "is partition `2/3`, given twice",
+            );
+        }
+    }
+    let other = wasmrace(
+        &dir,
+        &with(&["--format", "json", "--partition", "2/2", "--seed", "9"]),
+    );
+    std::fs::write(dir.join("other.json"), &other.stdout).unwrap();
+    expect_error(
+        &wasmrace(&dir, &["merge", "bench1of2.json", "other.json"]),
+        "`other.json` belongs to another run than the first part: its settings differ",
+    );
+    expect_error(
+        &wasmrace(&dir, &with(&["--partition", "3/2"])),
+        "`3/2` is not a partition",
+    );
 }

@@ -5,6 +5,7 @@
 
 use super::HostArgs;
 use crate::output;
+use crate::partition::{self, PartitionArg};
 use crate::Verdict;
 use anyhow::{Context, Result};
 use indicatif::{ProgressBar, ProgressDrawTarget, ProgressStyle};
@@ -45,6 +46,11 @@ the strategy and the seed index, so the output is the same for any --jobs,
 except the timing part (the `Timing` section last in the table and markdown;
 the `timing` fields in JSON). --time-budget makes runs machine-dependent.
 
+Partitions: --partition K/N runs every N-th cell (test x strategy x seed, in
+the order above) starting with the K-th, so N machines run one comparison
+between them; `wasmrace merge` adds their --format json outputs up into the
+results one run gives (docs/scale-out.md).
+
 Exit status: 0 when the comparison ran (finding bugs is its purpose, not a
 failure), 2 on any error (bad module, unknown strategy or test, bad flags).
 
@@ -52,7 +58,8 @@ Examples:
   wasmrace bench
   wasmrace bench --tests 'world_hello_*' --strategies pos,random --seeds 10
   wasmrace bench --tests sctbench --format markdown --chart sctbench.svg
-  wasmrace bench app.wasm --executions 5000 --jobs 1 --format json";
+  wasmrace bench app.wasm --executions 5000 --jobs 1 --format json
+  wasmrace bench --partition 2/4 --format json > part2.json";
 
 #[derive(clap::ValueEnum, Clone, Copy, Debug, PartialEq, Eq)]
 pub enum Format {
@@ -110,6 +117,11 @@ pub struct BenchCommand {
     /// depend on the machine)
     #[arg(long, value_name = "SECS")]
     time_budget: Option<u64>,
+    /// Run only partition K of N of the cells (1-based; also `count:K/N`):
+    /// every N-th test x strategy x seed cell from the K-th. Write each with
+    /// --format json and add them up with `wasmrace merge`
+    #[arg(long, value_name = "K/N", value_parser = partition::parse_partition)]
+    partition: Option<PartitionArg>,
     #[command(flatten)]
     host: HostArgs,
 }
@@ -133,6 +145,7 @@ impl BenchCommand {
             max_steps: self.max_steps,
             cell_time_budget: self.time_budget.map(Duration::from_secs),
             host: self.host.config()?,
+            partition: self.partition.map(PartitionArg::partition),
         };
         let modules = self.modules()?;
         let results = with_progress(|progress| bench::bench(&modules, &opts, progress))?;

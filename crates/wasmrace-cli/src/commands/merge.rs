@@ -1,6 +1,7 @@
 //! `wasmrace merge`: adds up the `--json` reports of the N partitions of one
 //! `wasmrace check --partition K/N` run into the verdict the whole run
-//! gives, after checking that they belong together.
+//! gives, after checking that they belong together; the `--format json`
+//! outputs of `wasmrace bench --partition K/N` into the whole comparison.
 //!
 //! The rule for bugs: with a strategy that splits by execution (random, the
 //! pos family), the bug of the lowest global execution index, which is the
@@ -15,6 +16,7 @@ use anyhow::{bail, Context, Result};
 use serde_json::{json, Map, Value};
 use std::path::{Path, PathBuf};
 use wasmrace_explore::explorer::partition::BugRank;
+use wasmrace_host::bench::{self, BenchResults};
 
 const AFTER_HELP: &str = "\
 The parts are the `--json` outputs of `wasmrace check --partition K/N` with
@@ -27,13 +29,21 @@ run would report: the lowest execution index (random, pos, basic-pos,
 pos-star), or the first in depth-first order (dfs). Schedule paths are
 printed as each partition wrote them.
 
-Exit status: 0 no bug in any test, 1 a bug in at least one test, 2 error.
+The parts may instead be the `--format json` outputs of `wasmrace bench
+--partition K/N` with the same settings, tests, modules and N: the merged
+comparison is the one a single `wasmrace bench` run gives (timing aside),
+printed as its table, or as its JSON with --json.
+
+Exit status: 0 no bug in any test (always, for a comparison), 1 a bug in at
+least one test, 2 error.
 
 Examples:
   wasmrace merge part1.json part2.json part3.json
-  wasmrace merge parts/*.json --json > merged.json";
+  wasmrace merge parts/*.json --json > merged.json
+  wasmrace merge bench-part*.json";
 
 /// Add up the --json reports of the partitions of one `check --partition` run
+/// (or `bench --partition` run)
 #[derive(clap::Args, Debug)]
 #[command(after_help = AFTER_HELP)]
 pub struct MergeCommand {
@@ -68,10 +78,19 @@ impl Part {
 
 impl MergeCommand {
     pub fn run(self) -> Result<Verdict> {
+        let docs = self
+            .parts
+            .iter()
+            .map(|p| read_json(p))
+            .collect::<Result<Vec<_>>>()?;
+        if docs[0].get("settings").is_some() && docs[0].get("cells").is_some() {
+            return self.run_bench(docs);
+        }
         let parts = self
             .parts
             .iter()
-            .map(|p| read_part(p))
+            .zip(docs)
+            .map(|(p, doc)| read_part(p, doc))
             .collect::<Result<Vec<_>>>()?;
         let parts = check_together(parts)?;
         let merged: Vec<Value> = (0..parts[0].tests().len())
@@ -103,6 +122,39 @@ impl MergeCommand {
     }
 }
 
+impl MergeCommand {
+    /// Merges the shares of a `bench --partition` run and prints the
+    /// comparison.
+    fn run_bench(&self, docs: Vec<Value>) -> Result<Verdict> {
+        let parts = self
+            .parts
+            .iter()
+            .zip(docs)
+            .map(|(path, doc)| {
+                serde_json::from_value::<BenchResults>(doc).map_err(|_| {
+                    anyhow::anyhow!(
+                        "`{}` is not the --format json output of `wasmrace bench --partition`",
+                        path.display()
+                    )
+                })
+            })
+            .collect::<Result<Vec<_>>>()?;
+        let merged = bench::merge(parts).map_err(|e| match e.part() {
+            Some(i) => anyhow::anyhow!("`{}` {e}", self.parts[i].display()),
+            None => anyhow::anyhow!("{e}"),
+        })?;
+        let text = if self.json {
+            let mut t = serde_json::to_string_pretty(&merged)?;
+            t.push('\n');
+            t
+        } else {
+            crate::bench_report::text(&merged)
+        };
+        output::print(&text)?;
+        Ok(Verdict::NoBug)
+    }
+}
+
 /// The closing line of several tests, as `check` prints it.
 fn tests_summary(merged: &[Value]) -> String {
     let failed: Vec<String> = merged
@@ -123,12 +175,15 @@ fn tests_summary(merged: &[Value]) -> String {
     text
 }
 
-/// Reads one part and finds its `K`.
-fn read_part(path: &Path) -> Result<Part> {
+/// Reads one part's JSON document.
+fn read_json(path: &Path) -> Result<Value> {
     let text = std::fs::read_to_string(path)
         .with_context(|| format!("cannot read `{}`", path.display()))?;
-    let doc: Value = serde_json::from_str(&text)
-        .with_context(|| format!("`{}` is not valid JSON", path.display()))?;
+    serde_json::from_str(&text).with_context(|| format!("`{}` is not valid JSON", path.display()))
+}
+
+/// Checks one part's document and finds its `K`.
+fn read_part(path: &Path, doc: Value) -> Result<Part> {
     let not_a_part = || {
         anyhow::anyhow!(
             "`{}` is not the --json output of `wasmrace check --partition`",

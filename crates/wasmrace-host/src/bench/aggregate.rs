@@ -2,8 +2,9 @@
 //! totals per strategy (hit ratios, first bugs, partial orders, geometric
 //! means).
 
-use super::{BenchModule, BenchOptions, TestInfo};
+use super::TestInfo;
 use super::{BenchResults, BenchSettings, CellResult, RowCell, RowResult, StrategyTotal, Timing};
+use std::collections::HashMap;
 use std::time::Duration;
 
 pub(super) fn ms(d: Duration) -> f64 {
@@ -28,62 +29,27 @@ fn median(v: &[f64]) -> Option<f64> {
     })
 }
 
+/// Pools `cells` into one row per test of `tests` (program, test) and one
+/// cell per strategy of `settings`, grouping cells by their names, so that
+/// a share of a run and the whole run are aggregated alike.
 pub(super) fn aggregate(
-    opts: &BenchOptions,
-    tests: &[(usize, TestInfo)],
-    modules: &[BenchModule],
-    seeded: &[bool],
+    settings: BenchSettings,
+    tests: &[(String, TestInfo)],
     cells: Vec<CellResult>,
 ) -> BenchResults {
-    let miss_ratio = 1.0 / (opts.executions as f64 * f64::from(opts.seeds));
+    let miss_ratio = 1.0 / (settings.executions as f64 * f64::from(settings.seeds));
+    let mut groups: HashMap<(&str, &str, &str), Vec<&CellResult>> = HashMap::new();
+    for c in &cells {
+        let key = (c.program.as_str(), c.test.as_str(), c.strategy.as_str());
+        groups.entry(key).or_default().push(c);
+    }
     let mut rows: Vec<RowResult> = Vec::new();
-    let mut at = 0;
-    for (mi, info) in tests {
+    for (program, info) in tests {
         let mut row_cells = Vec::new();
-        for (si, choice) in opts.strategies.iter().enumerate() {
-            let runs = if seeded[si] { opts.seeds } else { 1 } as usize;
-            let mine = &cells[at..at + runs];
-            at += runs;
-            let executions: u64 = mine.iter().map(|c| c.executions).sum();
-            let failing: u64 = mine.iter().map(|c| c.failing_executions).sum();
-            let firsts: Vec<f64> = mine
-                .iter()
-                .filter_map(|c| c.first_bug_execution)
-                .map(|e| e as f64)
-                .collect();
-            let first_ms: Vec<f64> = mine
-                .iter()
-                .filter_map(|c| c.timing.first_bug_ms_mean)
-                .collect();
-            let elapsed: f64 = mine.iter().map(|c| c.timing.elapsed_ms).sum();
-            let orders: Vec<f64> = mine.iter().map(|c| c.distinct_orders as f64).collect();
-            row_cells.push(RowCell {
-                strategy: choice.name().into(),
-                runs: runs as u32,
-                executions,
-                failing_executions: failing,
-                hit_ratio: if executions > 0 {
-                    failing as f64 / executions as f64
-                } else {
-                    0.0
-                },
-                found: firsts.len() as u32,
-                first_bug_mean: mean(&firsts),
-                first_bug_median: median(&firsts),
-                distinct_orders: mean(&orders).unwrap_or(0.0),
-                exhausted: mine.iter().all(|c| c.exhausted),
-                pruned_by: mine.iter().find_map(|c| c.pruned_by.clone()),
-                timing: Timing {
-                    executions_per_second: if elapsed > 0.0 {
-                        executions as f64 / (elapsed / 1000.0)
-                    } else {
-                        0.0
-                    },
-                    first_bug_ms_mean: mean(&first_ms),
-                    first_bug_ms_median: median(&first_ms),
-                    elapsed_ms: elapsed,
-                },
-            });
+        for strategy in &settings.strategies {
+            let key = (program.as_str(), info.test.as_str(), strategy.as_str());
+            let mine: &[&CellResult] = groups.get(&key).map_or(&[], Vec::as_slice);
+            row_cells.push(row_cell(strategy, mine));
         }
         let best_hit_ratio = row_cells.iter().map(|c| c.hit_ratio).fold(0.0, f64::max);
         let best = if best_hit_ratio > 0.0 {
@@ -97,7 +63,7 @@ pub(super) fn aggregate(
         };
         let has_bug = info.expected_bug.unwrap_or(best_hit_ratio > 0.0);
         rows.push(RowResult {
-            program: modules[*mi].program.clone(),
+            program: program.clone(),
             info: info.clone(),
             best_hit_ratio,
             best,
@@ -113,11 +79,11 @@ pub(super) fn aggregate(
         })
     });
     let with_bug: Vec<&RowResult> = rows.iter().filter(|r| r.has_bug).collect();
-    let totals = opts
+    let totals = settings
         .strategies
         .iter()
         .enumerate()
-        .map(|(si, choice)| {
+        .map(|(si, name)| {
             let ratios: Vec<f64> = with_bug
                 .iter()
                 .map(|r| {
@@ -138,7 +104,7 @@ pub(super) fn aggregate(
             let executions: u64 = all.iter().map(|c| c.executions).sum();
             let elapsed: f64 = all.iter().map(|c| c.timing.elapsed_ms).sum();
             StrategyTotal {
-                strategy: choice.name().into(),
+                strategy: name.clone(),
                 geomean_hit_ratio: geomean,
                 bugs_found: with_bug
                     .iter()
@@ -158,18 +124,56 @@ pub(super) fn aggregate(
         })
         .collect();
     BenchResults {
-        settings: BenchSettings {
-            executions: opts.executions,
-            seeds: opts.seeds,
-            base_seed: opts.base_seed,
-            max_steps: opts.max_steps,
-            strategies: opts.strategies.iter().map(|s| s.name().into()).collect(),
-            cell_time_budget_secs: opts.cell_time_budget.map(|d| d.as_secs_f64()),
-        },
+        settings,
         miss_ratio,
         tests_with_bug: with_bug.len() as u32,
         rows,
         totals,
         cells,
+        partition: None,
+    }
+}
+
+/// One strategy's runs on one test, pooled.
+fn row_cell(strategy: &str, mine: &[&CellResult]) -> RowCell {
+    let executions: u64 = mine.iter().map(|c| c.executions).sum();
+    let failing: u64 = mine.iter().map(|c| c.failing_executions).sum();
+    let firsts: Vec<f64> = mine
+        .iter()
+        .filter_map(|c| c.first_bug_execution)
+        .map(|e| e as f64)
+        .collect();
+    let first_ms: Vec<f64> = mine
+        .iter()
+        .filter_map(|c| c.timing.first_bug_ms_mean)
+        .collect();
+    let elapsed: f64 = mine.iter().map(|c| c.timing.elapsed_ms).sum();
+    let orders: Vec<f64> = mine.iter().map(|c| c.distinct_orders as f64).collect();
+    RowCell {
+        strategy: strategy.into(),
+        runs: mine.len() as u32,
+        executions,
+        failing_executions: failing,
+        hit_ratio: if executions > 0 {
+            failing as f64 / executions as f64
+        } else {
+            0.0
+        },
+        found: firsts.len() as u32,
+        first_bug_mean: mean(&firsts),
+        first_bug_median: median(&firsts),
+        distinct_orders: mean(&orders).unwrap_or(0.0),
+        exhausted: mine.iter().all(|c| c.exhausted),
+        pruned_by: mine.iter().find_map(|c| c.pruned_by.clone()),
+        timing: Timing {
+            executions_per_second: if elapsed > 0.0 {
+                executions as f64 / (elapsed / 1000.0)
+            } else {
+                0.0
+            },
+            first_bug_ms_mean: mean(&first_ms),
+            first_bug_ms_median: median(&first_ms),
+            elapsed_ms: elapsed,
+        },
     }
 }

@@ -45,6 +45,10 @@ pub struct CellResult {
     pub test: String,
     /// The strategy's name.
     pub strategy: String,
+    /// The cell's position in the whole run's plan (tests in input order,
+    /// then strategies, then seeds), whatever the partition.
+    #[serde(default)]
+    pub index: u64,
     /// Which of the cell's seeds, from 0.
     pub seed_index: u32,
     /// The seed the strategy ran with ([`cell_seed`]: derived from the base
@@ -171,4 +175,37 @@ pub struct BenchResults {
     pub totals: Vec<StrategyTotal>,
     /// Every cell, in input order (test, strategy, seed index).
     pub cells: Vec<CellResult>,
+    /// Set when this is one share of a run (`--partition K/N`): the rows
+    /// and totals above cover only this share's cells, and [`merge`]
+    /// (`wasmrace merge`) adds the shares up into the whole run's results.
+    ///
+    /// [`merge`]: super::merge
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub partition: Option<BenchPartition>,
+}
+
+/// Which share of a bench run a result is, and what the whole run was.
+#[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
+pub struct BenchPartition {
+    /// Which share, 1-based as on the command line.
+    pub k: u32,
+    /// How many shares.
+    pub n: u32,
+    /// The cells of the whole run.
+    pub cells_planned: u64,
+    /// The whole run's tests, in input order.
+    pub tests: Vec<PlannedTest>,
+}
+
+/// A test of a bench run's plan, with the module it belongs to.
+#[derive(Clone, Debug, PartialEq, Eq, Serialize, Deserialize)]
+pub struct PlannedTest {
+    /// The module's program name.
+    pub program: String,
+    /// The blake3 hash of the module as built, hex: shares of runs on
+    /// different builds are not merged.
+    pub module_blake3: String,
+    /// The test and what is known about it.
+    #[serde(flatten)]
+    pub info: TestInfo,
 }
