@@ -309,8 +309,17 @@ pub fn strategy_stats_json(report: &Report) -> serde_json::Value {
         .iter()
         .map(|s| (s.name.to_string(), serde_json::json!(s.value)))
         .collect();
+    // Which counters are peaks, not counts: `wasmrace merge` takes their
+    // largest value over the partitions instead of adding them up.
+    let peaks: Vec<&str> = report
+        .strategy_stats
+        .iter()
+        .filter(|s| s.kind == wasmrace_explore::StatKind::Peak)
+        .map(|s| s.name)
+        .collect();
     serde_json::json!({
         "stats": stats,
+        "peaks": peaks,
         "saved_states": {
             "with_snapshot": report.saved_with_snapshot,
             "as_prefix": report.saved_as_prefix,

@@ -28,5 +28,7 @@ pub use strategies::{
     ExplorerKind, Metrics, PartialOrders, RandomWalk, RecordStats, Recorded, Recorder, Recording,
     Replay, Ses, SesOptions, Ss, SsOptions,
 };
-pub use strategy::{BoundHit, Capabilities, Context, Outcome, RealRace, Start, Stat, Strategy};
+pub use strategy::{
+    BoundHit, Capabilities, Context, Outcome, RealRace, Start, Stat, StatKind, Strategy,
+};
 pub use wasmrace_trace as trace;

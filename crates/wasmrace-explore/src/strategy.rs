@@ -44,12 +44,46 @@ pub struct Stat {
     pub name: &'static str,
     /// The count at the end of the run.
     pub value: u64,
+    /// How the values of a run's partitions make the run's.
+    pub kind: StatKind,
+}
+
+/// How the values of a counter in the partitions of a run (`--jobs`,
+/// `--partition`) make the whole run's value.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum StatKind {
+    /// A count of things done: the partitions' values add up.
+    Count,
+    /// A peak or a setting (the largest wakeup tree, the delay bound
+    /// reached): the largest of the partitions' values.
+    Peak,
 }
 
 impl Stat {
-    /// The counter `name` with `value`.
+    /// The count `name` with `value` ([`StatKind::Count`]).
     pub fn new(name: &'static str, value: u64) -> Self {
-        Stat { name, value }
+        Stat {
+            name,
+            value,
+            kind: StatKind::Count,
+        }
+    }
+
+    /// The peak `name` with `value` ([`StatKind::Peak`]).
+    pub fn peak(name: &'static str, value: u64) -> Self {
+        Stat {
+            name,
+            value,
+            kind: StatKind::Peak,
+        }
+    }
+
+    /// Folds another partition's value of this counter into this one.
+    pub fn combine(&mut self, other: u64) {
+        self.value = match self.kind {
+            StatKind::Count => self.value.saturating_add(other),
+            StatKind::Peak => self.value.max(other),
+        };
     }
 }
 

@@ -155,6 +155,51 @@ impl MergeCommand {
     }
 }
 
+/// The partitions' `strategy_stats` as one run's: counters added up, the
+/// ones listed in `peaks` (largest wakeup tree, delay bound) the largest
+/// value of any partition, as `merge_reports` does with `Stat::combine`.
+fn merge_stats(tests: &[&Value]) -> Value {
+    let blocks: Vec<&Value> = tests.iter().map(|t| &t["strategy_stats"]).collect();
+    let is_peak = |name: &str| {
+        blocks
+            .iter()
+            .filter_map(|b| b["peaks"].as_array())
+            .flatten()
+            .any(|p| p == name)
+    };
+    let mut stats = Map::new();
+    for (name, value) in blocks
+        .iter()
+        .filter_map(|b| b["stats"].as_object())
+        .flatten()
+    {
+        let (old, new) = (
+            stats.get(name).and_then(Value::as_u64),
+            value.as_u64().unwrap_or(0),
+        );
+        let merged = match old {
+            None => new,
+            Some(old) if is_peak(name) => old.max(new),
+            Some(old) => old.saturating_add(new),
+        };
+        stats.insert(name.clone(), json!(merged));
+    }
+    let mut saved = Map::new();
+    for (name, value) in blocks
+        .iter()
+        .filter_map(|b| b["saved_states"].as_object())
+        .flatten()
+    {
+        let total = saved.get(name).and_then(Value::as_u64).unwrap_or(0);
+        saved.insert(
+            name.clone(),
+            json!(total.saturating_add(value.as_u64().unwrap_or(0))),
+        );
+    }
+    let peaks = blocks.first().map_or(Value::Null, |b| b["peaks"].clone());
+    json!({ "stats": stats, "peaks": peaks, "saved_states": saved })
+}
+
 /// The closing line of several tests, as `check` prints it.
 fn tests_summary(merged: &[Value]) -> String {
     let failed: Vec<String> = merged
@@ -314,15 +359,7 @@ fn merge_test(parts: &[Part], i: usize) -> Value {
             bound_hits.push(hit.clone());
         }
     }
-    let mut stats = Map::new();
-    for (name, value) in tests
-        .iter()
-        .filter_map(|t| t["strategy_stats"].as_object())
-        .flatten()
-    {
-        let total = stats.get(name).and_then(Value::as_u64).unwrap_or(0);
-        stats.insert(name.clone(), json!(total + value.as_u64().unwrap_or(0)));
-    }
+    let stats = merge_stats(&tests);
     let t0 = tests[0];
     json!({
         "test": t0["test"],
@@ -441,4 +478,28 @@ fn no_bug_summary(t: &Value) -> String {
         }
     }
     out
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    /// As `merge_reports` merges `Stat`s: counts add up, the counters the
+    /// parts list as peaks keep their largest value, saved states add up.
+    #[test]
+    fn strategy_stats_add_counts_and_keep_peaks() {
+        let part = |count: u64, peak: u64, restored: u64| {
+            json!({ "strategy_stats": {
+                "stats": { "samples": count, "delay bound reached": peak },
+                "peaks": ["delay bound reached"],
+                "saved_states": { "restored": restored },
+            }})
+        };
+        let (a, b) = (part(40, 3, 1), part(2, 2, 5));
+        let merged = merge_stats(&[&a, &b]);
+        assert_eq!(merged["stats"]["samples"], 42);
+        assert_eq!(merged["stats"]["delay bound reached"], 3);
+        assert_eq!(merged["saved_states"]["restored"], 6);
+        assert_eq!(merged["peaks"], json!(["delay bound reached"]));
+    }
 }

@@ -192,7 +192,7 @@ pub fn merge_reports(reports: &[Report]) -> Report {
         out.state_hashes += r.state_hashes;
         for stat in &r.strategy_stats {
             match out.strategy_stats.iter_mut().find(|s| s.name == stat.name) {
-                Some(s) => s.value += stat.value,
+                Some(s) => s.combine(stat.value),
                 None => out.strategy_stats.push(stat.clone()),
             }
         }
@@ -250,5 +250,21 @@ mod tests {
         // Order and length matter: the hash is of the sequence.
         assert_ne!(prefix_hash(&prefixes[2]), prefix_hash(&prefixes[3]));
         assert_ne!(prefix_hash(&prefixes[0]), prefix_hash(&[d(0, 0)]));
+    }
+
+    /// Counts add up over the partitions; peaks (a largest size, a delay
+    /// bound) are the largest partition's, not the sum.
+    #[test]
+    fn merged_counters_add_counts_and_keep_peaks() {
+        use crate::Stat;
+        let report = |count, peak| Report {
+            strategy_stats: vec![Stat::new("count", count), Stat::peak("peak", peak)],
+            ..Report::default()
+        };
+        let merged = merge_reports(&[report(3, 7), report(4, 5), report(0, 2)]);
+        assert_eq!(
+            merged.strategy_stats,
+            [Stat::new("count", 7), Stat::peak("peak", 7)]
+        );
     }
 }

@@ -369,7 +369,7 @@ impl<E: DelayingExplorer + Clone> Capabilities for Ss<E> {
         let samples: u64 = self.counts.values().map(|c| c.samples).sum();
         vec![
             Stat::new("samples", samples),
-            Stat::new("delay bound reached", u64::from(self.db)),
+            Stat::peak("delay bound reached", u64::from(self.db)),
         ]
     }
 }

@@ -442,9 +442,9 @@ impl<E: DelayingExplorer + Clone> Capabilities for Ses<E> {
             Stat::new("states explored", self.states),
             Stat::new("cache hits", self.cache_hits),
             Stat::new("cache evictions", self.cache.evictions()),
-            Stat::new("delay bound reached", u64::from(self.db)),
+            Stat::peak("delay bound reached", u64::from(self.db)),
             Stat::new("frontier entries", self.frontier_total),
-            Stat::new("frontier peak", self.frontier_peak),
+            Stat::peak("frontier peak", self.frontier_peak),
         ]
     }
 }

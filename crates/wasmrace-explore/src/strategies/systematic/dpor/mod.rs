@@ -555,7 +555,7 @@ impl Capabilities for Dpor {
             ),
             Stat::new("sleep-set-blocked executions", self.sleep_blocked),
             Stat::new("infeasible reversals", self.infeasible),
-            Stat::new("largest wakeup tree", self.max_wut as u64),
+            Stat::peak("largest wakeup tree", self.max_wut as u64),
         ];
         if let Some(b) = &self.bound {
             stats.push(Stat::new("reversals pruned by the bound", b.pruned()));
