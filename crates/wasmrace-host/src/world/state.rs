@@ -47,8 +47,14 @@ pub(super) fn with_list(head: String, label: &str, items: &[String]) -> String {
     }
 }
 
-/// `s` cut to `VALUE_CHARS` characters, marked when cut.
-fn clip(mut s: String) -> String {
+/// `s` with control characters escaped ([`wasmrace_trace::text::shown`],
+/// as every printed value is) and cut to `VALUE_CHARS` characters, marked
+/// `…` when cut like the lists and previews inside the states.
+fn clip(s: String) -> String {
+    let mut s = match wasmrace_trace::text::shown(&s) {
+        std::borrow::Cow::Borrowed(_) => s,
+        std::borrow::Cow::Owned(escaped) => escaped,
+    };
     if let Some((cut, _)) = s.char_indices().nth(VALUE_CHARS) {
         s.truncate(cut);
         s.push('…');
@@ -266,5 +272,6 @@ mod tests {
         let long = clip("x".repeat(1000));
         assert_eq!(long.chars().count(), VALUE_CHARS + 1);
         assert!(long.ends_with('…'));
+        assert_eq!(clip("a\u{1b}[2Jb\n".into()), "a\\u{1b}[2Jb\\n");
     }
 }
