@@ -16,8 +16,10 @@
 //! then the custom explorer's failing interleaving, and its replay from the
 //! schedule file.
 //!
-//! Run: `cargo run -p wasmrace-host --example chain_explorer` (about half a
-//! minute; deterministic, so the numbers are the same on every machine).
+//! Run: `cargo run --release -p wasmrace-host --example chain_explorer`
+//! (minutes: only the custom explorer finds the bug, the others use up
+//! their budget; deterministic, so the numbers are the same on every
+//! machine).
 
 mod explorer;
 
