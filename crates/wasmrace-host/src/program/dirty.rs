@@ -12,7 +12,6 @@ use crate::error::HostError;
 use crate::snapshot::{self, Page, PAGE};
 use std::sync::Arc;
 use wasmrace_explore::Status;
-use wasmtime::Val;
 
 /// The map's place in guest memory: a byte per page of the most memory
 /// the guest may have, and one more (a store's second byte may mark the
@@ -43,8 +42,16 @@ impl WasmProgram {
                 "cannot place the dirty-page map (`{len}` bytes) in guest memory; raise --max-memory-mb"
             )));
         };
-        g.set(&mut self.store, Val::I32(base as i32))
-            .map_err(crate::error::runtime)?;
+        // The marks' address is compiled into the guest's stores: the map
+        // must land exactly there (memory's initial size), or marks would
+        // write the guest's data.
+        let want = g.get(&mut self.store).i32().map(|v| v as u32);
+        if want != Some(base) {
+            return Err(crate::error::runtime(format!(
+                "the dirty-page map landed at `{base:#x}`, not at `{:#x}` where the module marks",
+                want.unwrap_or(0)
+            )));
+        }
         self.store.data_mut().dirty_map = Some(base);
         self.map = Some(DirtyMap {
             base,
