@@ -777,7 +777,7 @@ fn restores_are_byte_exact(p: &mut wasmrace_host::WasmProgram, seed: u64) -> (us
             let t = en[rng.random_range(0..en.len())];
             p.step(Decision::new(t, 0)).unwrap();
             // Not after every step: marks then accumulate between hashes.
-            if p.steps() % 3 != 0 {
+            if !p.steps().is_multiple_of(3) {
                 assert_eq!(
                     p.state_hash(),
                     Some(p.state_hash_uncached()),
