@@ -752,13 +752,16 @@ const HEAP_WRITER: &str = r#"
 /// Random executions of `p` that save states (snapshot and memory image)
 /// at random steps and restore them, in random order, from wherever the
 /// walk went: every restore and every reset must give back the saved (or
-/// the start) memory and globals byte for byte. Returns the most pages a
+/// the start) memory and globals byte for byte, and the state hash, cached
+/// page by page, must equal one computed from scratch after most steps and
+/// the saved state's after every restore. Returns the most pages a
 /// reset wrote through the dirty-page map, and whether every reset after
 /// an execution that did not fail went through it.
 fn restores_are_byte_exact(p: &mut wasmrace_host::WasmProgram, seed: u64) -> (usize, bool) {
     use rand::{Rng, SeedableRng};
     let mut rng = rand::rngs::SmallRng::seed_from_u64(seed);
     let start = p.memory_image();
+    let start_hash = p.state_hash_uncached();
     let (mut most, mut tracked) = (0, true);
     let walk = |p: &mut wasmrace_host::WasmProgram, rng: &mut rand::rngs::SmallRng, n: usize| {
         for _ in 0..n {
@@ -773,6 +776,16 @@ fn restores_are_byte_exact(p: &mut wasmrace_host::WasmProgram, seed: u64) -> (us
             }
             let t = en[rng.random_range(0..en.len())];
             p.step(Decision::new(t, 0)).unwrap();
+            // Not after every step: marks then accumulate between hashes.
+            if !p.steps().is_multiple_of(3) {
+                assert_eq!(
+                    p.state_hash(),
+                    Some(p.state_hash_uncached()),
+                    "{}: the cached state hash differs after step {}",
+                    p.test(),
+                    p.steps()
+                );
+            }
         }
     };
     for execution in 0..8 {
@@ -791,21 +804,45 @@ fn restores_are_byte_exact(p: &mut wasmrace_host::WasmProgram, seed: u64) -> (us
             "{}: reset {execution} is not the start state",
             p.test()
         );
+        assert_eq!(
+            p.state_hash(),
+            Some(start_hash),
+            "{}: reset {execution} hashes other than the start state",
+            p.test()
+        );
         let mut saved = Vec::new();
         while matches!(p.status(), Status::Running)
             && !p.threads().iter().all(|t| !t.pending.enabled)
         {
             if rng.random_range(0..3) == 0 {
-                saved.push((p.snapshot().unwrap().unwrap(), p.memory_image(), p.steps()));
+                let hash = p.state_hash_uncached();
+                saved.push((
+                    p.snapshot().unwrap().unwrap(),
+                    p.memory_image(),
+                    p.steps(),
+                    hash,
+                ));
             }
             walk(p, &mut rng, 1);
         }
         while !saved.is_empty() {
-            let (snap, image, step) = saved.swap_remove(rng.random_range(0..saved.len()));
+            let (snap, image, step, hash) = saved.swap_remove(rng.random_range(0..saved.len()));
             p.restore(&snap).unwrap();
             assert!(
                 p.memory_image() == image,
                 "{}: execution {execution}, restore to step {step} is not exact",
+                p.test()
+            );
+            assert_eq!(
+                p.state_hash_uncached(),
+                hash,
+                "{}: execution {execution}, the restore to step {step} hashes otherwise",
+                p.test()
+            );
+            assert_eq!(
+                p.state_hash(),
+                Some(hash),
+                "{}: execution {execution}, the state hash after the restore to step {step}",
                 p.test()
             );
             let n = rng.random_range(0..4);

@@ -24,7 +24,7 @@ use wasmtime::{Engine, Module};
 /// import audit (which runs before the cache is consulted), so no cached
 /// entry was instrumented without it, and Asyncify ignores listed imports a
 /// module does not have. 12: entries carry a checked header ([`MAGIC`]).
-const INSTRUMENTATION_VERSION: u32 = 14;
+const INSTRUMENTATION_VERSION: u32 = 15;
 
 /// First bytes of every entry: names the file format, so a file of the
 /// unchecked format (or anything else) is never taken for an entry.

@@ -3,22 +3,25 @@
 //! `memory.init`, a byte per written page is set in a map the host places
 //! in memory. Snapshots and restores then look at those pages only
 //! (`program/dirty.rs`) instead of scanning and copying every page.
+//!
+//! The map's address is a constant of the module (its initial memory size:
+//! the host grows memory for the map before any guest code runs), so a
+//! mark is a shift and a byte store with the address as the store's
+//! static offset: no global read and no add on the hot path, which every
+//! store of the guest pays.
 
 use super::{DIRTY_BASE_EXPORT, DIRTY_SPAN_EXPORT};
 use crate::error::{one_line, HostError};
 use walrus::ir::{
-    BinaryOp, Binop, Call, Const, GlobalGet, Instr, InstrLocId, InstrSeq, LocalGet, LocalSet,
-    LocalTee, MemArg, Store, StoreKind, Value, VisitorMut,
+    BinaryOp, Binop, Call, Const, Instr, InstrLocId, InstrSeq, LocalGet, LocalSet, LocalTee,
+    MemArg, Store, StoreKind, Value, VisitorMut,
 };
 use walrus::{ConstExpr, FunctionBuilder, ValType};
 
-/// The map's address before the host sets it: out of bounds of any memory
-/// the host allows, so that a store the host did not expect traps instead
-/// of setting a byte of the guest's data.
-const UNSET_BASE: i32 = 0xffff_0000_u32 as i32;
-
 /// Adds the dirty-page map's marking to every write of memory 0, the
-/// exported global holding the map's address (`DIRTY_BASE_EXPORT`) and the
+/// exported constant global holding the map's address (`DIRTY_BASE_EXPORT`:
+/// the memory's initial size, where the host's first growth puts the map;
+/// until then a mark is out of bounds and traps) and the
 /// exported function marking a span (`DIRTY_SPAN_EXPORT`, which the
 /// trampolines call for Asyncify's buffer). Leaves modules it cannot track
 /// alone (several or 64-bit memories, a start function, which would run
@@ -30,22 +33,26 @@ pub fn track_dirty_pages(name: &str, bytes: &[u8]) -> Result<Vec<u8>, HostError>
         name: name.into(),
         message: one_line(&format!("{e:#}")),
     })?;
-    let mem = {
+    let (mem, base) = {
         let mut memories = module.memories.iter();
         match (memories.next(), memories.next()) {
             (Some(m), None) if !m.memory64 && m.maximum.is_none() && module.start.is_none() => {
-                m.id()
+                // The map must lie below 4 GiB with room for its bytes.
+                match u32::try_from(m.initial * 65536) {
+                    Ok(base) if base < 0xf000_0000 => (m.id(), base),
+                    _ => return Ok(bytes.to_vec()),
+                }
             }
             _ => return Ok(bytes.to_vec()),
         }
     };
-    let base = module.globals.add_local(
+    let global = module.globals.add_local(
         ValType::I32,
-        true,
         false,
-        ConstExpr::Value(Value::I32(UNSET_BASE)),
+        false,
+        ConstExpr::Value(Value::I32(base as i32)),
     );
-    module.exports.add(DIRTY_BASE_EXPORT, base);
+    module.exports.add(DIRTY_BASE_EXPORT, global);
     let span = add_span(&mut module, mem, base);
     module.exports.add(DIRTY_SPAN_EXPORT, span);
     let ids: Vec<walrus::FunctionId> = module.funcs.iter_local().map(|(id, _)| id).collect();
@@ -68,11 +75,7 @@ pub fn track_dirty_pages(name: &str, bytes: &[u8]) -> Result<Vec<u8>, HostError>
 }
 
 /// `span(from, len)`: marks every page of `[from, from + len)`.
-fn add_span(
-    module: &mut walrus::Module,
-    mem: walrus::MemoryId,
-    base: walrus::GlobalId,
-) -> walrus::FunctionId {
+fn add_span(module: &mut walrus::Module, mem: walrus::MemoryId, base: u32) -> walrus::FunctionId {
     let mut b = FunctionBuilder::new(&mut module.types, &[ValType::I32, ValType::I32], &[]);
     let from = module.locals.add(ValType::I32);
     let len = module.locals.add(ValType::I32);
@@ -103,16 +106,14 @@ fn add_span(
         .local_set(last);
     body.loop_(None, |l| {
         let again = l.id();
-        l.global_get(base)
-            .local_get(page)
-            .binop(BinaryOp::I32Add)
+        l.local_get(page)
             .i32_const(1)
             .store(
                 mem,
                 StoreKind::I32_8 { atomic: false },
                 MemArg {
                     align: 1,
-                    offset: 0,
+                    offset: base.into(),
                 },
             )
             .local_get(page)
@@ -132,7 +133,8 @@ fn add_span(
 /// nothing and the marking itself never leaves the map.
 struct Marker<'a> {
     mem: walrus::MemoryId,
-    base: walrus::GlobalId,
+    /// The map's address, the marks' static offset.
+    base: u32,
     span: walrus::FunctionId,
     /// The locals the rewrite needs, made on first use (an unused local
     /// would still be saved by Asyncify at every unwind through it):
@@ -158,9 +160,10 @@ impl Marker<'_> {
         l
     }
 
-    /// `[addr, value] store` -> store, then `map[base + (addr + offset) >> 12]`
-    /// set (one byte for a byte store, two for a wider one, which may cross
-    /// into the next page).
+    /// `[addr, value] store` -> store, then `map[(addr + offset) >> 12]`
+    /// set, the map's address being the mark's static offset (one byte for
+    /// a byte store, two for a wider one, which may cross into the next
+    /// page).
     fn store(&mut self, out: &mut Vec<(Instr, InstrLocId)>, s: Store, loc: InstrLocId) {
         let ty = match s.kind {
             StoreKind::I32 { .. } | StoreKind::I32_8 { .. } | StoreKind::I32_16 { .. } => {
@@ -188,7 +191,6 @@ impl Marker<'_> {
             (Instr::LocalTee(LocalTee { local: addr }), l()),
             (Instr::LocalGet(LocalGet { local: v }), l()),
             (Instr::Store(s), loc),
-            (Instr::GlobalGet(GlobalGet { global: self.base }), l()),
             (Instr::LocalGet(LocalGet { local: addr }), l()),
         ]);
         if offset != 0 {
@@ -198,7 +200,6 @@ impl Marker<'_> {
         out.extend([
             (i32c(12), l()),
             (binop(BinaryOp::I32ShrU), l()),
-            (binop(BinaryOp::I32Add), l()),
             (i32c(mark_value), l()),
             (
                 Instr::Store(Store {
@@ -206,7 +207,7 @@ impl Marker<'_> {
                     kind: mark_kind,
                     arg: MemArg {
                         align: 1,
-                        offset: 0,
+                        offset: self.base.into(),
                     },
                 }),
                 l(),

@@ -7,12 +7,12 @@
 //! so a snapshot reads only those, and a restore writes only those and the
 //! pages where the two page lists differ (none for `reset`: the same list).
 
+use super::hash::PageDigest;
 use super::WasmProgram;
 use crate::error::HostError;
 use crate::snapshot::{self, Page, PAGE};
 use std::sync::Arc;
 use wasmrace_explore::Status;
-use wasmtime::Val;
 
 /// The map's place in guest memory: a byte per page of the most memory
 /// the guest may have, and one more (a store's second byte may mark the
@@ -30,6 +30,7 @@ impl WasmProgram {
     pub(super) fn place_dirty_map(&mut self) -> Result<(), HostError> {
         self.map = None;
         self.synced = false;
+        self.stale_all_digests();
         let Some(g) = self.ex.dirty_base else {
             return Ok(());
         };
@@ -43,8 +44,16 @@ impl WasmProgram {
                 "cannot place the dirty-page map (`{len}` bytes) in guest memory; raise --max-memory-mb"
             )));
         };
-        g.set(&mut self.store, Val::I32(base as i32))
-            .map_err(crate::error::runtime)?;
+        // The marks' address is compiled into the guest's stores: the map
+        // must land exactly there (memory's initial size), or marks would
+        // write the guest's data.
+        let want = g.get(&mut self.store).i32().map(|v| v as u32);
+        if want != Some(base) {
+            return Err(crate::error::runtime(format!(
+                "the dirty-page map landed at `{base:#x}`, not at `{:#x}` where the module marks",
+                want.unwrap_or(0)
+            )));
+        }
         self.store.data_mut().dirty_map = Some(base);
         self.map = Some(DirtyMap {
             base,
@@ -59,7 +68,7 @@ impl WasmProgram {
     /// `reference` at the last synchronisation, and the execution did not
     /// fail (a trap may stop a write's marking, or Asyncify's unwind,
     /// half-way).
-    fn tracks(&self) -> bool {
+    pub(super) fn tracks(&self) -> bool {
         let trampolines = match &self.ex.enter {
             Some(e) => self.ex.thread_start.is_none() || e.thread_start.is_some(),
             None => false,
@@ -73,8 +82,32 @@ impl WasmProgram {
     /// The pages marked since the last synchronisation (and those carried
     /// over from it), into `self.dirty`; clears the map.
     fn take_dirty(&mut self) {
-        self.dirty.clear();
-        self.dirty.append(&mut self.carry);
+        let mut dirty = std::mem::take(&mut self.dirty);
+        dirty.clear();
+        dirty.append(&mut self.carry);
+        let from = dirty.len();
+        self.drain_map(&mut dirty);
+        if from > 0 && dirty.len() > from {
+            // The state hash moved marks to `carry` (`hash_memory_cached`):
+            // a page marked again is listed once.
+            dirty.sort_unstable();
+            dirty.dedup();
+        }
+        self.dirty = dirty;
+    }
+
+    /// Appends the pages marked in the map to `out`, staling their cached
+    /// digests, and clears the map.
+    pub(super) fn drain_map(&mut self, out: &mut Vec<u32>) {
+        let from = out.len();
+        self.scan_map(out);
+        for &i in &out[from..] {
+            self.stale_digest(i as usize);
+        }
+    }
+
+    /// Appends the pages marked in the map to `out` and clears the map.
+    fn scan_map(&mut self, out: &mut Vec<u32>) {
         let Some(map) = self.map else {
             return;
         };
@@ -91,7 +124,7 @@ impl WasmProgram {
             }
             for (k, b) in chunk.iter_mut().enumerate() {
                 if *b != 0 {
-                    self.dirty.push((c * 128 + k) as u32);
+                    out.push((c * 128 + k) as u32);
                     *b = 0;
                 }
             }
@@ -169,6 +202,9 @@ impl WasmProgram {
                 if !same {
                     snapshot::restore_page(data, i, want.and_then(|p| p.as_ref()));
                     written += 1;
+                    if let Some(d) = self.digests.get_mut(i) {
+                        *d = PageDigest::Stale;
+                    }
                 }
             }
         }
@@ -180,6 +216,11 @@ impl WasmProgram {
                     pages.get(i as usize).and_then(|p| p.as_ref()),
                 );
                 written += 1;
+                // Stale again: a page carried over may have been hashed
+                // since it was drained from the map.
+                if let Some(d) = self.digests.get_mut(i as usize) {
+                    *d = PageDigest::Stale;
+                }
             }
         }
         self.restored_pages = Some(written);
@@ -190,6 +231,7 @@ impl WasmProgram {
     /// so that the scan finds the map zero, as every snapshot has it.
     pub(super) fn begin_full_sync(&mut self) {
         self.restored_pages = None;
+        self.stale_all_digests();
         self.take_dirty();
     }
 

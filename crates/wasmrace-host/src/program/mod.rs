@@ -5,9 +5,11 @@
 //! rooms: `segment` (running a thread to its next hook), `views` (the
 //! thread views kept up after each step), `instance` (instantiation, thread
 //! slots, known-zero pages), `dirty` (snapshots and restores through the
-//! dirty-page map); snapshots and hashes are here, with the step.
+//! dirty-page map), `hash` (the state hash, incremental through the map);
+//! snapshots are here, with the step.
 
 mod dirty;
+mod hash;
 mod instance;
 mod segment;
 mod views;
@@ -63,6 +65,9 @@ pub struct WasmProgram {
     /// pages above the guest's size a snapshot left for the next restore.
     dirty: Vec<u32>,
     carry: Vec<u32>,
+    /// Each page's cached digest for the state hash (`hash`): pages past
+    /// the end are stale.
+    digests: Vec<hash::PageDigest>,
     /// Pages the last restore wrote through the map (`None`: full scan).
     restored_pages: Option<usize>,
     /// The state right after `start` on the current instance: `reset`
@@ -123,6 +128,7 @@ impl WasmProgram {
             map: None,
             dirty: Vec::new(),
             carry: Vec::new(),
+            digests: Vec::new(),
             restored_pages: None,
             initial: None,
             instances: 1,
@@ -668,15 +674,10 @@ impl Program for WasmProgram {
     fn state_hash(&mut self) -> Option<[u8; 32]> {
         let mut h = blake3::Hasher::new();
         // The guest's memory only: the same state hashes the same whatever
-        // the real memory grew to in other executions.
-        let len = self.mem_len();
-        let mut zero = self.known_zero(&self.store.data().world, len / snapshot::PAGE);
-        self.mask_map(&mut zero);
-        snapshot::hash_memory(&self.ex.memory.data(&self.store)[..len], &zero, &mut h);
-        for g in self.ex.globals.clone() {
-            h.update(&snapshot::val_bits(&g.get(&mut self.store)).to_le_bytes());
-        }
-        self.store.data().world.hash_into(&mut h);
+        // the real memory grew to in other executions. Only the pages
+        // changed since the last hash are read again.
+        self.hash_memory_cached(&mut h);
+        self.hash_rest(&mut h);
         Some(*h.finalize().as_bytes())
     }
 
