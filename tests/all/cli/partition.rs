@@ -342,7 +342,8 @@ fn jobs_print_the_one_thread_report() {
 /// `check --jobs N` on an exhaustive dfs run shares the search tree between
 /// N threads (work stealing): the same executions count, exhausted, for any
 /// N, with and without a preemption bound and within a `--partition`; a
-/// buggy run reports the one-thread run's bug (the first in dfs order).
+/// buggy run reports the one-thread run's bug (the first in dfs order),
+/// also when it lies deep in the search order.
 #[test]
 fn jobs_share_an_exhaustive_dfs_tree() {
     let dir = TempDir::new("partition-jobs-dfs");
@@ -388,9 +389,27 @@ fn jobs_share_an_exhaustive_dfs_tree() {
             assert!(t["bug"].is_null());
         }
     }
-    for bound in [&["--unbounded"][..], &[]] {
-        let mut args = vec![lost.as_str(), "--test", "lost_update", "--strategy", "dfs"];
-        args.extend(bound);
+    // The philosophers' deadlock is dfs's 18,267th execution: the threads
+    // must finish every subtree ordered before it.
+    let philosophers = fixture(&dir, "philosophers");
+    let buggy = [
+        [lost.as_str(), "--test", "lost_update", "--unbounded"],
+        [
+            lost.as_str(),
+            "--test",
+            "lost_update",
+            "--preemption-bound=2",
+        ],
+        [
+            philosophers.as_str(),
+            "--test",
+            "philosophers",
+            "--unbounded",
+        ],
+    ];
+    for run in buggy {
+        let mut args = vec!["--strategy", "dfs"];
+        args.extend(run);
         let (code, one) = test(&args, "1");
         assert_eq!(code, 1);
         for jobs in ["2", "3"] {
