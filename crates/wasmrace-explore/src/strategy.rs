@@ -6,7 +6,9 @@
 //! are a second trait a strategy opts into.
 
 use crate::explorer::partition::Split;
+use crate::explorer::steal::SubtreePool;
 use crate::program::{StepInfo, ThreadView};
+use std::sync::Arc;
 use wasmrace_trace::{Decision, Failure, Oid, OpKind, Tid};
 
 /// Where the next execution starts.
@@ -301,6 +303,16 @@ pub trait Capabilities {
     /// the order one run would have found them.
     fn order_key(&self) -> Option<Vec<u32>> {
         None
+    }
+
+    /// Makes the strategy one of several workers sharing its search tree
+    /// through `pool` (work stealing, `check --jobs`), before its first
+    /// `begin`; false when it cannot (the default), and then nothing
+    /// changed. A strategy that accepts explores only subtrees it takes
+    /// from the pool (the first is the root), donates when the pool is
+    /// hungry, and ends when the pool says the run is over.
+    fn share(&mut self, _pool: Arc<SubtreePool>) -> bool {
+        false
     }
 }
 

@@ -338,3 +338,89 @@ fn jobs_print_the_one_thread_report() {
         "`--jobs` must be at least 1",
     );
 }
+
+/// `check --jobs N` on an exhaustive dfs run shares the search tree between
+/// N threads (work stealing): the same executions count, exhausted, for any
+/// N, with and without a preemption bound and within a `--partition`; a
+/// buggy run reports the one-thread run's bug (the first in dfs order),
+/// also when it lies deep in the search order.
+#[test]
+fn jobs_share_an_exhaustive_dfs_tree() {
+    let dir = TempDir::new("partition-jobs-dfs");
+    let counter = fixture(&dir, "mutex_counter");
+    let lost = fixture(&dir, "lost_update");
+    let test = |args: &[&str], jobs: &str| {
+        let mut full = vec!["check", "--json", "--jobs", jobs];
+        full.extend(args);
+        let (code, doc) = json_of(&dir, &full);
+        (code, doc["tests"][0].clone())
+    };
+    let runs: [&[&str]; 3] = [
+        &[
+            &counter,
+            "--test",
+            "mutex_counter_3",
+            "--strategy",
+            "dfs",
+            "--unbounded",
+        ],
+        &[&counter, "--test", "mutex_counter_3", "--strategy", "dfs"],
+        &[
+            &counter,
+            "--test",
+            "mutex_counter_3",
+            "--strategy",
+            "dfs",
+            "--unbounded",
+            "--partition",
+            "2/3",
+        ],
+    ];
+    for args in runs {
+        let (code, one) = test(args, "1");
+        assert_eq!(code, 0);
+        assert!(one["executions"].as_u64().unwrap() > 500, "{one}");
+        assert_eq!(one["exhausted"], true);
+        for jobs in ["2", "3"] {
+            let (code, t) = test(args, jobs);
+            assert_eq!(code, 0, "{args:?} --jobs {jobs}");
+            assert_eq!(t["executions"], one["executions"], "{args:?} --jobs {jobs}");
+            assert_eq!(t["exhausted"], true, "{args:?} --jobs {jobs}");
+            assert!(t["bug"].is_null());
+        }
+    }
+    // The philosophers' deadlock is dfs's 18,267th execution: the threads
+    // must finish every subtree ordered before it.
+    let philosophers = fixture(&dir, "philosophers");
+    let buggy = [
+        [lost.as_str(), "--test", "lost_update", "--unbounded"],
+        [
+            lost.as_str(),
+            "--test",
+            "lost_update",
+            "--preemption-bound=2",
+        ],
+        [
+            philosophers.as_str(),
+            "--test",
+            "philosophers",
+            "--unbounded",
+        ],
+    ];
+    for run in buggy {
+        let mut args = vec!["--strategy", "dfs"];
+        args.extend(run);
+        let (code, one) = test(&args, "1");
+        assert_eq!(code, 1);
+        for jobs in ["2", "3"] {
+            let (code, t) = test(&args, jobs);
+            assert_eq!(code, 1, "{args:?} --jobs {jobs}");
+            assert_eq!(t["bug"]["failure"], one["bug"]["failure"]);
+            assert_eq!(
+                t["bug"]["trace"], one["bug"]["trace"],
+                "{args:?} --jobs {jobs}"
+            );
+            assert_eq!(t["bug"]["order_key"], one["bug"]["order_key"]);
+        }
+    }
+}

@@ -209,15 +209,16 @@ pub struct CheckCommand {
     /// them up with `wasmrace merge` (docs/scale-out.md)
     #[arg(long, value_name = "K/N", value_parser = partition::parse_partition)]
     partition: Option<PartitionArg>,
-    /// Explore on N threads: the run split into N partitions in this
-    /// process, each with its own instance of the module, merged as `wasmrace
-    /// merge` merges them (strategies that split: random, the pos family,
-    /// dfs without --state-cache). Default 1, one thread, for now
+    /// Explore on N threads, each with its own instance of the module:
+    /// dfs without --state-cache shares its search tree between them (work
+    /// stealing: the same executions and the same first bug for any N);
+    /// random and the pos family split into N partitions merged as
+    /// `wasmrace merge` merges them. Default 1, one thread, for now
     #[arg(long, value_name = "N", default_value_t = 1)]
     jobs: u32,
     #[arg(long, value_name = "D", help = format!(
         "Decisions whose hash picks the partition of a dfs execution \
-         (with --partition or --jobs) [default: {}]",
+         (with --partition; --jobs shares the tree instead) [default: {}]",
         Config::default().split_depth
     ))]
     split_depth: Option<usize>,

@@ -12,6 +12,7 @@ mod livelock;
 pub mod partition;
 mod path;
 mod saved;
+pub mod steal;
 
 use crate::observer::Observer;
 use crate::program::{Program, Status};
@@ -21,7 +22,9 @@ use partition::Share;
 pub use partition::{Partition, Split};
 use path::PathSnapshots;
 use saved::{SavedStates, Taken};
+use std::sync::Arc;
 use std::time::{Duration, Instant};
+use steal::{StopOnDrop, SubtreePool};
 use wasmrace_trace::{Decision, Failure};
 
 /// Every bound of an exploration. Hitting one is reported with the name of
@@ -289,6 +292,42 @@ impl<P: Program> Explorer<P> {
         observer: &mut O,
         progress: &mut ProgressFn<'_>,
     ) -> Result<Report, ExploreError<P::Error>> {
+        self.run_in(strategy, observer, progress, None)
+    }
+
+    /// Runs `strategy` with `observer` beside it as one of the workers
+    /// sharing `pool` ([`steal`]): each worker runs this with its own
+    /// program instance and strategy, and [`merge_reports`](partition::merge_reports)
+    /// adds their reports up. `--max-executions` is the budget of all the
+    /// workers together; a bound that stops one worker stops them all. The
+    /// strategy must accept the pool ([`Capabilities::share`](crate::Capabilities::share)),
+    /// else this is [`ExploreError::CannotSplit`].
+    pub fn run_shared<O: Observer + ?Sized>(
+        &mut self,
+        strategy: &mut dyn Strategy,
+        observer: &mut O,
+        pool: &Arc<SubtreePool>,
+    ) -> Result<Report, ExploreError<P::Error>> {
+        let shares = strategy
+            .capabilities_mut()
+            .is_some_and(|c| c.share(pool.clone()));
+        if !shares {
+            // Not one of the workers after all: nobody must wait for it.
+            pool.stop();
+            return Err(ExploreError::CannotSplit {
+                strategy: strategy.name().to_string(),
+            });
+        }
+        self.run_in(strategy, observer, &mut |_| {}, Some(pool))
+    }
+
+    fn run_in<O: Observer + ?Sized>(
+        &mut self,
+        strategy: &mut dyn Strategy,
+        observer: &mut O,
+        progress: &mut ProgressFn<'_>,
+        pool: Option<&SubtreePool>,
+    ) -> Result<Report, ExploreError<P::Error>> {
         let cfg = self.config.clone();
         let share =
             Share::of(cfg.partition, strategy.split(), cfg.split_depth).ok_or_else(|| {
@@ -298,6 +337,8 @@ impl<P: Program> Explorer<P> {
             })?;
         let mut run = Run {
             share,
+            pool,
+            ticket: 0,
             checked: false,
             foreign: false,
             path: PathSnapshots::new(cfg.snapshot_every_cost, cfg.max_snapshots),
@@ -311,7 +352,14 @@ impl<P: Program> Explorer<P> {
             report: Report::default(),
             started: Instant::now(),
         };
-        run.executions(progress)?;
+        // Until the run ends normally, its end (a bound, an error, a panic)
+        // ends every worker's.
+        let mut stop = StopOnDrop { pool };
+        let ended = run.executions(progress)?;
+        if ended {
+            stop.pool = None;
+        }
+        drop(stop);
         let mut report = run.report;
         report.strategy_bound = run.strategy.bound_hit();
         report.strategy_stats = run.strategy.stats();
@@ -329,6 +377,11 @@ struct Run<'a, P: Program, O: ?Sized> {
     checked: bool,
     /// The current execution was abandoned as another partition's.
     foreign: bool,
+    /// The pool shared with other workers, in a run of several.
+    pool: Option<&'a SubtreePool>,
+    /// With a pool: the number of the current execution among all the
+    /// workers' (its ticket).
+    ticket: u64,
     program: &'a mut P,
     cfg: &'a Config,
     strategy: &'a mut dyn Strategy,
@@ -347,8 +400,12 @@ struct Run<'a, P: Program, O: ?Sized> {
 
 impl<P: Program, O: Observer + ?Sized> Run<'_, P, O> {
     /// The loop over executions, until the strategy is done, a bound is hit
-    /// or (by default) a bug is found.
-    fn executions(&mut self, progress: &mut ProgressFn<'_>) -> Result<(), ExploreError<P::Error>> {
+    /// or (by default) a bug is found; true when it ended because the
+    /// strategy was done (or, alone, at its first bug).
+    fn executions(
+        &mut self,
+        progress: &mut ProgressFn<'_>,
+    ) -> Result<bool, ExploreError<P::Error>> {
         loop {
             // Ask the strategy first: a strategy that has just finished its
             // space must be reported exhausted, not "stopped by a bound",
@@ -358,12 +415,20 @@ impl<P: Program, O: Observer + ?Sized> Run<'_, P, O> {
                 .share
                 .next_index(self.report.executions, self.report.partition_skipped);
             let Some(start) = self.strategy.begin(index) else {
-                self.report.exhausted = self.strategy.exhausted();
-                return Ok(());
+                // Workers that stopped at a bug did not explore everything,
+                // even if the bug was the last execution (as one run).
+                let stopped_at_bug =
+                    self.cfg.stop_on_first_bug && self.pool.is_some_and(|p| p.best().is_some());
+                self.report.exhausted = self.strategy.exhausted() && !stopped_at_bug;
+                return Ok(true);
             };
+            if self.pool.is_some_and(|p| p.is_stopped()) {
+                // Another worker hit a bound (and reports it) or failed.
+                return Ok(false);
+            }
             if let Some(hit) = self.bound_reached(index) {
                 self.report.stopped_by = Some(hit);
-                return Ok(());
+                return Ok(false);
             }
             self.start(start)?;
             self.observer.begin(start, self.path.decisions());
@@ -376,6 +441,9 @@ impl<P: Program, O: Observer + ?Sized> Run<'_, P, O> {
                 // Another partition's: the strategy moves past it (a DFS
                 // backtracks past the whole subtree), and nothing counts.
                 self.report.partition_skipped += 1;
+                if let Some(pool) = self.pool {
+                    pool.return_ticket();
+                }
                 self.strategy.end(&Outcome::Abandoned);
                 self.observer
                     .end(&Outcome::Abandoned, self.path.decisions());
@@ -390,24 +458,51 @@ impl<P: Program, O: Observer + ?Sized> Run<'_, P, O> {
             self.observer.end(&outcome, self.path.decisions());
             if let Outcome::Failed(failure) = outcome {
                 self.report.failing_executions += 1;
-                if self.report.bugs.is_empty() || !self.cfg.stop_on_first_bug {
-                    let execution = match self.share {
-                        Share::Indices(_) => index + 1,
-                        _ => self.report.executions,
-                    };
-                    self.report.bugs.push(Bug {
-                        failure,
-                        found_by: self.strategy.active().to_string(),
-                        schedule: self.path.decisions().to_vec(),
-                        execution,
-                        order_key,
-                    });
-                }
-                if self.cfg.stop_on_first_bug {
-                    return Ok(());
+                let execution = match (self.pool, self.share) {
+                    (Some(_), _) => self.ticket,
+                    (None, Share::Indices(_)) => index + 1,
+                    (None, _) => self.report.executions,
+                };
+                let bug = Bug {
+                    failure,
+                    found_by: self.strategy.active().to_string(),
+                    schedule: self.path.decisions().to_vec(),
+                    execution,
+                    order_key,
+                };
+                if let Some(pool) = self.pool {
+                    self.keep_in_order(bug, pool);
+                } else {
+                    if self.report.bugs.is_empty() || !self.cfg.stop_on_first_bug {
+                        self.report.bugs.push(bug);
+                    }
+                    if self.cfg.stop_on_first_bug {
+                        return Ok(true);
+                    }
                 }
             }
             progress(&self.report);
+        }
+    }
+
+    /// A worker's bug, among the others it found: kept in the search order
+    /// ([`BugRank`](partition::BugRank)), only the first when the run stops
+    /// at its first bug, whose key then goes to the pool so that every
+    /// worker abandons the work after it (see [`steal`]).
+    fn keep_in_order(&mut self, bug: Bug, pool: &SubtreePool) {
+        let rank = partition::BugRank::of(&bug);
+        if self.cfg.stop_on_first_bug {
+            if let Some(key) = &bug.order_key {
+                pool.found(key.clone());
+            }
+        }
+        let at = self
+            .report
+            .bugs
+            .partition_point(|b| partition::BugRank::of(b) <= rank);
+        self.report.bugs.insert(at, bug);
+        if self.cfg.stop_on_first_bug {
+            self.report.bugs.truncate(1);
         }
     }
 
@@ -415,10 +510,17 @@ impl<P: Program, O: Observer + ?Sized> Run<'_, P, O> {
     /// the execution of `index` (as passed to `begin`), if one does. A
     /// partition by execution counts global indices: `--max-executions` is
     /// the budget of the whole run.
-    fn bound_reached(&self, index: u64) -> Option<BoundHit> {
-        let used = match self.share {
-            Share::Indices(_) => index,
-            _ => self.report.executions,
+    fn bound_reached(&mut self, index: u64) -> Option<BoundHit> {
+        let used = match (self.pool, self.share) {
+            (Some(pool), _) => match pool.ticket(self.cfg.max_executions) {
+                Some(ticket) => {
+                    self.ticket = ticket;
+                    0
+                }
+                None => u64::MAX,
+            },
+            (None, Share::Indices(_)) => index,
+            (None, _) => self.report.executions,
         };
         if used >= self.cfg.max_executions {
             return Some(BoundHit {

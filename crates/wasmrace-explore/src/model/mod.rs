@@ -399,6 +399,8 @@ mod builder;
 mod partition_tests;
 mod run;
 #[cfg(test)]
+mod steal_tests;
+#[cfg(test)]
 mod tests;
 
 pub use builder::{ModelBuilder, ThreadBuilder};

@@ -81,12 +81,16 @@
 //! loop would otherwise spin until the step limit in the very first
 //! execution.
 
+use crate::explorer::steal::SubtreePool;
 use crate::explorer::Split;
 use crate::prefix_tree::{NodeId, PrefixTree, NIL};
 use crate::state_cache::StateCache;
 use crate::strategies::registry::{Descriptor, Knob, StrategyOptions, Takes};
 use crate::strategy::{BoundHit, Capabilities, Context, Start, Stat, Strategy};
+use std::sync::Arc;
 use wasmrace_trace::{mix64, Decision, OpKind};
+
+mod steal;
 
 /// Options of [`Dfs`].
 #[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
@@ -160,8 +164,10 @@ fn state_cache_mb(o: &StrategyOptions) -> Option<u64> {
     (o.state_cache == Some(true)).then_some(mb)
 }
 
-/// Deferred prefixes share their beginnings in a prefix tree.
-type Arena = PrefixTree<Decision>;
+/// Deferred prefixes share their beginnings in a prefix tree; each step
+/// keeps its mark (see `Dfs::marks`), so that a deferred subtree's place in
+/// the search order is known without running it (work stealing).
+type Arena = PrefixTree<(Decision, u32)>;
 
 /// The decisions to try at one depth of the current path.
 #[derive(Debug)]
@@ -220,6 +226,13 @@ pub struct Dfs {
     cache_hits: u64,
     /// States (keys) the cache took as new.
     cache_states: u64,
+    /// The pool of subtrees shared with other workers (`check --jobs`),
+    /// when this search is one of several sharing the tree (`steal.rs`).
+    pool: Option<Arc<SubtreePool>>,
+    /// The pool said the run is over.
+    left: bool,
+    /// The bug key local deferred subtrees were last filtered by.
+    filtered_for: Option<Vec<u32>>,
 }
 
 impl Dfs {
@@ -246,6 +259,9 @@ impl Dfs {
             hash: None,
             cache_hits: 0,
             cache_states: 0,
+            pool: None,
+            left: false,
+            filtered_for: None,
         }
     }
 
@@ -401,8 +417,8 @@ impl Dfs {
         } else {
             self.frames[j - 1].node
         };
-        for f in &mut self.frames[j..=top] {
-            parent = self.arena.push(parent, f.chosen());
+        for (k, f) in self.frames.iter_mut().enumerate().take(top + 1).skip(j) {
+            parent = self.arena.push(parent, (f.chosen(), self.marks[base + k]));
             f.node = parent;
         }
         parent
@@ -427,9 +443,9 @@ impl Dfs {
                 if !preemptive.is_empty() {
                     if self.iteration < bound {
                         let parent = self.path_node(ctx.step);
-                        for d in preemptive {
+                        for (rank, d) in preemptive.into_iter().enumerate() {
                             self.deferred += 1;
-                            let node = self.arena.push(parent, d);
+                            let node = self.arena.push(parent, (d, ((rank as u32) << 1) | 1));
                             self.s_next.push(node);
                         }
                     } else {
@@ -448,6 +464,23 @@ impl Dfs {
         first
     }
 
+    /// The start of the subtree below `forced` (just set): resumes the last
+    /// execution where it parts from that prefix.
+    fn enter_forced(&mut self) -> Start {
+        let lcp = self
+            .path
+            .iter()
+            .zip(&self.forced)
+            .take_while(|(a, b)| a == b)
+            .count();
+        self.path.truncate(lcp);
+        if lcp == 0 {
+            Start::Fresh
+        } else {
+            Start::Resume { prefix_len: lcp }
+        }
+    }
+
     /// Starts the next deferred subtree, moving to the next iteration when
     /// this one is done; `None` when nothing is left.
     fn next_subtree(&mut self) -> Option<Start> {
@@ -458,21 +491,14 @@ impl Dfs {
         self.forced.clear();
         loop {
             if let Some(entry) = self.s_current.pop() {
-                self.forced = self.arena.prefix(entry);
+                self.forced = self
+                    .arena
+                    .prefix(entry)
+                    .into_iter()
+                    .map(|(d, _)| d)
+                    .collect();
                 self.base_node = entry;
-                // Resume the last execution where it parts from this prefix.
-                let lcp = self
-                    .path
-                    .iter()
-                    .zip(&self.forced)
-                    .take_while(|(a, b)| a == b)
-                    .count();
-                self.path.truncate(lcp);
-                return Some(if lcp == 0 {
-                    Start::Fresh
-                } else {
-                    Start::Resume { prefix_len: lcp }
-                });
+                return Some(self.enter_forced());
             }
             let more = self
                 .opts
@@ -491,19 +517,42 @@ impl Dfs {
     }
 }
 
+/// The order key of the executions below a path with these marks, without
+/// the terminating 0 (see [`Capabilities::order_key`] on [`Dfs`]): every
+/// execution of the subtree below it explored in the same iteration has a
+/// key starting with it.
+fn key_of(marks: impl Iterator<Item = u32> + Clone) -> Vec<u32> {
+    let k = marks.clone().filter(|m| m & 1 == 1).count() as u32;
+    let mut key = vec![k];
+    for m in marks {
+        if m & 1 == 1 {
+            key.push(0);
+            key.push(m >> 1);
+        } else {
+            key.push((m >> 1) + 1);
+        }
+    }
+    key
+}
+
 impl Strategy for Dfs {
     fn name(&self) -> &str {
         "dfs"
     }
 
     fn begin(&mut self, _executions: u64) -> Option<Start> {
-        if self.exhausted {
+        if self.exhausted || self.left {
             return None;
         }
         self.resuming = false;
         if !self.started {
             self.started = true;
-            return Some(Start::Fresh);
+            if self.pool.is_none() {
+                return Some(Start::Fresh);
+            }
+        }
+        if let Some(pool) = self.pool.clone() {
+            self.share_work(&pool);
         }
         // Backtrack to the deepest frame with an untried alternative.
         while let Some(f) = self.frames.last_mut() {
@@ -522,11 +571,16 @@ impl Strategy for Dfs {
             }
             self.pop_frame();
         }
-        let start = self.next_subtree();
-        if start.is_none() {
-            self.exhausted = true;
+        if let Some(start) = self.next_subtree() {
+            return Some(start);
         }
-        start
+        match self.pool.clone() {
+            Some(pool) => self.take_subtree(&pool),
+            None => {
+                self.exhausted = true;
+                None
+            }
+        }
     }
 
     fn decide(&mut self, ctx: &Context<'_>) -> Option<Decision> {
@@ -626,19 +680,18 @@ impl Capabilities for Dfs {
     /// smaller.
     fn order_key(&self) -> Option<Vec<u32>> {
         let marks = &self.marks[..self.path.len().min(self.marks.len())];
-        let k = marks.iter().filter(|m| *m & 1 == 1).count() as u32;
-        let mut key = Vec::with_capacity(marks.len() + 2 * k as usize + 2);
-        key.push(k);
-        for m in marks {
-            if m & 1 == 1 {
-                key.push(0);
-                key.push(m >> 1);
-            } else {
-                key.push((m >> 1) + 1);
-            }
-        }
+        let mut key = key_of(marks.iter().copied());
         key.push(0);
         Some(key)
+    }
+
+    fn share(&mut self, pool: Arc<SubtreePool>) -> bool {
+        // Like partitions: a state cache makes subtrees depend on each other.
+        if self.cache.is_some() || self.started {
+            return false;
+        }
+        self.pool = Some(pool);
+        true
     }
 
     fn bound_hit(&self) -> Option<BoundHit> {
@@ -685,7 +738,7 @@ mod tests {
 
     #[test]
     fn arena_shares_prefixes_and_frees_what_nothing_holds() {
-        let mut a = Arena::default();
+        let mut a = PrefixTree::<Decision>::default();
         let x = a.push(NIL, d(1, 0));
         let y = a.push(x, d(2, 0));
         let z = a.push(y, d(3, 1));

@@ -1,0 +1,235 @@
+//! Work stealing on models: N workers sharing one DFS tree through a
+//! `SubtreePool` explore exactly the executions of the single run, each
+//! once, with the same verdict, and report the single run's first bug,
+//! however the threads happen to interleave.
+
+use super::{reg, Model, ModelBuilder};
+use crate::explorer::partition::merge_reports;
+use crate::explorer::steal::SubtreePool;
+use crate::explorer::{Partition, Report};
+use crate::observer::Observer;
+use crate::strategies::Dfs;
+use crate::strategy::Outcome;
+use crate::{Config, DfsOptions, Explorer};
+use wasmrace_trace::Decision;
+
+/// Two threads increment `x` without a lock, the second after choosing
+/// how much to add; main joins them and asserts no update was lost.
+fn racy() -> Model {
+    let mut b = ModelBuilder::new();
+    let x = b.var("x", 0);
+    let inc = b.thread("inc", |t| {
+        t.read(x, 0).set(0, reg(0) + 1).write(x, reg(0));
+    });
+    let pick = b.thread("pick", |t| {
+        t.choose(2, 1).read(x, 0).write(x, reg(0) + reg(1) + 1);
+    });
+    b.main(|t| {
+        t.spawn(inc, 0)
+            .spawn(pick, 1)
+            .join(reg(0))
+            .join(reg(1))
+            .read(x, 3)
+            .assert(reg(3).ge(2), "lost update");
+    });
+    b.build().unwrap()
+}
+
+/// A thread adds to `y` under a lock, another increments it without one
+/// and reads it once more: hundreds of schedules, those that split the
+/// read and its write by the addition losing an update.
+fn three() -> Model {
+    let mut b = ModelBuilder::new();
+    let y = b.var("y", 0);
+    let l = b.mutex("l");
+    let locked = b.thread("locked", |t| {
+        t.lock(l).fetch_add(y, 1, 0).unlock(l).lock(l).unlock(l);
+    });
+    let plain = b.thread("plain", |t| {
+        t.read(y, 1).write(y, reg(1) + 1).fetch_add(y, 0, 2);
+    });
+    b.main(|t| {
+        t.spawn(locked, 0)
+            .spawn(plain, 1)
+            .join(reg(0))
+            .join(reg(1))
+            .read(y, 3)
+            .assert(reg(3).ge(2), "lost update of y");
+    });
+    b.build().unwrap()
+}
+
+/// The executions an observer saw end, abandoned ones left out.
+#[derive(Default)]
+struct Paths(Vec<Vec<Decision>>);
+
+impl Observer for Paths {
+    fn end(&mut self, outcome: &Outcome, path: &[Decision]) {
+        if *outcome != Outcome::Abandoned {
+            self.0.push(path.to_vec());
+        }
+    }
+}
+
+fn dfs(bound: Option<u32>) -> Dfs {
+    Dfs::new(DfsOptions {
+        preemption_bound: bound,
+    })
+}
+
+/// One run on one thread, with its executions.
+fn single(model: &Model, bound: Option<u32>, config: &Config) -> (Report, Vec<Vec<Decision>>) {
+    let mut explorer = Explorer::new(model.clone(), config.clone());
+    let mut paths = Paths::default();
+    let report = explorer.run_observed(&mut dfs(bound), &mut paths).unwrap();
+    (report, paths.0)
+}
+
+/// One run on `n` workers sharing a pool: the merged report and every
+/// worker's executions. Every other call makes the pool eager, so that
+/// subtrees change hands between any two executions.
+fn shared(
+    model: &Model,
+    bound: Option<u32>,
+    config: &Config,
+    n: usize,
+) -> (Report, Vec<Vec<Decision>>) {
+    use std::sync::atomic::{AtomicUsize, Ordering};
+    static CALLS: AtomicUsize = AtomicUsize::new(0);
+    let pool = match CALLS.fetch_add(1, Ordering::Relaxed) % 2 {
+        0 => SubtreePool::new(n),
+        _ => SubtreePool::eager(n),
+    };
+    // Workers start together, or the first may be done before the others.
+    let together = std::sync::Barrier::new(n);
+    let parts: Vec<(Report, Vec<Vec<Decision>>)> = std::thread::scope(|s| {
+        let handles: Vec<_> = (0..n)
+            .map(|_| {
+                s.spawn(|| {
+                    let mut explorer = Explorer::new(model.clone(), config.clone());
+                    let mut paths = Paths::default();
+                    together.wait();
+                    let report = explorer
+                        .run_shared(&mut dfs(bound), &mut paths, &pool)
+                        .unwrap();
+                    (report, paths.0)
+                })
+            })
+            .collect();
+        handles.into_iter().map(|h| h.join().unwrap()).collect()
+    });
+    let reports: Vec<Report> = parts.iter().map(|(r, _)| r.clone()).collect();
+    let paths = parts.into_iter().flat_map(|(_, p)| p).collect();
+    (merge_reports(&reports), paths)
+}
+
+const WORKERS: [usize; 4] = [1, 2, 3, 7];
+const BOUNDS: [Option<u32>; 4] = [None, Some(0), Some(1), Some(2)];
+
+#[test]
+fn workers_explore_the_single_run_each_execution_once() {
+    let config = Config {
+        stop_on_first_bug: false,
+        ..Config::default()
+    };
+    for model in [racy(), three()] {
+        for bound in BOUNDS {
+            let (one, mut all) = single(&model, bound, &config);
+            assert!(
+                one.exhausted,
+                "{bound:?} {} {:?}",
+                one.executions, one.stopped_by
+            );
+            all.sort();
+            for n in WORKERS {
+                // Thread timing differs from run to run; results must not.
+                for _ in 0..3 {
+                    let (r, mut paths) = shared(&model, bound, &config, n);
+                    let what = format!("bound {bound:?}, {n} workers");
+                    assert_eq!(r.executions, paths.len() as u64, "{what}");
+                    paths.sort();
+                    assert_eq!(paths, all, "{what}: the same executions, none twice");
+                    assert_eq!(r.executions, one.executions, "{what}");
+                    assert_eq!(r.failing_executions, one.failing_executions, "{what}");
+                    assert!(r.exhausted, "{what}");
+                    assert_eq!(r.strategy_bound, one.strategy_bound, "{what}");
+                    let first = |r: &Report| r.first_bug().map(|b| b.schedule.clone());
+                    assert_eq!(
+                        first(&r),
+                        first(&one),
+                        "{what}: the first bug in search order"
+                    );
+                }
+            }
+        }
+    }
+    let (big, _) = single(&three(), None, &config);
+    assert!(big.executions > 500, "{}", big.executions);
+}
+
+#[test]
+fn workers_stopping_at_a_bug_report_the_single_runs_first_bug() {
+    for model in [racy(), three()] {
+        for bound in BOUNDS {
+            let (one, _) = single(&model, bound, &Config::default());
+            let Some(expected) = one.first_bug() else {
+                // A bound of 0 keeps `three`'s lost update out of reach.
+                assert_eq!(bound, Some(0));
+                continue;
+            };
+            for n in WORKERS {
+                for _ in 0..3 {
+                    let (r, _) = shared(&model, bound, &Config::default(), n);
+                    let what = format!("bound {bound:?}, {n} workers");
+                    let bug = r.first_bug().expect(&what);
+                    assert_eq!(bug.schedule, expected.schedule, "{what}");
+                    assert_eq!(bug.failure, expected.failure, "{what}");
+                    assert_eq!(bug.order_key, expected.order_key, "{what}");
+                    assert_eq!(r.bugs.len(), 1, "{what}");
+                    assert!(!r.exhausted, "{what}: stopped at the bug, as one run");
+                }
+            }
+        }
+    }
+}
+
+#[test]
+fn workers_share_the_execution_budget_and_a_partition() {
+    let config = Config {
+        max_executions: 100,
+        stop_on_first_bug: false,
+        ..Config::default()
+    };
+    for n in WORKERS {
+        let (r, paths) = shared(&three(), None, &config, n);
+        assert_eq!(r.executions, 100, "{n} workers");
+        assert_eq!(paths.len(), 100);
+        assert_eq!(r.stopped_by.map(|b| b.knob), Some("--max-executions"));
+        assert!(!r.exhausted);
+    }
+    // Workers within each of the partitions of `--partition K/N`.
+    let whole = Config {
+        stop_on_first_bug: false,
+        split_depth: 5,
+        ..Config::default()
+    };
+    let (one, mut all) = single(&three(), Some(1), &whole);
+    all.sort();
+    for parts in [2, 3] {
+        let mut union = Vec::new();
+        let mut executions = 0;
+        for k in 0..parts {
+            let config = Config {
+                partition: Partition::new(k, parts),
+                ..whole.clone()
+            };
+            let (r, paths) = shared(&three(), Some(1), &config, 2);
+            assert!(r.exhausted);
+            executions += r.executions;
+            union.extend(paths);
+        }
+        union.sort();
+        assert_eq!(union, all, "{parts} partitions of 2 workers");
+        assert_eq!(executions, one.executions);
+    }
+}

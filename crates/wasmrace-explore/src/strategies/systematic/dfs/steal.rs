@@ -1,0 +1,162 @@
+//! DFS as one of several workers sharing the search tree
+//! ([`SubtreePool`], `check --jobs`): what it donates, what it abandons
+//! after a bug, and how it starts a subtree another worker donated.
+//!
+//! A worker's own work is its frames (the current subtree's untried
+//! alternatives) and its deferred subtrees (`s_current`, `s_next`); it asks
+//! the pool only when it has none left, so a worker's deferred subtrees
+//! always belong to the iteration after the one it explores, as in the
+//! single search. Every subtree is explored exactly as the single search
+//! explores it (the same frames, the same deferrals, the same prunes), so
+//! the union over workers is the single search.
+
+use super::{key_of, Dfs, NIL};
+use crate::explorer::steal::{Subtree, SubtreePool, Taken};
+use crate::strategy::{Capabilities, Start};
+use wasmrace_trace::Decision;
+
+impl Dfs {
+    /// Between two executions: drops the work a published bug makes
+    /// useless, and donates when another worker waits for work.
+    pub(super) fn share_work(&mut self, pool: &SubtreePool) {
+        if let Some(best) = pool.best() {
+            self.abandon_after(&best, pool);
+        }
+        if pool.hungry() {
+            let given = self.donate();
+            pool.give(given);
+        }
+    }
+
+    /// Drops the work whose executions all come after the bug key `best`:
+    /// the current subtree's untried alternatives when the last execution
+    /// already came after it (the rest of a subtree follows in the search
+    /// order), and the deferred subtrees whose keys come after it.
+    fn abandon_after(&mut self, best: &[u32], pool: &SubtreePool) {
+        let untried = self.frames.iter().any(|f| f.next < f.alts.len());
+        if untried && self.order_key().is_some_and(|k| k.as_slice() > best) {
+            while !self.frames.is_empty() {
+                self.pop_frame();
+            }
+            pool.abandoned();
+        }
+        if self.filtered_for.as_deref() == Some(best) {
+            return;
+        }
+        self.filtered_for = Some(best.to_vec());
+        let before = self.s_current.len() + self.s_next.len();
+        for list in [&mut self.s_current, &mut self.s_next] {
+            let entries = std::mem::take(list);
+            for node in entries {
+                let marks = self.arena.prefix(node).into_iter().map(|(_, m)| m);
+                if key_of(marks).as_slice() > best {
+                    self.arena.release(node);
+                } else {
+                    list.push(node);
+                }
+            }
+        }
+        if self.s_current.len() + self.s_next.len() < before {
+            pool.abandoned();
+        }
+    }
+
+    /// Work for idle workers: the untried alternatives of the shallowest
+    /// frame that has some (all but the one the next execution takes, when
+    /// it is that frame), else the later half of the deferred subtrees.
+    fn donate(&mut self) -> Vec<Subtree> {
+        let open = |f: &super::Frame| f.next < f.alts.len();
+        if let (Some(i), Some(j)) = (
+            self.frames.iter().position(open),
+            self.frames.iter().rposition(open),
+        ) {
+            let from = self.frames[i].next + usize::from(i == j);
+            if from < self.frames[i].alts.len() {
+                return self.donate_alternatives(i, from);
+            }
+        }
+        let (list, iteration) = if self.s_current.is_empty() {
+            (&mut self.s_next, self.iteration + 1)
+        } else {
+            (&mut self.s_current, self.iteration)
+        };
+        // Popped from the end: the front is what this worker runs last.
+        let half = list.len().div_ceil(2);
+        let nodes: Vec<_> = list.drain(..half).collect();
+        nodes
+            .into_iter()
+            .map(|node| {
+                let steps = self.arena.prefix(node);
+                self.arena.release(node);
+                let key = key_of(steps.iter().map(|(_, m)| *m));
+                Subtree {
+                    steps,
+                    iteration,
+                    key,
+                }
+            })
+            .collect()
+    }
+
+    /// Donates the alternatives of frame `i` from `from` on: each the
+    /// subtree below the current path's first decisions plus it.
+    fn donate_alternatives(&mut self, i: usize, from: usize) -> Vec<Subtree> {
+        let depth = self.forced.len() + i;
+        let prefix: Vec<(Decision, u32)> = self.path[..depth]
+            .iter()
+            .copied()
+            .zip(self.marks[..depth].iter().copied())
+            .collect();
+        let frame = &mut self.frames[i];
+        let given = frame.alts.split_off(from);
+        given
+            .into_iter()
+            .enumerate()
+            .map(|(r, d)| {
+                let mut steps = prefix.clone();
+                // A frame's alternatives are never preemptions: rank only.
+                steps.push((d, ((from + r) as u32) << 1));
+                let key = key_of(steps.iter().map(|(_, m)| *m));
+                Subtree {
+                    steps,
+                    iteration: self.iteration,
+                    key,
+                }
+            })
+            .collect()
+    }
+
+    /// With no work of its own: the next subtree from the pool, or `None`
+    /// when the run is over.
+    pub(super) fn take_subtree(&mut self, pool: &SubtreePool) -> Option<Start> {
+        match pool.take() {
+            Taken::Subtree(t) => {
+                self.iteration = t.iteration;
+                if self.base_node != NIL {
+                    self.arena.release(self.base_node);
+                }
+                // Interned so that subtrees deferred below it share it.
+                let mut node = NIL;
+                for step in &t.steps {
+                    let child = self.arena.push(node, *step);
+                    if node != NIL {
+                        self.arena.release(node);
+                    }
+                    node = child;
+                }
+                self.base_node = node;
+                self.forced = t.steps.iter().map(|(d, _)| *d).collect();
+                Some(self.enter_forced())
+            }
+            Taken::Done { exhausted } => {
+                self.left = true;
+                self.exhausted = exhausted;
+                None
+            }
+            Taken::Stopped => {
+                self.left = true;
+                None
+            }
+        }
+    }
+}
