@@ -23,7 +23,6 @@
 //!   as in Nidhugg, with the *acquisition* that release ended: reversed,
 //!   the second acquirer takes the lock first.
 
-use std::collections::BTreeMap;
 use wasmrace_trace::{Access, Oid, OpKind, SyncRole, Tid};
 
 /// One event: a thread's step with its alternative and what it touched
@@ -99,63 +98,125 @@ pub(crate) struct Race {
     pub v: Vec<usize>,
 }
 
-/// Per object: the last exclusive access and the shared ones since.
-#[derive(Debug, Default)]
+/// Per object: the last exclusive access and the shared ones since (a
+/// list threaded through [`Clocks::shared`], newest first).
+#[derive(Clone, Copy, Debug, Default)]
 struct ObjState {
     last_excl: Option<usize>,
-    shared_since: Vec<usize>,
+    shared_head: Option<u32>,
 }
 
-/// What one event changed in an object's [`ObjState`], to undo it.
-#[derive(Debug)]
+/// What one event changed in an object's [`ObjState`] (by its dense
+/// index), to undo it.
+#[derive(Clone, Copy, Debug)]
 enum ObjUndo {
-    /// A shared access: pushed onto `shared_since`.
-    Shared(Oid),
+    /// A shared access: pushed onto the object's list (and [`Clocks::shared`]).
+    Shared(u32),
     /// An exclusive access: the state it replaced.
-    Excl(Oid, Option<usize>, Vec<usize>),
+    Excl(u32, ObjState),
 }
 
-/// What one event changed, to undo it when the path backtracks above it.
-#[derive(Debug)]
+/// What one event changed, to undo it when the path backtracks above it:
+/// its thread's previous last event, and how many records it pushed onto
+/// [`Clocks::obj_undo`] and [`Clocks::spawn_undo`].
+#[derive(Clone, Copy, Debug)]
 struct Undo {
-    tid: Tid,
-    /// Its thread's previous last event.
     last_of: Option<usize>,
-    /// The previous spawner of each thread it spawned.
-    spawned_by: Vec<(Tid, Option<usize>)>,
-    objects: Vec<ObjUndo>,
+    objects: u32,
+    spawned: u32,
+}
+
+/// One event's place in the clocks: its thread's slot, its 1-based rank
+/// in that thread, and where its vector clock starts in [`Clocks::clock`].
+#[derive(Clone, Copy, Debug)]
+struct Pos {
+    slot: u32,
+    rank: u32,
+    clock: usize,
 }
 
 /// Happens-before of the current path, by vector clocks, kept per depth:
 /// after backtracking, only the events from the first new one are
 /// computed again (the state of every shorter prefix is restored by
 /// undoing the events above it, newest first).
+///
+/// Every table is a flat `Vec` indexed by a dense id (a thread's slot, an
+/// object's index) or used as a stack in path order, so that adding and
+/// undoing an event allocates nothing once the buffers have grown: maps
+/// and a `Vec` per clock, per object and per undo record cost an
+/// allocation or more per event (issue #12's cost per step).
 #[derive(Debug, Default)]
 pub(crate) struct Clocks {
-    /// Dense index of each thread, in order of first appearance. Never
-    /// shrinks: an index only names a clock slot, so a thread keeps its
-    /// slot across executions and the relation does not depend on it.
-    index: BTreeMap<Tid, usize>,
-    /// Per event: its thread's dense index and its 1-based rank in it.
-    pos: Vec<(usize, u32)>,
-    /// Per event: the events of each thread it happens after or is.
-    clock: Vec<Vec<u32>>,
+    /// Each thread's slot, in order of first appearance. Never shrinks: a
+    /// slot only names a clock entry, so a thread keeps it across
+    /// executions and the relation does not depend on it.
+    slots: Vec<Tid>,
+    /// Per slot: its thread's last event.
+    last_of: Vec<Option<usize>>,
+    /// Per slot: the event that spawned its thread.
+    spawned_by: Vec<Option<usize>>,
+    /// Objects seen, sorted by id, with their dense index. Never shrinks.
+    object_ids: Vec<(Oid, u32)>,
+    /// Per object index: its state.
+    objects: Vec<ObjState>,
+    /// Shared accesses (event, the object's previous entry), one stack for
+    /// all objects: pushed and popped in path order.
+    shared: Vec<(usize, Option<u32>)>,
+    /// Per event.
+    pos: Vec<Pos>,
+    /// Every event's vector clock, one after another: the events of each
+    /// slot it happens after or is (slots added later are 0).
+    clock: Vec<u32>,
+    /// Per event.
     undo: Vec<Undo>,
-    last_of: BTreeMap<Tid, usize>,
-    spawned_by: BTreeMap<Tid, usize>,
-    objects: BTreeMap<Oid, ObjState>,
+    obj_undo: Vec<ObjUndo>,
+    /// (slot of a spawned thread, its previous spawner).
+    spawn_undo: Vec<(usize, Option<usize>)>,
+    /// Scratch buffers of [`push`](Self::push), kept for their capacity.
+    preds: Vec<usize>,
+    candidates: Vec<(usize, Oid)>,
 }
 
 impl Clocks {
-    /// Whether event `a` happens before event `b` (or is it).
-    fn hb(&self, a: usize, b: usize) -> bool {
-        let (t, rank) = self.pos[a];
-        self.clock[b].get(t).is_some_and(|&c| c >= rank)
+    /// The vector clock of event `e`.
+    fn clock_of(&self, e: usize) -> &[u32] {
+        let start = self.pos[e].clock;
+        let end = self.pos.get(e + 1).map_or(self.clock.len(), |p| p.clock);
+        &self.clock[start..end]
     }
 
-    fn thread(&mut self, tid: Tid) -> usize {
-        let n = self.index.len();
-        *self.index.entry(tid).or_insert(n)
+    /// Whether event `a` happens before event `b` (or is it).
+    fn hb(&self, a: usize, b: usize) -> bool {
+        let Pos { slot, rank, .. } = self.pos[a];
+        self.clock_of(b)
+            .get(slot as usize)
+            .is_some_and(|&c| c >= rank)
+    }
+
+    /// The slot of `tid`, given one when it has none.
+    fn slot(&mut self, tid: Tid) -> usize {
+        match self.slots.iter().position(|&t| t == tid) {
+            Some(s) => s,
+            None => {
+                self.slots.push(tid);
+                self.last_of.push(None);
+                self.spawned_by.push(None);
+                self.slots.len() - 1
+            }
+        }
+    }
+
+    /// The dense index of `obj`, given one when it has none.
+    fn object(&mut self, obj: Oid) -> u32 {
+        match self.object_ids.binary_search_by_key(&obj, |&(o, _)| o) {
+            Ok(i) => self.object_ids[i].1,
+            Err(i) => {
+                let index = self.objects.len() as u32;
+                self.object_ids.insert(i, (obj, index));
+                self.objects.push(ObjState::default());
+                index
+            }
+        }
     }
 
     /// Events covered.
@@ -167,32 +228,63 @@ impl Clocks {
     pub fn truncate(&mut self, len: usize) {
         while self.pos.len() > len {
             let u = self.undo.pop().expect("one undo record per event");
-            match u.last_of {
-                Some(p) => self.last_of.insert(u.tid, p),
-                None => self.last_of.remove(&u.tid),
-            };
-            for (c, prev) in u.spawned_by.into_iter().rev() {
-                match prev {
-                    Some(p) => self.spawned_by.insert(c, p),
-                    None => self.spawned_by.remove(&c),
-                };
+            let p = self.pos.pop().expect("one position per event");
+            self.last_of[p.slot as usize] = u.last_of;
+            for _ in 0..u.spawned {
+                let (c, prev) = self.spawn_undo.pop().expect("recorded");
+                self.spawned_by[c] = prev;
             }
-            for o in u.objects.into_iter().rev() {
-                match o {
-                    ObjUndo::Shared(obj) => {
-                        let st = self.objects.get_mut(&obj).expect("touched");
-                        st.shared_since.pop();
+            for _ in 0..u.objects {
+                match self.obj_undo.pop().expect("recorded") {
+                    ObjUndo::Shared(o) => {
+                        let (_, prev) = self.shared.pop().expect("pushed");
+                        self.objects[o as usize].shared_head = prev;
                     }
-                    ObjUndo::Excl(obj, last, shared) => {
-                        let st = self.objects.get_mut(&obj).expect("touched");
-                        st.last_excl = last;
-                        st.shared_since = shared;
-                    }
+                    ObjUndo::Excl(o, st) => self.objects[o as usize] = st,
                 }
             }
-            self.pos.pop();
-            self.clock.pop();
+            self.clock.truncate(p.clock);
         }
+    }
+
+    /// Collects into `preds` the direct predecessors of `events[k]` on each
+    /// object it touches (the last exclusive access, or for an exclusive
+    /// access the shared ones since, if any), into `candidates` those of
+    /// other threads, and updates the objects' states.
+    fn touch(&mut self, events: &[Ev], k: usize, preds: &mut Vec<usize>) -> u32 {
+        let ev = &events[k];
+        for &(obj, shared) in &ev.accesses {
+            let o = self.object(obj);
+            let st = self.objects[o as usize];
+            let before = preds.len();
+            if shared || st.shared_head.is_none() {
+                preds.extend(st.last_excl);
+            } else {
+                let mut at = st.shared_head;
+                while let Some(i) = at {
+                    let (e, prev) = self.shared[i as usize];
+                    preds.push(e);
+                    at = prev;
+                }
+            }
+            for &d in &preds[before..] {
+                if events[d].tid != ev.tid {
+                    self.candidates.push((d, obj));
+                }
+            }
+            if shared {
+                self.shared.push((k, st.shared_head));
+                self.objects[o as usize].shared_head = Some(self.shared.len() as u32 - 1);
+                self.obj_undo.push(ObjUndo::Shared(o));
+            } else {
+                self.objects[o as usize] = ObjState {
+                    last_excl: Some(k),
+                    shared_head: None,
+                };
+                self.obj_undo.push(ObjUndo::Excl(o, st));
+            }
+        }
+        ev.accesses.len() as u32
     }
 
     /// Adds `events[k]` for `k` = [`len`](Self::len) and appends its races
@@ -200,57 +292,43 @@ impl Clocks {
     fn push(&mut self, events: &[Ev], out: &mut Vec<Race>) {
         let k = self.pos.len();
         let ev = &events[k];
-        let t = self.thread(ev.tid);
-        let prev_last = self.last_of.get(&ev.tid).copied();
+        let t = self.slot(ev.tid);
+        let prev_last = self.last_of[t];
+        let mut preds = std::mem::take(&mut self.preds);
+        preds.clear();
+        self.candidates.clear();
         // Program order (or the spawn, for a thread's first event) first.
-        let local = prev_last.or(self.spawned_by.get(&ev.tid).copied());
-        let mut preds: Vec<usize> = local.into_iter().collect();
-        let mut candidates: Vec<(usize, Oid)> = Vec::new();
-        let mut objects = Vec::with_capacity(ev.accesses.len());
-        for &(obj, shared) in &ev.accesses {
-            let st = self.objects.entry(obj).or_default();
-            let before = preds.len();
-            if shared || st.shared_since.is_empty() {
-                preds.extend(st.last_excl);
-            } else {
-                preds.extend_from_slice(&st.shared_since);
-            }
-            for &d in &preds[before..] {
-                if events[d].tid != ev.tid {
-                    candidates.push((d, obj));
-                }
-            }
-            if shared {
-                st.shared_since.push(k);
-                objects.push(ObjUndo::Shared(obj));
-            } else {
-                let old = std::mem::take(&mut st.shared_since);
-                objects.push(ObjUndo::Excl(obj, st.last_excl.replace(k), old));
-            }
-        }
-        let mut clock = vec![0u32; self.index.len()];
+        preds.extend(prev_last.or(self.spawned_by[t]));
+        let objects = self.touch(events, k, &mut preds);
+        let start = self.clock.len();
+        self.clock.resize(start + self.slots.len(), 0);
         for &p in &preds {
-            for (c, &q) in clock.iter_mut().zip(&self.clock[p]) {
+            let from = self.pos[p].clock;
+            let (old, new) = self.clock.split_at_mut(start);
+            let len = self.pos.get(p + 1).map_or(start, |q| q.clock) - from;
+            for (c, &q) in new.iter_mut().zip(&old[from..from + len]) {
                 *c = (*c).max(q);
             }
         }
-        let rank = prev_last.map_or(1, |p| self.pos[p].1 + 1);
-        clock[t] = rank;
-        self.pos.push((t, rank));
-        self.clock.push(clock);
-        self.last_of.insert(ev.tid, k);
-        let spawned_by = ev
-            .spawned
-            .iter()
-            .map(|&c| (c, self.spawned_by.insert(c, k)))
-            .collect();
-        self.undo.push(Undo {
-            tid: ev.tid,
-            last_of: prev_last,
-            spawned_by,
-            objects,
+        let rank = prev_last.map_or(1, |p| self.pos[p].rank + 1);
+        self.clock[start + t] = rank;
+        self.pos.push(Pos {
+            slot: t as u32,
+            rank,
+            clock: start,
         });
-        for (d, obj) in candidates {
+        self.last_of[t] = Some(k);
+        for &c in &ev.spawned {
+            let s = self.slot(c);
+            self.spawn_undo.push((s, self.spawned_by[s].replace(k)));
+        }
+        self.undo.push(Undo {
+            last_of: prev_last,
+            objects,
+            spawned: ev.spawned.len() as u32,
+        });
+        let candidates = std::mem::take(&mut self.candidates);
+        for &(d, obj) in &candidates {
             if let Some(at) = reversible(events, self, &preds, d, k, obj) {
                 let v = (at + 1..k)
                     .filter(|&f| !self.hb(at, f))
@@ -259,6 +337,8 @@ impl Clocks {
                 out.push(Race { at, v });
             }
         }
+        self.candidates = candidates;
+        self.preds = preds;
     }
 
     /// Brings the clocks to `events` (whose first `keep` events are those
