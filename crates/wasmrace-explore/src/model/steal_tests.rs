@@ -13,27 +13,7 @@ use crate::strategy::Outcome;
 use crate::{Config, DfsOptions, Explorer};
 use wasmrace_trace::Decision;
 
-/// Two threads increment `x` without a lock, the second after choosing
-/// how much to add; main joins them and asserts no update was lost.
-fn racy() -> Model {
-    let mut b = ModelBuilder::new();
-    let x = b.var("x", 0);
-    let inc = b.thread("inc", |t| {
-        t.read(x, 0).set(0, reg(0) + 1).write(x, reg(0));
-    });
-    let pick = b.thread("pick", |t| {
-        t.choose(2, 1).read(x, 0).write(x, reg(0) + reg(1) + 1);
-    });
-    b.main(|t| {
-        t.spawn(inc, 0)
-            .spawn(pick, 1)
-            .join(reg(0))
-            .join(reg(1))
-            .read(x, 3)
-            .assert(reg(3).ge(2), "lost update");
-    });
-    b.build().unwrap()
-}
+use super::partition_tests::racy;
 
 /// A thread adds to `y` under a lock, another increments it without one
 /// and reads it once more: hundreds of schedules, those that split the
