@@ -166,6 +166,19 @@ struct Node {
     explored: Vec<Tid>,
 }
 
+impl Node {
+    /// Empties the node, keeping its buffers.
+    fn clear(&mut self) {
+        self.sleep.clear();
+        self.wut = WakeupTree::default();
+        self.chosen = None;
+        self.pending = None;
+        self.child_wut = WakeupTree::default();
+        self.alts.clear();
+        self.explored.clear();
+    }
+}
+
 /// Dynamic partial-order reduction; see the module documentation.
 #[derive(Debug)]
 pub struct Dpor {
@@ -189,6 +202,9 @@ pub struct Dpor {
     max_wut: usize,
     /// The preemption bound, when bounded.
     bound: Option<bound::Bound>,
+    /// Nodes popped off the path, emptied, kept for their buffers: a node
+    /// per step is made and dropped, and its `Vec`s cost allocations.
+    spare: Vec<Node>,
 }
 
 impl Dpor {
@@ -209,6 +225,7 @@ impl Dpor {
             infeasible: 0,
             max_wut: 0,
             bound: None,
+            spare: Vec::new(),
         }
     }
 
@@ -346,17 +363,16 @@ impl Dpor {
             let alts = if v.pending.enabled { v.pending.alts } else { 0 };
             (0..alts).find(|&a| !Self::asleep(node, v.tid, a, mode))
         };
-        let mut order: Vec<(&ThreadView, u32)> = ctx
+        // The first of the most preferred (`min_by_key` keeps the first).
+        let (view, alt) = ctx
             .threads
             .iter()
             .filter_map(|v| Some((v, awake(v)?)))
-            .collect();
-        order.sort_by_key(|(v, _)| match (Some(v.tid) == last, yielded) {
-            (true, false) => 0,
-            (false, _) => 1,
-            (true, true) => 2,
-        });
-        let &(view, alt) = order.first()?;
+            .min_by_key(|(v, _)| match (Some(v.tid) == last, yielded) {
+                (true, false) => 0,
+                (false, _) => 1,
+                (true, true) => 2,
+            })?;
         let ev = Self::predicted(view, alt);
         Some(Self::take(node, view, &ev, WakeupTree::default(), mode))
     }
@@ -406,6 +422,15 @@ impl Dpor {
         }
     }
 
+    /// Pops the nodes from `len` on, keeping them emptied in `spare`.
+    fn truncate_nodes(&mut self, len: usize) {
+        while self.nodes.len() > len {
+            let mut n = self.nodes.pop().expect("longer than `len`");
+            n.clear();
+            self.spare.push(n);
+        }
+    }
+
     /// Marks the chosen child of `node` as explored: its thread sleeps.
     fn finish_child(node: &mut Node) {
         if let (Some(p), Some(d)) = (node.pending.take(), node.chosen) {
@@ -447,7 +472,7 @@ impl Strategy for Dpor {
                 self.resume = Some(depth);
                 return Some(Start::Resume { prefix_len: depth });
             }
-            self.nodes.pop();
+            self.truncate_nodes(depth);
         }
         self.exhausted = true;
         None
@@ -467,29 +492,22 @@ impl Strategy for Dpor {
             return self.planned(depth, ctx);
         }
         // A new node, below the one the last step was taken from.
-        self.nodes.truncate(depth);
-        let (sleep, wut) = match depth.checked_sub(1) {
-            None => (Vec::new(), WakeupTree::default()),
-            Some(p) => {
-                let parent = &mut self.nodes[p];
-                let e = self.events.get(p)?;
-                let sleep = parent
-                    .sleep
-                    .iter()
-                    .filter(|s| !dependent(s, e))
-                    .cloned()
-                    .collect();
-                (sleep, std::mem::take(&mut parent.child_wut))
-            }
-        };
+        self.truncate_nodes(depth);
+        let mut node = self.spare.pop().unwrap_or_default();
+        if let Some(p) = depth.checked_sub(1) {
+            let parent = &mut self.nodes[p];
+            let Some(e) = self.events.get(p) else {
+                self.spare.push(node);
+                return None;
+            };
+            let awake = parent.sleep.iter().filter(|s| !dependent(s, e));
+            node.sleep.extend(awake.cloned());
+            node.wut = std::mem::take(&mut parent.child_wut);
+        }
         if let Some(b) = &mut self.bound {
             b.enter(depth, ctx);
         }
-        self.nodes.push(Node {
-            sleep,
-            wut,
-            ..Node::default()
-        });
+        self.nodes.push(node);
         if let Some(d) = self.planned(depth, ctx) {
             return Some(d);
         }
@@ -501,7 +519,7 @@ impl Strategy for Dpor {
         };
         if d.is_none() || !afford {
             self.sleep_blocked += u64::from(d.is_none());
-            self.nodes.pop();
+            self.truncate_nodes(depth);
             return None;
         }
         d
@@ -520,8 +538,7 @@ impl Strategy for Dpor {
             self.traces += 1;
         }
         // The explorer may stop between a decision and its step.
-        self.nodes
-            .truncate(self.events.len().max(1).min(self.nodes.len()));
+        self.truncate_nodes(self.events.len().max(1));
         self.reverse_races();
     }
 

@@ -34,7 +34,7 @@ pub(crate) struct Ev {
     pub alt: u32,
     pub op: Option<OpKind>,
     /// Sorted by object, one entry per object: `true` when shared.
-    pub accesses: Vec<(Oid, bool)>,
+    pub accesses: Accesses,
     pub spawned: Vec<Tid>,
     pub message: Option<(Tid, u32)>,
 }
@@ -42,7 +42,7 @@ pub(crate) struct Ev {
 impl Ev {
     /// The event of `tid` taking `alt` with `accesses`.
     pub fn new(tid: Tid, alt: u32, op: Option<OpKind>, accesses: &[Access]) -> Ev {
-        let mut merged: Vec<(Oid, bool)> = Vec::with_capacity(accesses.len());
+        let mut merged = Accesses::default();
         for a in accesses {
             match merged.iter_mut().find(|(o, _)| *o == a.obj) {
                 Some(m) => m.1 &= a.kind.is_shared(),
@@ -62,6 +62,77 @@ impl Ev {
 
     fn role(&self) -> SyncRole {
         self.op.map_or(SyncRole::None, OpKind::role)
+    }
+}
+
+/// Accesses kept inline up to this many: a step touches one or two
+/// objects, rarely more.
+const INLINE: usize = 3;
+
+/// An event's accesses (object, shared), inline up to [`INLINE`] of them:
+/// events are made at every step (observed, predicted, put to sleep), and
+/// a `Vec` each cost an allocation per step.
+#[derive(Clone)]
+pub(crate) enum Accesses {
+    /// The first `n` entries.
+    Inline(u8, [(Oid, bool); INLINE]),
+    /// More than [`INLINE`].
+    Heap(Vec<(Oid, bool)>),
+}
+
+impl Default for Accesses {
+    fn default() -> Self {
+        Accesses::Inline(0, [(Oid(0), false); INLINE])
+    }
+}
+
+impl Accesses {
+    fn push(&mut self, a: (Oid, bool)) {
+        match self {
+            Accesses::Inline(n, items) if usize::from(*n) < INLINE => {
+                items[usize::from(*n)] = a;
+                *n += 1;
+            }
+            Accesses::Inline(n, items) => {
+                let mut v = items[..usize::from(*n)].to_vec();
+                v.push(a);
+                *self = Accesses::Heap(v);
+            }
+            Accesses::Heap(v) => v.push(a),
+        }
+    }
+}
+
+impl std::ops::Deref for Accesses {
+    type Target = [(Oid, bool)];
+    fn deref(&self) -> &Self::Target {
+        match self {
+            Accesses::Inline(n, items) => &items[..usize::from(*n)],
+            Accesses::Heap(v) => v,
+        }
+    }
+}
+
+impl std::ops::DerefMut for Accesses {
+    fn deref_mut(&mut self) -> &mut Self::Target {
+        match self {
+            Accesses::Inline(n, items) => &mut items[..usize::from(*n)],
+            Accesses::Heap(v) => v,
+        }
+    }
+}
+
+impl PartialEq for Accesses {
+    fn eq(&self, other: &Self) -> bool {
+        **self == **other
+    }
+}
+
+impl Eq for Accesses {}
+
+impl std::fmt::Debug for Accesses {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_list().entries(self.iter()).finish()
     }
 }
 
@@ -253,7 +324,7 @@ impl Clocks {
     /// other threads, and updates the objects' states.
     fn touch(&mut self, events: &[Ev], k: usize, preds: &mut Vec<usize>) -> u32 {
         let ev = &events[k];
-        for &(obj, shared) in &ev.accesses {
+        for &(obj, shared) in ev.accesses.iter() {
             let o = self.object(obj);
             let st = self.objects[o as usize];
             let before = preds.len();
