@@ -179,6 +179,26 @@ impl WasmProgram {
         self.spawned
     }
 
+    /// Runs the threads the last step spawned up to their first hook; the
+    /// list goes back empty with its buffer kept for the next spawn.
+    fn start_spawned(&mut self) -> Result<(), HostError> {
+        let mut unstarted = std::mem::take(&mut self.store.data_mut().world.unstarted);
+        for &c in &unstarted {
+            if matches!(self.status, Status::Failed(_)) {
+                break;
+            }
+            self.run_segment(c, None)?;
+        }
+        // A first segment ends at the child's first hook, before any spawn
+        // of its own, so the list is still empty here.
+        let w = &mut self.store.data_mut().world;
+        if w.unstarted.is_empty() {
+            unstarted.clear();
+            w.unstarted = unstarted;
+        }
+        Ok(())
+    }
+
     fn tracing(&self) -> bool {
         self.store.data().tracing
     }
@@ -415,12 +435,8 @@ impl WasmProgram {
         }
         // Newly spawned threads run up to their first hook within this step:
         // that code only touches their own state.
-        let unstarted = std::mem::take(&mut self.store.data_mut().world.unstarted);
-        for c in unstarted {
-            if matches!(self.status, Status::Failed(_)) {
-                break;
-            }
-            self.run_segment(c, None)?;
+        if !self.store.data().world.unstarted.is_empty() {
+            self.start_spawned()?;
         }
         // One comparison per step bounds everything the guest makes the
         // host hold (`World::held`).
@@ -639,11 +655,12 @@ impl Program for WasmProgram {
             g.set(&mut self.store, v).map_err(runtime)?;
         }
         let st = self.store.data_mut();
-        st.world = s.world.clone();
+        st.world.assign_from(&s.world);
         st.mode = Mode::Idle;
         st.logs.clear();
         st.log_room = self.guest.config.max_log_bytes;
-        self.views = s.views.clone();
+        // Keeps the views' buffer, as `assign_from` keeps the world's.
+        self.views.clone_from(&s.views);
         self.status = s.status.clone();
         self.steps = s.steps;
         self.last = s.last;

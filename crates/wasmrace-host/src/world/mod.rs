@@ -391,6 +391,35 @@ impl World {
         World::default()
     }
 
+    /// Makes this world equal to `src`, keeping this one's buffers: a
+    /// restore reuses the `Vec`s an execution grew (threads spawned, the
+    /// unstarted list), where `*self = src.clone()` would allocate them
+    /// again at `src`'s size and the next execution grow them again, a
+    /// reallocation per spawn. The destructuring names every field, so a
+    /// new field fails to compile here until it is copied too.
+    pub fn assign_from(&mut self, src: &World) {
+        let World {
+            threads,
+            index,
+            objects,
+            names,
+            held,
+            unstarted,
+            slot_bases,
+            free_slots,
+            slot_lows,
+        } = self;
+        threads.clone_from(&src.threads);
+        index.clone_from(&src.index);
+        objects.clone_from(&src.objects);
+        names.clone_from(&src.names);
+        *held = src.held;
+        unstarted.clone_from(&src.unstarted);
+        slot_bases.clone_from(&src.slot_bases);
+        free_slots.clone_from(&src.free_slots);
+        slot_lows.clone_from(&src.slot_lows);
+    }
+
     /// Adds the main thread; the slot is assigned by the caller.
     pub fn add_main(&mut self, slot: u32, sp: u32) -> usize {
         self.add_thread(NO_PARENT, 0, Tid::MAIN, Entry::Test, slot, sp)
@@ -763,6 +792,26 @@ pub(crate) mod testing {
 mod tests {
     use super::testing::*;
     use super::*;
+
+    #[test]
+    fn assign_from_equals_a_clone_and_keeps_the_buffers() {
+        // The state an execution restores to: main only, one object.
+        let mut start = World::new();
+        start.add_main(0, 0);
+        ret(run(&mut start, 0, Op::MutexNew));
+        // A world that ran further: a child, more objects, a name.
+        let mut w = world2();
+        ret(run(&mut w, 1, Op::MutexNew));
+        ret(run(&mut w, 0, Op::CellNew { init: 3 }));
+        let grown = w.threads.capacity();
+        w.assign_from(&start);
+        assert_eq!(w, start);
+        assert_eq!(w.threads.capacity(), grown, "the threads' buffer is kept");
+        // And back: growing from the smaller world equals the larger one.
+        let big = world2();
+        w.assign_from(&big);
+        assert_eq!(w, big);
+    }
 
     #[test]
     fn deadlock_lists_every_blocked_thread() {
