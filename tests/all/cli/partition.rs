@@ -368,7 +368,7 @@ fn jobs_print_the_one_thread_json() {
         &[
             &counter,
             "--test",
-            "mutex_counter_2",
+            "mutex_counter",
             "--max-executions",
             "1500",
         ],
