@@ -5,13 +5,12 @@
 use crate::error::HostError;
 use crate::guest::Guest;
 use crate::program::WasmProgram;
-use wasmrace_explore::explorer::partition::merge_reports;
-use wasmrace_explore::explorer::steal::SubtreePool;
+
+mod jobs;
+pub use jobs::check_jobs;
 use wasmrace_explore::strategies::registry::{self, Descriptor, StrategyOptions};
 use wasmrace_explore::strategies::{Divergence, RealRace, Replay};
-use wasmrace_explore::{
-    Config, ExploreError, Explorer, Partition, Program, Report, Split, Status, Strategy,
-};
+use wasmrace_explore::{Config, ExploreError, Explorer, Program, Report, Status, Strategy};
 use wasmrace_trace::{Decision, Failure, Schedule, ScheduleStep, TraceEvent};
 
 /// Which strategy `check` runs: a registered strategy
@@ -297,80 +296,6 @@ pub fn check_with_strategy(
     let name = strategy.name().to_string();
     let real = strategy.real_races();
     finish_check(guest, test, opts, explorer, report, name, real)
-}
-
-/// [`check`] on `jobs` threads, each exploring with its own program
-/// instance of the same loaded module, their reports merged as `wasmrace
-/// merge` merges partitions ([`merge_reports`]: executions added up, the
-/// bug one run reports first). A strategy that splits by prefix (`dfs`
-/// without a state cache) shares its search tree between the threads by
-/// work stealing ([`SubtreePool`]), within `opts.explore.partition` when
-/// one is given; one that splits by execution is split into `jobs`
-/// partitions (partition `K` of `N` becomes partitions `K + N * j` of `N *
-/// jobs`). `jobs` of 1 is [`check`]. The strategy must split its work
-/// (`Capabilities::split`), else this is the explorer's `CannotSplit`
-/// error.
-pub fn check_jobs(
-    guest: &Guest,
-    test: &str,
-    opts: &CheckOptions,
-    jobs: u32,
-) -> Result<CheckOutcome, HostError> {
-    if jobs <= 1 {
-        return check(guest, test, opts);
-    }
-    let pool = (opts.strategy.build(opts.seed).split() == Split::ByPrefix)
-        .then(|| SubtreePool::new(jobs as usize));
-    let outer = opts
-        .explore
-        .partition
-        .unwrap_or(Partition { index: 0, count: 1 });
-    let count = outer.count.saturating_mul(jobs);
-    let results: Vec<Result<_, HostError>> = std::thread::scope(|scope| {
-        let handles: Vec<_> = (0..jobs)
-            .map(|j| {
-                let mut explore = opts.explore.clone();
-                if pool.is_none() {
-                    explore.partition = Some(Partition {
-                        index: outer.index + outer.count * j,
-                        count,
-                    });
-                }
-                let pool = pool.as_ref();
-                scope.spawn(move || {
-                    let program = guest.program(test);
-                    let mut explorer = match (program, pool) {
-                        (Ok(p), _) => Explorer::new(p, explore),
-                        (Err(e), Some(pool)) => {
-                            // No worker must wait for this one's donations.
-                            pool.stop();
-                            return Err(e);
-                        }
-                        (Err(e), None) => return Err(e),
-                    };
-                    let mut strategy = opts.strategy.build(opts.seed);
-                    let report = match pool {
-                        Some(pool) => explorer.run_shared(&mut *strategy, &mut (), pool),
-                        None => explorer.run(&mut *strategy),
-                    }
-                    .map_err(explore_err)?;
-                    Ok((explorer, report, strategy.name().to_string()))
-                })
-            })
-            .collect();
-        handles
-            .into_iter()
-            .map(|h| h.join().unwrap_or_else(|p| std::panic::resume_unwind(p)))
-            .collect()
-    });
-    let mut parts = results.into_iter().collect::<Result<Vec<_>, _>>()?;
-    let reports: Vec<Report> = parts.iter().map(|(_, r, _)| r.clone()).collect();
-    let report = merge_reports(&reports);
-    // The program of the worker that ran most says whether the test had
-    // anything to interleave, and traces the bug.
-    parts.sort_by_key(|(_, r, _)| std::cmp::Reverse(r.executions));
-    let (explorer, _, name) = parts.swap_remove(0);
-    finish_check(guest, test, opts, explorer, report, name, Vec::new())
 }
 
 /// Like [`check`], calling `progress` after every execution.

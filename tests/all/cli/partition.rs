@@ -339,6 +339,76 @@ fn jobs_print_the_one_thread_report() {
     );
 }
 
+/// `check --jobs N` on a strategy that splits by execution prints, in
+/// text and in `--json`, exactly the one-thread report (timing aside),
+/// bug or no bug: the lowest failing execution, counted with exactly the
+/// executions below it, whichever thread finds it first. The default
+/// (`--jobs` not given: every core for these strategies, one thread for
+/// the portfolio, which does not split) prints the same too.
+#[test]
+fn jobs_print_the_one_thread_json() {
+    let dir = TempDir::new("partition-jobs-json");
+    let pos = fixture(&dir, "pos_example");
+    let lost = fixture(&dir, "lost_update");
+    let counter = fixture(&dir, "mutex_counter");
+    let runs: [&[&str]; 6] = [
+        &[&pos, "--strategy", "random", "--seed", "1"],
+        &[&pos, "--strategy", "pos", "--seed", "3"],
+        &[&lost, "--strategy", "pos"],
+        &[
+            &counter,
+            "--test",
+            "mutex_counter_3",
+            "--strategy",
+            "random",
+            "--max-executions",
+            "300",
+        ],
+        &[&lost, "--test", "lost_update_3"],
+        &[
+            &counter,
+            "--test",
+            "mutex_counter",
+            "--max-executions",
+            "1500",
+        ],
+    ];
+    for args in runs {
+        let out = |jobs: Option<&str>, json: bool| {
+            let mut full = vec!["check"];
+            if let Some(jobs) = jobs {
+                full.extend(["--jobs", jobs]);
+            }
+            if json {
+                full.push("--json");
+            }
+            full.extend(args);
+            let run = wasmrace(&dir, &full);
+            assert!(matches!(run.code, 0 | 1), "{args:?}: {}", run.stderr);
+            if !json {
+                return super::without_timing(&run.stdout);
+            }
+            let mut doc: serde_json::Value = serde_json::from_str(&run.stdout).unwrap();
+            super::without_elapsed(&mut doc);
+            doc.to_string()
+        };
+        for json in [false, true] {
+            let one = out(Some("1"), json);
+            // The portfolio does not split: an explicit `--jobs 2` is an
+            // error, the default runs it on one thread.
+            let splits = args.contains(&"--strategy");
+            let others: &[Option<&str>] = if splits {
+                &[Some("2"), Some("3"), None]
+            } else {
+                &[None]
+            };
+            for &jobs in others {
+                assert_eq!(out(jobs, json), one, "{args:?} --jobs {jobs:?} json {json}");
+            }
+        }
+    }
+}
+
 /// `check --jobs N` on an exhaustive dfs run shares the search tree between
 /// N threads (work stealing): the same executions count, exhausted, for any
 /// N, with and without a preemption bound and within a `--partition`; a

@@ -212,10 +212,13 @@ pub struct CheckCommand {
     /// Explore on N threads, each with its own instance of the module:
     /// dfs without --state-cache shares its search tree between them (work
     /// stealing: the same executions and the same first bug for any N);
-    /// random and the pos family split into N partitions merged as
-    /// `wasmrace merge` merges them. Default 1, one thread, for now
-    #[arg(long, value_name = "N", default_value_t = 1)]
-    jobs: u32,
+    /// random and the pos family split into N partitions and report
+    /// exactly what one thread reports. Default: the number of cores for
+    /// random and the pos family, one thread for the other strategies
+    /// (their output would depend on N, or they do not split); an explicit
+    /// N above 1 for a strategy that cannot split is an error
+    #[arg(long, value_name = "N")]
+    jobs: Option<u32>,
     #[arg(long, value_name = "D", help = format!(
         "Decisions whose hash picks the partition of a dfs execution \
          (with --partition; --jobs shares the tree instead) [default: {}]",
@@ -281,7 +284,7 @@ impl CheckCommand {
         let mut write_error = None;
         let mut explored = Vec::new();
         for (i, test) in tests.iter().enumerate() {
-            let mut outcome = explore(&guest, test, &opts, self.json, self.jobs)?;
+            let mut outcome = explore(&guest, test, &opts, self.json, self.jobs(&opts.strategy))?;
             self.shrink(&guest, &mut outcome)?;
             let schedule_path = match &outcome.bug {
                 Some(bug) => {
@@ -350,6 +353,20 @@ impl CheckCommand {
         })
     }
 
+    /// Threads for the exploration: `--jobs`, else every core for the
+    /// strategies that split by execution (their report is the same for
+    /// any number of threads), one for the others: dfs's bug would be
+    /// numbered by timing, and the rest do not split.
+    fn jobs(&self, strategy: &StrategyChoice) -> u32 {
+        self.jobs.unwrap_or_else(|| {
+            if strategy.build(self.seed).split() == wasmrace_explore::Split::ByExecution {
+                std::thread::available_parallelism().map_or(1, |n| n.get() as u32)
+            } else {
+                1
+            }
+        })
+    }
+
     fn options(&self) -> Result<CheckOptions> {
         let defaults = CheckOptions::default();
         let descriptor = registry::find(&self.strategy)
@@ -369,13 +386,14 @@ impl CheckCommand {
             }
         }
         let strategy = StrategyChoice::new(descriptor, &given);
-        if self.jobs == 0 {
+        if self.jobs == Some(0) {
             bail!("`--jobs` must be at least 1");
         }
-        if self.split_depth.is_some() && self.partition.is_none() && self.jobs == 1 {
+        let jobs = self.jobs(&strategy);
+        if self.split_depth.is_some() && self.partition.is_none() && jobs == 1 {
             bail!("`--split-depth` only applies with `--partition` or `--jobs` above 1");
         }
-        let split_flag = match (self.partition, self.jobs) {
+        let split_flag = match (self.partition, jobs) {
             (Some(p), _) => Some(format!("--partition {p}")),
             (None, 1) => None,
             (None, jobs) => Some(format!("--jobs {jobs}")),

@@ -19,7 +19,7 @@ use crate::program::{Program, Status};
 use crate::strategy::{BoundHit, Context, Outcome, Start, Stat, Strategy};
 use fairness::Fairness;
 use partition::Share;
-pub use partition::{Partition, Split};
+pub use partition::{LowestBug, Partition, Split};
 use path::PathSnapshots;
 use saved::{SavedStates, Taken};
 use std::sync::Arc;
@@ -82,6 +82,11 @@ pub struct Config {
     /// the work more evenly, at the cost of every partition running the
     /// tree above it. Default 6.
     pub split_depth: usize,
+    /// Shared by the workers of a run split by execution (`check --jobs`):
+    /// a worker stops before an execution whose global index is above the
+    /// lowest failing one, and lowers it when its own execution fails (with
+    /// `stop_on_first_bug`). Default: none.
+    pub lowest_bug: Option<LowestBug>,
 }
 
 impl Default for Config {
@@ -98,6 +103,7 @@ impl Default for Config {
             max_saved_bytes: 512 << 20,
             partition: None,
             split_depth: 6,
+            lowest_bug: None,
         }
     }
 }
@@ -426,6 +432,10 @@ impl<P: Program, O: Observer + ?Sized> Run<'_, P, O> {
                 // Another worker hit a bound (and reports it) or failed.
                 return Ok(false);
             }
+            if self.passed_a_bug(index) {
+                // Another worker's execution with a lower index failed.
+                return Ok(false);
+            }
             if let Some(hit) = self.bound_reached(index) {
                 self.report.stopped_by = Some(hit);
                 return Ok(false);
@@ -473,6 +483,10 @@ impl<P: Program, O: Observer + ?Sized> Run<'_, P, O> {
                 if let Some(pool) = self.pool {
                     self.keep_in_order(bug, pool);
                 } else {
+                    if let (Some(lowest), true) = (&self.cfg.lowest_bug, self.cfg.stop_on_first_bug)
+                    {
+                        lowest.found(index);
+                    }
                     if self.report.bugs.is_empty() || !self.cfg.stop_on_first_bug {
                         self.report.bugs.push(bug);
                     }
@@ -510,6 +524,18 @@ impl<P: Program, O: Observer + ?Sized> Run<'_, P, O> {
     /// the execution of `index` (as passed to `begin`), if one does. A
     /// partition by execution counts global indices: `--max-executions` is
     /// the budget of the whole run.
+    /// Whether execution `index` (of a run split by execution) comes after
+    /// one another worker found failing ([`Config::lowest_bug`]).
+    fn passed_a_bug(&self, index: u64) -> bool {
+        matches!(self.share, Share::Indices(_))
+            && self.cfg.stop_on_first_bug
+            && self
+                .cfg
+                .lowest_bug
+                .as_ref()
+                .is_some_and(|l| l.passed(index))
+    }
+
     fn bound_reached(&mut self, index: u64) -> Option<BoundHit> {
         let used = match (self.pool, self.share) {
             (Some(pool), _) => match pool.ticket(self.cfg.max_executions) {

@@ -9,6 +9,8 @@
 //! executions whose first `split_depth` decisions hash to `K - 1`).
 
 use super::{Bug, Report};
+use std::sync::atomic::{AtomicU64, Ordering};
+use std::sync::Arc;
 use wasmrace_trace::{mix64, Decision};
 
 /// One of `count` deterministic shares of a run; `index` is 0-based (the
@@ -125,6 +127,38 @@ impl Share {
     /// Whether `foreign_at` can still say yes at this length.
     pub(crate) fn checks_at(self, len: usize) -> bool {
         matches!(self, Share::Prefixes(_, depth) if len >= depth)
+    }
+}
+
+/// The lowest global execution index known to fail, shared by the
+/// workers of one run that splits by execution (`check --jobs`): a worker
+/// begins no execution above it, so none runs far past the bug one run
+/// would report, and every index below it is still run to the end (the
+/// run reports the failing execution with the lowest index).
+#[derive(Clone, Debug)]
+pub struct LowestBug(Arc<AtomicU64>);
+
+impl Default for LowestBug {
+    fn default() -> Self {
+        LowestBug(Arc::new(AtomicU64::new(u64::MAX)))
+    }
+}
+
+impl LowestBug {
+    /// The lowest failing index so far (0-based), if any.
+    pub fn get(&self) -> Option<u64> {
+        Some(self.0.load(Ordering::Acquire)).filter(|&i| i != u64::MAX)
+    }
+
+    /// Whether execution `index` comes after a known failing one, and so
+    /// cannot be the bug reported nor count in the run.
+    pub fn passed(&self, index: u64) -> bool {
+        index > self.0.load(Ordering::Acquire)
+    }
+
+    /// Execution `index` failed.
+    pub fn found(&self, index: u64) {
+        self.0.fetch_min(index, Ordering::AcqRel);
     }
 }
 

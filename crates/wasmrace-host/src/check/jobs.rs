@@ -1,0 +1,180 @@
+//! `check --jobs N`: one exploration on N threads of one process, each
+//! with its own program instance, reported exactly as one thread reports
+//! it where the strategy allows (see [`check_jobs`]).
+
+use super::{check, explore_err, finish_check, CheckOptions, CheckOutcome};
+use crate::error::HostError;
+use crate::guest::Guest;
+use std::collections::VecDeque;
+use std::sync::atomic::{AtomicU64, Ordering};
+use wasmrace_explore::explorer::partition::merge_reports;
+use wasmrace_explore::explorer::steal::SubtreePool;
+use wasmrace_explore::{Explorer, LowestBug, Partition, Report, Split};
+
+/// [`check`] on `jobs` threads, each exploring with its own program
+/// instance of the same loaded module, their reports merged as `wasmrace
+/// merge` merges partitions ([`merge_reports`]: executions added up, the
+/// bug one run reports first). A strategy that splits by prefix (`dfs`
+/// without a state cache) shares its search tree between the threads by
+/// work stealing ([`SubtreePool`]), within `opts.explore.partition` when
+/// one is given; one that splits by execution is split into `jobs`
+/// partitions (partition `K` of `N` becomes partitions `K + N * j` of `N *
+/// jobs`), and its report is the one-thread run's: the failing execution
+/// with the lowest index, counted with exactly the executions below it
+/// ([`LowestBug`], [`Cuts`]). `jobs` of 1 is [`check`]. The strategy must
+/// split its work (`Capabilities::split`), else this is the explorer's
+/// `CannotSplit` error.
+pub fn check_jobs(
+    guest: &Guest,
+    test: &str,
+    opts: &CheckOptions,
+    jobs: u32,
+) -> Result<CheckOutcome, HostError> {
+    if jobs <= 1 {
+        return check(guest, test, opts);
+    }
+    let pool = (opts.strategy.build(opts.seed).split() == Split::ByPrefix)
+        .then(|| SubtreePool::new(jobs as usize));
+    let outer = opts
+        .explore
+        .partition
+        .unwrap_or(Partition { index: 0, count: 1 });
+    let count = outer.count.saturating_mul(jobs);
+    let shares: Vec<Partition> = (0..jobs)
+        .map(|j| Partition {
+            index: outer.index + outer.count * j,
+            count,
+        })
+        .collect();
+    let lowest = LowestBug::default();
+    let frontier: Vec<AtomicU64> = shares
+        .iter()
+        .map(|p| AtomicU64::new(p.nth_index(0)))
+        .collect();
+    let results: Vec<Result<_, HostError>> = std::thread::scope(|scope| {
+        let handles: Vec<_> = (0..jobs as usize)
+            .map(|j| {
+                let mut explore = opts.explore.clone();
+                if pool.is_none() {
+                    explore.partition = Some(shares[j]);
+                    explore.lowest_bug = Some(lowest.clone());
+                }
+                let pool = pool.as_ref();
+                let mut cuts = Cuts::new(shares[j], j, &frontier, &lowest);
+                scope.spawn(move || {
+                    let program = guest.program(test);
+                    let mut explorer = match (program, pool) {
+                        (Ok(p), _) => Explorer::new(p, explore),
+                        (Err(e), Some(pool)) => {
+                            // No worker must wait for this one's donations.
+                            pool.stop();
+                            return Err(e);
+                        }
+                        (Err(e), None) => return Err(e),
+                    };
+                    let mut strategy = opts.strategy.build(opts.seed);
+                    let report = match pool {
+                        Some(pool) => explorer.run_shared(&mut *strategy, &mut (), pool),
+                        None => explorer.run_with_progress(&mut *strategy, &mut |r| cuts.record(r)),
+                    };
+                    cuts.finished();
+                    let report = report.map_err(explore_err)?;
+                    Ok((explorer, report, strategy.name().to_string(), cuts))
+                })
+            })
+            .collect();
+        handles
+            .into_iter()
+            .map(|h| h.join().unwrap_or_else(|p| std::panic::resume_unwind(p)))
+            .collect()
+    });
+    let mut parts = results.into_iter().collect::<Result<Vec<_>, _>>()?;
+    let reports: Vec<Report> = match lowest.get() {
+        Some(bug) if pool.is_none() => parts.iter().map(|(_, r, _, c)| c.before(bug, r)).collect(),
+        _ => parts.iter().map(|(_, r, _, _)| r.clone()).collect(),
+    };
+    let report = merge_reports(&reports);
+    // The program of the worker that ran most says whether the test had
+    // anything to interleave, and traces the bug.
+    parts.sort_by_key(|(_, r, _, _)| std::cmp::Reverse(r.executions));
+    let (explorer, _, name, _) = parts.swap_remove(0);
+    finish_check(guest, test, opts, explorer, report, name, Vec::new())
+}
+
+/// One worker's reports as of its recent executions (a run split by
+/// execution), so that the run can be cut at the lowest failing index
+/// whichever worker finds it, and when: the counts are then exactly those
+/// of the executions one thread runs before it stops at that bug.
+struct Cuts<'a> {
+    share: Partition,
+    worker: usize,
+    /// Per worker, the global index of the next execution it runs (every
+    /// lower index of its share has finished); `u64::MAX` once it stopped.
+    /// No bug can be found below their minimum any more.
+    frontier: &'a [AtomicU64],
+    /// (global index, report after that execution), oldest first: only
+    /// those a bug still to be found could cut at.
+    kept: VecDeque<(u64, Report)>,
+    lowest: LowestBug,
+}
+
+impl<'a> Cuts<'a> {
+    fn new(share: Partition, worker: usize, frontier: &'a [AtomicU64], lowest: &LowestBug) -> Self {
+        Cuts {
+            share,
+            worker,
+            frontier,
+            kept: VecDeque::new(),
+            lowest: lowest.clone(),
+        }
+    }
+
+    /// After each execution that did not end the run.
+    fn record(&mut self, report: &Report) {
+        let done = report.executions;
+        let index = self.share.nth_index(done.saturating_sub(1));
+        self.frontier[self.worker].store(self.share.nth_index(done), Ordering::Release);
+        self.kept.push_back((index, report.clone()));
+        let low = self
+            .frontier
+            .iter()
+            .map(|f| f.load(Ordering::Acquire))
+            .min()
+            .unwrap_or(u64::MAX);
+        // Read after the frontier: a worker that stopped at its bug lowered
+        // `lowest` before leaving the frontier.
+        let low = low.min(self.lowest.get().unwrap_or(u64::MAX));
+        // A later bug has an index of at least `low`: the newest report
+        // before `low` is the oldest one it could need.
+        while self.kept.len() > 1 && self.kept[1].0 < low {
+            self.kept.pop_front();
+        }
+    }
+
+    /// The worker ran its last execution.
+    fn finished(&self) {
+        self.frontier[self.worker].store(u64::MAX, Ordering::Release);
+    }
+
+    /// This worker's report cut before execution `bug` (0-based global
+    /// index), the lowest failing one: its final report if the bug is its
+    /// own, else the report after its last execution below the bug.
+    fn before(&self, bug: u64, last: &Report) -> Report {
+        if last.bugs.first().is_some_and(|b| b.execution == bug + 1) {
+            return last.clone();
+        }
+        let mut report = self
+            .kept
+            .iter()
+            .rev()
+            .find(|(i, _)| *i < bug)
+            .map(|(_, r)| r.clone())
+            .unwrap_or_default();
+        // Set once the run ends; strategies that split by execution keep
+        // no counters and no bound of their own.
+        report.strategy_bound = last.strategy_bound.clone();
+        report.strategy_stats = last.strategy_stats.clone();
+        report.elapsed = last.elapsed;
+        report
+    }
+}
