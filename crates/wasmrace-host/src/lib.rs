@@ -59,9 +59,9 @@ pub use analysis::shrink::{
     run_candidate, shrink, shrink_bug, CandidateRun, ScheduleStats, ShrinkOptions, Shrunk,
 };
 pub use check::{
-    check, check_jobs, check_with_progress, check_with_strategy, replay, trace_schedule, BugReport,
-    CheckOptions, CheckOutcome, NothingToInterleave, RaceReport, ReplayOutcome, StrategyChoice,
-    STRATEGY_NAMES,
+    check, check_jobs, check_jobs_with_progress, check_with_progress, check_with_strategy, replay,
+    trace_schedule, BugReport, CheckOptions, CheckOutcome, NothingToInterleave, RaceReport,
+    ReplayOutcome, StrategyChoice, STRATEGY_NAMES,
 };
 pub use config::{default_cache_dir, HostConfig};
 pub use error::HostError;

@@ -167,6 +167,54 @@ fn second_load_comes_from_the_cache_and_behaves_the_same() {
     assert!(c.is_ok(), "{:?}", c.err().map(|e| e.to_string()));
 }
 
+/// `check_jobs_with_progress` reports the executions of all threads
+/// together, every 100 of them, rising, never past the run's count, for a
+/// run split by execution (random) and one sharing its tree (dfs); the
+/// report is the one of `check_jobs`.
+#[test]
+fn jobs_progress_counts_every_thread() {
+    let guest = Guest::load(
+        &wasmrace_fixtures::path("mutex_counter"),
+        HostConfig {
+            cache_dir: Some(cache_dir("jobs-progress")),
+            ..HostConfig::default()
+        },
+    )
+    .unwrap();
+    let runs = [
+        (StrategyChoice::named("random"), 1000),
+        (
+            StrategyChoice::named("dfs").with(&StrategyOptions {
+                preemption_bound: Some(None),
+                ..StrategyOptions::NONE
+            }),
+            u64::MAX,
+        ),
+    ];
+    for (strategy, max) in runs {
+        let mut opts = CheckOptions {
+            strategy,
+            ..CheckOptions::default()
+        };
+        opts.explore.max_executions = max;
+        let seen = std::sync::Mutex::new(Vec::new());
+        let out =
+            wasmrace_host::check_jobs_with_progress(&guest, "mutex_counter", &opts, 2, &|n| {
+                seen.lock().unwrap().push(n)
+            })
+            .unwrap();
+        let plain = wasmrace_host::check_jobs(&guest, "mutex_counter", &opts, 2).unwrap();
+        assert_eq!(out.report.executions, plain.report.executions);
+        let mut seen = seen.into_inner().unwrap();
+        let total = out.report.executions;
+        assert!(total >= 100, "a run long enough to report: {total}");
+        // Threads may call in either order; the values are every 100th.
+        seen.sort_unstable();
+        let expected: Vec<u64> = (1..=total / 100).map(|k| k * 100).collect();
+        assert_eq!(seen, expected, "{total} executions");
+    }
+}
+
 /// A guest written directly against docs/ABI.md, as a C or hand-written
 /// guest would be: two threads each add 1 to a shared cell with a get and a
 /// set, and the test fails when the total is not 2 (a lost update). The

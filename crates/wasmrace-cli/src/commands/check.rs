@@ -722,11 +722,8 @@ fn explore(
     json: bool,
     jobs: u32,
 ) -> Result<CheckOutcome> {
-    if jobs > 1 {
-        return Ok(wasmrace_host::check_jobs(guest, test, opts, jobs)?);
-    }
     if json || !std::io::stderr().is_terminal() {
-        return Ok(wasmrace_host::check(guest, test, opts)?);
+        return Ok(wasmrace_host::check_jobs(guest, test, opts, jobs)?);
     }
     let bar = ProgressBar::with_draw_target(
         Some(opts.explore.max_executions),
@@ -757,7 +754,13 @@ fn explore(
             last_draw = Instant::now();
         }
     };
-    let result = wasmrace_host::check_with_progress(guest, test, opts, &mut progress);
+    let result = if jobs > 1 {
+        // Called from every worker, every 100 executions of them all;
+        // indicatif limits the redraws itself.
+        wasmrace_host::check_jobs_with_progress(guest, test, opts, jobs, &|n| bar.set_position(n))
+    } else {
+        wasmrace_host::check_with_progress(guest, test, opts, &mut progress)
+    };
     bar.finish_and_clear();
     Ok(result?)
 }

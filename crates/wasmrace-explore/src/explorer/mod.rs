@@ -314,6 +314,18 @@ impl<P: Program> Explorer<P> {
         observer: &mut O,
         pool: &Arc<SubtreePool>,
     ) -> Result<Report, ExploreError<P::Error>> {
+        self.run_shared_with_progress(strategy, observer, &mut |_| {}, pool)
+    }
+
+    /// Like [`run_shared`](Self::run_shared), calling `progress` after
+    /// each of this worker's executions with its own report so far.
+    pub fn run_shared_with_progress<O: Observer + ?Sized>(
+        &mut self,
+        strategy: &mut dyn Strategy,
+        observer: &mut O,
+        progress: &mut ProgressFn<'_>,
+        pool: &Arc<SubtreePool>,
+    ) -> Result<Report, ExploreError<P::Error>> {
         let shares = strategy
             .capabilities_mut()
             .is_some_and(|c| c.share(pool.clone()));
@@ -324,7 +336,7 @@ impl<P: Program> Explorer<P> {
                 strategy: strategy.name().to_string(),
             });
         }
-        self.run_in(strategy, observer, &mut |_| {}, Some(pool))
+        self.run_in(strategy, observer, progress, Some(pool))
     }
 
     fn run_in<O: Observer + ?Sized>(

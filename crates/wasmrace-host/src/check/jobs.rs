@@ -2,7 +2,7 @@
 //! with its own program instance, reported exactly as one thread reports
 //! it where the strategy allows (see [`check_jobs`]).
 
-use super::{check, explore_err, finish_check, CheckOptions, CheckOutcome};
+use super::{explore_err, finish_check, CheckOptions, CheckOutcome};
 use crate::error::HostError;
 use crate::guest::Guest;
 use std::collections::VecDeque;
@@ -11,7 +11,7 @@ use wasmrace_explore::explorer::partition::merge_reports;
 use wasmrace_explore::explorer::steal::SubtreePool;
 use wasmrace_explore::{Explorer, LowestBug, Partition, Report, Split};
 
-/// [`check`] on `jobs` threads, each exploring with its own program
+/// [`check`](super::check) on `jobs` threads, each exploring with its own program
 /// instance of the same loaded module, their reports merged as `wasmrace
 /// merge` merges partitions ([`merge_reports`]: executions added up, the
 /// bug one run reports first). A strategy that splits by prefix (`dfs`
@@ -21,7 +21,7 @@ use wasmrace_explore::{Explorer, LowestBug, Partition, Report, Split};
 /// partitions (partition `K` of `N` becomes partitions `K + N * j` of `N *
 /// jobs`), and its report is the one-thread run's: the failing execution
 /// with the lowest index, counted with exactly the executions below it
-/// ([`LowestBug`], [`Cuts`]). `jobs` of 1 is [`check`]. The strategy must
+/// ([`LowestBug`], [`Cuts`]). `jobs` of 1 is [`check`](super::check). The strategy must
 /// split its work (`Capabilities::split`), else this is the explorer's
 /// `CannotSplit` error.
 pub fn check_jobs(
@@ -30,9 +30,35 @@ pub fn check_jobs(
     opts: &CheckOptions,
     jobs: u32,
 ) -> Result<CheckOutcome, HostError> {
+    check_jobs_with_progress(guest, test, opts, jobs, &|_| {})
+}
+
+/// Like [`check_jobs`], calling `progress` with the executions all
+/// threads have ended so far, every 100 of them (from any
+/// thread, so it must be `Sync`), for a progress bar. With `jobs` of 1,
+/// [`check_with_progress`](super::check_with_progress).
+pub fn check_jobs_with_progress(
+    guest: &Guest,
+    test: &str,
+    opts: &CheckOptions,
+    jobs: u32,
+    progress: &(dyn Fn(u64) + Sync),
+) -> Result<CheckOutcome, HostError> {
     if jobs <= 1 {
-        return check(guest, test, opts);
+        return super::check_with_progress(guest, test, opts, &mut |r| {
+            if r.executions.is_multiple_of(PROGRESS_EVERY) {
+                progress(r.executions)
+            }
+        });
     }
+    let ended = AtomicU64::new(0);
+    let ended = &ended;
+    let tick = move || {
+        let n = ended.fetch_add(1, Ordering::Relaxed) + 1;
+        if n.is_multiple_of(PROGRESS_EVERY) {
+            progress(n);
+        }
+    };
     let pool = (opts.strategy.build(opts.seed).split() == Split::ByPrefix)
         .then(|| SubtreePool::new(jobs as usize));
     let outer = opts
@@ -74,8 +100,16 @@ pub fn check_jobs(
                     };
                     let mut strategy = opts.strategy.build(opts.seed);
                     let report = match pool {
-                        Some(pool) => explorer.run_shared(&mut *strategy, &mut (), pool),
-                        None => explorer.run_with_progress(&mut *strategy, &mut |r| cuts.record(r)),
+                        Some(pool) => explorer.run_shared_with_progress(
+                            &mut *strategy,
+                            &mut (),
+                            &mut |_| tick(),
+                            pool,
+                        ),
+                        None => explorer.run_with_progress(&mut *strategy, &mut |r| {
+                            cuts.record(r);
+                            tick();
+                        }),
                     };
                     cuts.finished();
                     let report = report.map_err(explore_err)?;
@@ -100,6 +134,10 @@ pub fn check_jobs(
     let (explorer, _, name, _) = parts.swap_remove(0);
     finish_check(guest, test, opts, explorer, report, name, Vec::new())
 }
+
+/// How often, in executions, a progress callback is called: often enough
+/// for a bar, rarely enough to cost nothing next to the executions.
+const PROGRESS_EVERY: u64 = 100;
 
 /// One worker's reports as of its recent executions (a run split by
 /// execution), so that the run can be cut at the lowest failing index
