@@ -46,12 +46,18 @@ pub fn parse_partition(s: &str) -> Result<PartitionArg, String> {
     Ok(PartitionArg { k, n })
 }
 
-/// The strategies that split their work, as a sentence fragment for the
-/// error naming them: built from the registry, each with its defaults.
-pub fn splitting_strategies() -> String {
+/// The strategies that split their work (into partitions, or with `jobs`
+/// between threads, which phased strategies also do), as a sentence
+/// fragment for the error naming them: built from the registry, each with
+/// its defaults.
+pub fn splitting_strategies(jobs: bool) -> String {
     let mut splitting: Vec<&str> = REGISTRY
         .iter()
-        .filter(|d| (d.build)(&d.defaults, 0).split() != Split::None)
+        .filter(|d| match (d.build)(&d.defaults, 0).split() {
+            Split::None => false,
+            Split::Phases => jobs,
+            Split::ByExecution | Split::ByPrefix => true,
+        })
         .map(|d| d.name)
         .collect();
     splitting.sort_unstable();
@@ -73,6 +79,7 @@ pub fn splitting_strategies() -> String {
 pub fn split_name(split: Split) -> Option<&'static str> {
     match split {
         Split::None => None,
+        Split::Phases => Some("phases"),
         Split::ByExecution => Some("execution"),
         Split::ByPrefix => Some("prefix"),
     }
@@ -124,8 +131,13 @@ mod tests {
     #[test]
     fn the_splitting_strategies_are_named() {
         assert_eq!(
-            splitting_strategies(),
+            splitting_strategies(false),
             "`basic-pos`, `dfs` (without `--state-cache`), `pos`, `pos-star` and `random`"
+        );
+        assert_eq!(
+            splitting_strategies(true),
+            "`basic-pos`, `dfs` (without `--state-cache`), `portfolio`, `pos`, `pos-star` and \
+             `random`"
         );
     }
 }

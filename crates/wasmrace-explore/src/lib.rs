@@ -29,6 +29,6 @@ pub use strategies::{
     Replay, Ses, SesOptions, Ss, SsOptions,
 };
 pub use strategy::{
-    BoundHit, Capabilities, Context, Outcome, RealRace, Start, Stat, StatKind, Strategy,
+    BoundHit, Capabilities, Context, Outcome, Phase, RealRace, Start, Stat, StatKind, Strategy,
 };
 pub use wasmrace_trace as trace;

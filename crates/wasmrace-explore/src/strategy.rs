@@ -314,6 +314,38 @@ pub trait Capabilities {
     fn share(&mut self, _pool: Arc<SubtreePool>) -> bool {
         false
     }
+
+    /// For a strategy that runs in phases ([`Split::Phases`], the
+    /// portfolio): the executions each opening member runs at most, in
+    /// order; `None` (the default) for the others.
+    fn openings(&self) -> Option<Vec<u64>> {
+        None
+    }
+
+    /// Restricts a phased strategy (see [`openings`](Self::openings)) to
+    /// one phase, before its first `begin`; ignored by the others.
+    fn enter_phase(&mut self, _phase: Phase) {}
+
+    /// The run length (steps) a strategy that places its choices along an
+    /// execution (PCT's change points) assumes from now on, fixed; ignored
+    /// by the others.
+    fn set_length_estimate(&mut self, _steps: usize) {}
+}
+
+/// One phase of a phased strategy ([`Capabilities::enter_phase`]).
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum Phase {
+    /// Opening member `i` alone, for at most its executions: the run ends
+    /// when it does. Its report says whether it explored its whole space
+    /// (`exhausted`, with no `strategy_bound`), which ends the whole run.
+    Opening(usize),
+    /// The sampling phase alone, the openings having run: execution `i` is
+    /// the phase's `i`-th (so it splits by execution), and `longest` is
+    /// the longest opening execution, in steps (0 when none ran).
+    Sampling {
+        /// The longest execution of the openings, in steps.
+        longest: usize,
+    },
 }
 
 /// Reading a strategy's capabilities with their defaults, whatever the

@@ -7,6 +7,7 @@ use crate::guest::Guest;
 use crate::program::WasmProgram;
 
 mod jobs;
+mod phases;
 pub use jobs::{check_jobs, check_jobs_with_progress};
 use wasmrace_explore::strategies::registry::{self, Descriptor, StrategyOptions};
 use wasmrace_explore::strategies::{Divergence, RealRace, Replay};

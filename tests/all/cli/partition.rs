@@ -178,10 +178,24 @@ fn bad_partitions_and_parts_that_do_not_belong_together_are_one_error_line() {
         &wasmrace(&dir, &["check", &m, "--strategy", "pct", "--partition", "1/2"]),
         "`--partition 1/2` does not apply to `--strategy pct`: only `basic-pos`, `dfs` (without `--state-cache`)",
     );
-    expect_error(
-        &wasmrace(&dir, &["check", &m, "--split-depth", "3"]),
-        "`--split-depth` only applies with `--partition` or `--jobs` above 1",
-    );
+    for args in [
+        &["--split-depth", "3"][..],
+        &["--strategy", "dfs", "--jobs", "1", "--split-depth", "3"],
+        &[
+            "--strategy",
+            "random",
+            "--partition",
+            "1/2",
+            "--split-depth",
+            "3",
+        ],
+    ] {
+        expect_error(
+            &wasmrace(&dir, &[&["check", m.as_str()][..], args].concat()),
+            "`--split-depth` only applies to a strategy that splits by prefix (`dfs`), with \
+             `--partition` or `--jobs` above 1",
+        );
+    }
     // Partition `k/n` of a random run (or of `strategy`, when the extra
     // arguments start with one) of 50 executions, written to `name`.
     let part = |name: &str, k: u32, n: u32, extra: &[&str]| {
@@ -339,19 +353,21 @@ fn jobs_print_the_one_thread_report() {
     );
 }
 
-/// `check --jobs N` on a strategy that splits by execution prints, in
-/// text and in `--json`, exactly the one-thread report (timing aside),
-/// bug or no bug: the lowest failing execution, counted with exactly the
-/// executions below it, whichever thread finds it first. The default
-/// (`--jobs` not given: every core for these strategies, one thread for
-/// the portfolio, which does not split) prints the same too.
+/// `check --jobs N` on a strategy that splits by execution, and on the
+/// portfolio (openings side by side, then the sampling indices dealt out),
+/// prints, in text and in `--json`, exactly the one-thread report (timing
+/// aside), bug or no bug: the lowest failing execution, counted with
+/// exactly the executions below it, whichever thread finds it first. The
+/// default (`--jobs` not given: every core for these strategies) prints
+/// the same too.
 #[test]
 fn jobs_print_the_one_thread_json() {
     let dir = TempDir::new("partition-jobs-json");
     let pos = fixture(&dir, "pos_example");
     let lost = fixture(&dir, "lost_update");
     let counter = fixture(&dir, "mutex_counter");
-    let runs: [&[&str]; 6] = [
+    let chain = fixture(&dir, "chain_replication");
+    let runs: [&[&str]; 9] = [
         &[&pos, "--strategy", "random", "--seed", "1"],
         &[&pos, "--strategy", "pos", "--seed", "3"],
         &[&lost, "--strategy", "pos"],
@@ -372,6 +388,26 @@ fn jobs_print_the_one_thread_json() {
             "--max-executions",
             "1500",
         ],
+        // The portfolio: a budget the openings could spend alone runs on
+        // one thread; past them, the samplers share the indices.
+        &[
+            &counter,
+            "--test",
+            "mutex_counter",
+            "--preemption-bound",
+            "0",
+            "--max-executions",
+            "2600",
+        ],
+        // A bug no opening finds: POS's, numbered after the openings'.
+        &[
+            &chain,
+            "--test",
+            "chain_replication_bug",
+            "--preemption-bound",
+            "0",
+        ],
+        &[&chain, "--test", "chain_replication_bug", "--seed", "5"],
     ];
     for args in runs {
         let out = |jobs: Option<&str>, json: bool| {
@@ -394,19 +430,29 @@ fn jobs_print_the_one_thread_json() {
         };
         for json in [false, true] {
             let one = out(Some("1"), json);
-            // The portfolio does not split: an explicit `--jobs 2` is an
-            // error, the default runs it on one thread.
-            let splits = args.contains(&"--strategy");
-            let others: &[Option<&str>] = if splits {
-                &[Some("2"), Some("3"), None]
-            } else {
-                &[None]
-            };
-            for &jobs in others {
+            for jobs in [Some("2"), Some("3"), None] {
                 assert_eq!(out(jobs, json), one, "{args:?} --jobs {jobs:?} json {json}");
+            }
+            if args.contains(&"chain_replication_bug") && !json {
+                assert!(one.contains("found by: pos"), "{one}");
             }
         }
     }
+    // Seven threads, more than the openings and than the cores.
+    let args = ["check", &chain, "--test", "chain_replication_bug", "--json"];
+    let seven = wasmrace(&dir, &[&args[..], &["--jobs", "7"]].concat());
+    let one = wasmrace(&dir, &[&args[..], &["--jobs", "1"]].concat());
+    let doc = |run: &super::Run| {
+        let mut doc: serde_json::Value = serde_json::from_str(&run.stdout).unwrap();
+        super::without_elapsed(&mut doc);
+        doc
+    };
+    assert_eq!(doc(&seven), doc(&one));
+    // The portfolio shares threads, not machines: `--partition` is refused.
+    expect_error(
+        &wasmrace(&dir, &["check", &lost, "--partition", "1/2"]),
+        "`--partition 1/2` does not apply to `--strategy portfolio`",
+    );
 }
 
 /// `check --jobs N` on an exhaustive dfs run shares the search tree between

@@ -212,11 +212,13 @@ pub struct CheckCommand {
     /// Explore on N threads, each with its own instance of the module:
     /// dfs without --state-cache shares its search tree between them (work
     /// stealing: the same executions and the same first bug for any N);
-    /// random and the pos family split into N partitions and report
-    /// exactly what one thread reports. Default: the number of cores for
-    /// random and the pos family, one thread for the other strategies
-    /// (their output would depend on N, or they do not split); an explicit
-    /// N above 1 for a strategy that cannot split is an error
+    /// random and the pos family split into N partitions, and the
+    /// portfolio runs its openings side by side and then splits its
+    /// samplers' executions: both report exactly what one thread reports.
+    /// Default: the number of cores for the portfolio, random and the pos
+    /// family, one thread for the other strategies (their output would
+    /// depend on N, or they do not split); an explicit N above 1 for a
+    /// strategy that cannot split is an error
     #[arg(long, value_name = "N")]
     jobs: Option<u32>,
     #[arg(long, value_name = "D", help = format!(
@@ -354,15 +356,17 @@ impl CheckCommand {
     }
 
     /// Threads for the exploration: `--jobs`, else every core for the
-    /// strategies that split by execution (their report is the same for
-    /// any number of threads), one for the others: dfs's bug would be
-    /// numbered by timing, and the rest do not split.
+    /// strategies whose report is the same for any number of threads (those
+    /// that split by execution, and the portfolio), one for the others:
+    /// dfs's bug would be numbered by timing, and the rest do not split.
     fn jobs(&self, strategy: &StrategyChoice) -> u32 {
         self.jobs.unwrap_or_else(|| {
-            if strategy.build(self.seed).split() == wasmrace_explore::Split::ByExecution {
-                std::thread::available_parallelism().map_or(1, |n| n.get() as u32)
-            } else {
-                1
+            use wasmrace_explore::Split;
+            match strategy.build(self.seed).split() {
+                Split::ByExecution | Split::Phases => {
+                    std::thread::available_parallelism().map_or(1, |n| n.get() as u32)
+                }
+                Split::None | Split::ByPrefix => 1,
             }
         })
     }
@@ -390,8 +394,12 @@ impl CheckCommand {
             bail!("`--jobs` must be at least 1");
         }
         let jobs = self.jobs(&strategy);
-        if self.split_depth.is_some() && self.partition.is_none() && jobs == 1 {
-            bail!("`--split-depth` only applies with `--partition` or `--jobs` above 1");
+        let by_prefix = strategy.build(self.seed).split() == wasmrace_explore::Split::ByPrefix;
+        if self.split_depth.is_some() && (!by_prefix || (self.partition.is_none() && jobs == 1)) {
+            bail!(
+                "`--split-depth` only applies to a strategy that splits by prefix (`dfs`), with \
+                 `--partition` or `--jobs` above 1"
+            );
         }
         let split_flag = match (self.partition, jobs) {
             (Some(p), _) => Some(format!("--partition {p}")),
@@ -399,7 +407,9 @@ impl CheckCommand {
             (None, jobs) => Some(format!("--jobs {jobs}")),
         };
         if let Some(flag) = split_flag {
-            if strategy.build(self.seed).split() == wasmrace_explore::Split::None {
+            let split = strategy.build(self.seed).split();
+            let by_phases = split == wasmrace_explore::Split::Phases;
+            if split == wasmrace_explore::Split::None || (by_phases && self.partition.is_some()) {
                 bail!(
                     "`{flag}` does not apply to `--strategy {}`{}: only {} split their work",
                     descriptor.name,
@@ -408,7 +418,7 @@ impl CheckCommand {
                     } else {
                         ""
                     },
-                    partition::splitting_strategies()
+                    partition::splitting_strategies(self.partition.is_none())
                 );
             }
         }

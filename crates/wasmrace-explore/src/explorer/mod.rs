@@ -22,6 +22,7 @@ use partition::Share;
 pub use partition::{LowestBug, Partition, Split};
 use path::PathSnapshots;
 use saved::{SavedStates, Taken};
+use std::sync::atomic::{AtomicBool, Ordering};
 use std::sync::Arc;
 use std::time::{Duration, Instant};
 use steal::{StopOnDrop, SubtreePool};
@@ -87,6 +88,11 @@ pub struct Config {
     /// lowest failing one, and lowers it when its own execution fails (with
     /// `stop_on_first_bug`). Default: none.
     pub lowest_bug: Option<LowestBug>,
+    /// Set by another worker whose result makes this run moot (`check
+    /// --jobs` on a phased strategy, whose earlier opening ended the run):
+    /// the run ends before its next execution, and its report is thrown
+    /// away. Default: none.
+    pub cancel: Option<Arc<AtomicBool>>,
 }
 
 impl Default for Config {
@@ -104,6 +110,7 @@ impl Default for Config {
             partition: None,
             split_depth: 6,
             lowest_bug: None,
+            cancel: None,
         }
     }
 }
@@ -143,6 +150,9 @@ pub struct Report {
     pub steps: u64,
     /// Steps run only to get back to a resume point.
     pub replayed_steps: u64,
+    /// Steps of the longest execution (its decisions, replayed prefix
+    /// included).
+    pub longest_execution: u64,
     /// Snapshots taken along the current path, to resume executions from
     /// (those of saved states count in `saved_with_snapshot`).
     pub snapshots_taken: u64,
@@ -444,6 +454,14 @@ impl<P: Program, O: Observer + ?Sized> Run<'_, P, O> {
                 // Another worker hit a bound (and reports it) or failed.
                 return Ok(false);
             }
+            if self
+                .cfg
+                .cancel
+                .as_ref()
+                .is_some_and(|c| c.load(Ordering::Relaxed))
+            {
+                return Ok(false);
+            }
             if self.passed_a_bug(index) {
                 // Another worker's execution with a lower index failed.
                 return Ok(false);
@@ -472,6 +490,8 @@ impl<P: Program, O: Observer + ?Sized> Run<'_, P, O> {
                 continue;
             }
             self.report.executions += 1;
+            self.report.longest_execution =
+                (self.report.longest_execution).max(self.path.decisions().len() as u64);
             let order_key = match outcome {
                 Outcome::Failed(_) => self.strategy.order_key(),
                 _ => None,

@@ -64,6 +64,12 @@ pub enum Split {
     /// strategy reports each execution's place in its exploration order
     /// ([`Capabilities::order_key`](crate::Capabilities::order_key)).
     ByPrefix,
+    /// It runs in phases ([`Capabilities::openings`](crate::Capabilities::openings),
+    /// the portfolio): opening members one after the other, each alone,
+    /// then a sampling phase that splits by execution. `check --jobs`
+    /// runs the openings side by side and shares the sampling phase's
+    /// indices; it does not split into partitions.
+    Phases,
 }
 
 /// This run's share of the work, from `Config::partition` and the
@@ -87,7 +93,7 @@ impl Share {
             return Some(Share::Whole);
         };
         match split {
-            Split::None => None,
+            Split::None | Split::Phases => None,
             Split::ByExecution => Some(Share::Indices(p)),
             Split::ByPrefix => Some(Share::Prefixes(p, depth)),
         }
@@ -210,6 +216,7 @@ pub fn merge_reports(reports: &[Report]) -> Report {
         out.partition_skipped += r.partition_skipped;
         out.steps += r.steps;
         out.replayed_steps += r.replayed_steps;
+        out.longest_execution = out.longest_execution.max(r.longest_execution);
         out.snapshots_taken += r.snapshots_taken;
         out.restores += r.restores;
         out.failing_executions += r.failing_executions;

@@ -15,11 +15,22 @@
 //! execution from a prefix of the previous one, which another member's
 //! execution in between would invalidate. Sampling members start every
 //! execution afresh, so they can be interleaved freely.
+//!
+//! **Phases.** Execution `j` of the sampling phase belongs to a member and
+//! to that member's own execution index by `j` alone (turns of fixed
+//! length), and PCT's run length is fixed for the whole phase: the longest
+//! opening execution (Burckhardt et al. need the length up front; the
+//! openings, a thousand systematic executions or more, have measured it).
+//! So the sampling phase splits by execution, and the openings depend on
+//! nothing but themselves: `check --jobs` runs the openings side by side
+//! and deals the sampling indices out ([`Split::Phases`]), and reports
+//! what this one-thread order reports.
 
+use crate::explorer::Split;
 use crate::program::StepInfo;
 use crate::strategies::registry::{Descriptor, Knob, StrategyOptions, Takes};
 use crate::strategies::{Dfs, DfsOptions, Dpor, Pct, Pos, RandomWalk};
-use crate::strategy::{BoundHit, Capabilities, Context, Outcome, Start, Stat, Strategy};
+use crate::strategy::{BoundHit, Capabilities, Context, Outcome, Phase, Start, Stat, Strategy};
 use wasmrace_trace::Decision;
 
 /// `portfolio` in the [registry](crate::strategies::registry), the
@@ -76,7 +87,14 @@ pub fn default_portfolio(preemption_bound: Option<u32>, seed: u64) -> Portfolio 
     ];
     let members: Vec<(Box<dyn Strategy>, u64)> = vec![
         (Box::new(Pos::new(seed)), 100),
-        (Box::new(Pct::new(seed, Pct::DEFAULT_DEPTH)), 100),
+        // Fixed length: the portfolio sets it from the openings.
+        (
+            Box::new(
+                Pct::new(seed, Pct::DEFAULT_DEPTH)
+                    .with_length_estimate(Pct::INITIAL_LENGTH_GUESS, false),
+            ),
+            100,
+        ),
         (Box::new(RandomWalk::new(seed)), 100),
     ];
     Portfolio::with_openings(openings, members, seed)
@@ -87,10 +105,9 @@ struct Member {
     strategy: Box<dyn Strategy>,
     /// Executions per turn.
     round: u64,
-    /// Executions this member has begun (passed to its `begin`, so that a
-    /// seeded member behaves as it would alone).
+    /// Executions this opening member has begun (passed to its `begin`,
+    /// so that it behaves as it would alone).
     executions: u64,
-    exhausted: bool,
 }
 
 /// The default strategy: an opening DFS member, then sampling members in
@@ -101,12 +118,17 @@ pub struct Portfolio {
     /// The opening member running, or `openings.len()` once all are done.
     opening: usize,
     members: Vec<Member>,
-    /// Member whose turn it is (index into `members`).
-    turn: usize,
-    /// Executions taken in the current turn.
-    in_turn: u64,
     /// Who runs the current execution: `None` for the opening member.
     current: Option<usize>,
+    /// The phase this instance is restricted to (`enter_phase`), or `None`
+    /// for the whole run.
+    phase: Option<Phase>,
+    /// In a whole run, the executions begun before the sampling phase (its
+    /// execution `j` is the run's `from + j`), once it has started.
+    sampling_from: Option<u64>,
+    /// Steps of the current execution, and the longest opening execution.
+    steps: usize,
+    longest: usize,
     /// An opening member explored its whole space with no bound cutting
     /// it: nothing is left for the samplers to find.
     complete: bool,
@@ -140,15 +162,16 @@ impl Portfolio {
             strategy,
             round: round.max(1),
             executions: 0,
-            exhausted: false,
         };
         Portfolio {
             openings: openings.into_iter().map(member).collect(),
             opening: 0,
             members: members.into_iter().map(member).collect(),
-            turn: 0,
-            in_turn: 0,
             current: None,
+            phase: None,
+            sampling_from: None,
+            steps: 0,
+            longest: 0,
             complete: false,
             complete_stats: Vec::new(),
             bound_hit: None,
@@ -188,22 +211,75 @@ impl Portfolio {
     /// Starts the next execution of an opening member, moving on to the
     /// next opening when one is spent; `None` when all are done.
     fn begin_opening(&mut self) -> Option<Start> {
-        while let Some(o) = self.openings.get_mut(self.opening) {
-            if o.executions < o.round {
-                let n = o.executions;
-                if let Some(start) = o.strategy.begin(n) {
-                    o.executions += 1;
-                    self.current = None;
-                    return Some(start);
-                }
-                o.exhausted = true;
+        while self.opening < self.openings.len() {
+            if let Some(start) = self.begin_this_opening() {
+                return Some(start);
             }
-            self.finish_opening();
             if self.complete {
                 return None;
             }
         }
         None
+    }
+
+    /// The next execution of the current opening member, or `None` when
+    /// it is spent (and then finished).
+    fn begin_this_opening(&mut self) -> Option<Start> {
+        let o = self.openings.get_mut(self.opening)?;
+        if o.executions < o.round {
+            if let Some(start) = o.strategy.begin(o.executions) {
+                o.executions += 1;
+                self.current = None;
+                return Some(start);
+            }
+        }
+        self.finish_opening();
+        None
+    }
+
+    /// The member that runs execution `j` of the sampling phase, and that
+    /// member's own index of it: turns of each member's length, in order.
+    fn slot(&self, j: u64) -> Option<(usize, u64)> {
+        let cycle: u64 = self.members.iter().map(|m| m.round).sum();
+        if cycle == 0 {
+            return None;
+        }
+        let (turns, mut at) = (j / cycle, j % cycle);
+        for (i, m) in self.members.iter().enumerate() {
+            if at < m.round {
+                return Some((i, turns * m.round + at));
+            }
+            at -= m.round;
+        }
+        None
+    }
+
+    /// Starts execution `j` of the sampling phase. A member that ends, or
+    /// asks to resume an execution it did not run last, ends the phase.
+    fn begin_sampling(&mut self, j: u64) -> Option<Start> {
+        let (turn, own) = self.slot(j)?;
+        let ran_last = self.current == Some(turn) && self.phase.is_none();
+        let start = self.members[turn].strategy.begin(own)?;
+        if matches!(start, Start::Resume { .. }) && !ran_last {
+            return None;
+        }
+        self.current = Some(turn);
+        Some(start)
+    }
+
+    /// Fixes the run length of the members that place choices along an
+    /// execution (PCT): the longest opening execution, else PCT's guess.
+    fn set_length_estimate(&mut self, longest: usize) {
+        let steps = if longest > 0 {
+            longest
+        } else {
+            Pct::INITIAL_LENGTH_GUESS
+        };
+        for m in &mut self.members {
+            if let Some(c) = m.strategy.capabilities_mut() {
+                c.set_length_estimate(steps);
+            }
+        }
     }
 }
 
@@ -212,7 +288,15 @@ impl Strategy for Portfolio {
         "portfolio"
     }
 
-    fn begin(&mut self, _executions: u64) -> Option<Start> {
+    fn begin(&mut self, executions: u64) -> Option<Start> {
+        self.steps = 0;
+        match self.phase {
+            // Only that opening: once it is finished, `opening` moved on.
+            Some(Phase::Opening(i)) if self.opening != i => return None,
+            Some(Phase::Opening(_)) => return self.begin_this_opening(),
+            Some(Phase::Sampling { .. }) => return self.begin_sampling(executions),
+            None => {}
+        }
         if self.opening < self.openings.len() {
             if let Some(start) = self.begin_opening() {
                 return Some(start);
@@ -221,40 +305,22 @@ impl Strategy for Portfolio {
                 return None;
             }
         }
-        // Rotate through the sampling members, skipping exhausted ones.
-        let n = self.members.len();
-        for _ in 0..=n * 2 {
-            if n == 0 {
-                return None;
+        let from = match self.sampling_from {
+            Some(from) => from,
+            None => {
+                self.set_length_estimate(self.longest);
+                *self.sampling_from.insert(executions)
             }
-            if self.in_turn >= self.members[self.turn].round || self.members[self.turn].exhausted {
-                self.turn = (self.turn + 1) % n;
-                self.in_turn = 0;
-            }
-            let m = &mut self.members[self.turn];
-            if m.exhausted {
-                continue;
-            }
-            match m.strategy.begin(m.executions) {
-                // A resume continues the previous execution, which is only
-                // possible when this member ran it. Members that need
-                // resumes belong in the opening slot; one that asks for a
-                // resume after another member ran is retired.
-                Some(Start::Resume { .. }) if self.current != Some(self.turn) => m.exhausted = true,
-                Some(start) => {
-                    m.executions += 1;
-                    self.in_turn += 1;
-                    self.current = Some(self.turn);
-                    return Some(start);
-                }
-                None => m.exhausted = true,
-            }
-        }
-        None
+        };
+        self.begin_sampling(executions - from)
     }
 
     fn decide(&mut self, ctx: &Context<'_>) -> Option<Decision> {
-        self.member().strategy.decide(ctx)
+        let d = self.member().strategy.decide(ctx);
+        if d.is_some() {
+            self.steps = ctx.step + 1;
+        }
+        d
     }
 
     fn observe(&mut self, step: &StepInfo) {
@@ -262,6 +328,9 @@ impl Strategy for Portfolio {
     }
 
     fn end(&mut self, outcome: &Outcome) {
+        if self.current.is_none() {
+            self.longest = self.longest.max(self.steps);
+        }
         self.member().strategy.end(outcome)
     }
 
@@ -318,6 +387,38 @@ impl Capabilities for Portfolio {
         }
     }
 
+    /// Phases when every sampling member splits by execution (its
+    /// execution `i` depends on `i` alone): the openings run alone anyway;
+    /// by execution once restricted to the sampling phase.
+    fn split(&self) -> Split {
+        let sampling = self.members.iter().all(|m| {
+            m.strategy
+                .capabilities()
+                .is_some_and(|c| c.split() == Split::ByExecution)
+        });
+        match (sampling, self.phase) {
+            (false, _) => Split::None,
+            // The sampling phase alone splits as its members do.
+            (true, Some(Phase::Sampling { .. })) => Split::ByExecution,
+            (true, _) => Split::Phases,
+        }
+    }
+
+    fn openings(&self) -> Option<Vec<u64>> {
+        Some(self.openings.iter().map(|o| o.round).collect())
+    }
+
+    fn enter_phase(&mut self, phase: Phase) {
+        self.phase = Some(phase);
+        match phase {
+            Phase::Opening(i) => self.opening = i.min(self.openings.len()),
+            Phase::Sampling { longest } => {
+                self.opening = self.openings.len();
+                self.set_length_estimate(longest);
+            }
+        }
+    }
+
     fn save_request(&mut self) -> Option<u64> {
         // Ids are the member's own: two members could pick the same id, and
         // a member's saved state is only started by that member. Members
@@ -333,7 +434,7 @@ impl Capabilities for Portfolio {
 mod tests {
     use super::*;
     use crate::model::ModelBuilder;
-    use crate::strategies::{Dfs, RandomWalk, Recording};
+    use crate::strategies::{Dfs, Pct, RandomWalk, Recording};
     use crate::{Config, Explorer};
 
     /// Two threads each increment `x` with a separate read and write; main
@@ -452,6 +553,59 @@ mod tests {
             .unwrap();
         assert_eq!(report.first_bug().unwrap().found_by, "dfs");
         assert!(report.executions > 1);
+    }
+
+    /// The phases run apart (each opening alone, then the sampling phase
+    /// in 1, 2 or 3 partitions, as `check --jobs` runs them) add up to the
+    /// whole run: the openings' executions, then the sampling phase's
+    /// lowest failing index is the whole run's bug, with its schedule.
+    #[test]
+    fn the_phases_run_apart_add_up_to_the_whole_run() {
+        let build = || {
+            let openings: Vec<(Box<dyn Strategy>, u64)> = vec![
+                (Box::new(Dfs::with_preemption_bound(0)), 5),
+                (Box::new(Dfs::with_preemption_bound(0)), 1),
+            ];
+            let members: Vec<(Box<dyn Strategy>, u64)> = vec![
+                (Box::new(Pct::new(3, 3).with_length_estimate(50, false)), 2),
+                (Box::new(RandomWalk::new(3)), 3),
+            ];
+            Portfolio::with_openings(openings, members, 3)
+        };
+        assert_eq!(build().split(), Split::Phases);
+        let run = |p: &mut Portfolio, config: Config| {
+            Explorer::new(lost_update(), config).run(p).unwrap()
+        };
+        let whole = run(&mut build(), Config::default());
+        let bug = whole.first_bug().expect("a sampler finds the lost update");
+        let (mut used, mut longest) = (0, 0);
+        for i in 0..2 {
+            let mut p = build();
+            p.enter_phase(Phase::Opening(i));
+            let r = run(&mut p, Config::default());
+            assert!(r.bugs.is_empty() && !r.exhausted, "opening {i}: {r:?}");
+            used += r.executions;
+            longest = longest.max(r.longest_execution as usize);
+        }
+        assert!(used > 2, "the bounded dfs ran: {used}");
+        for n in 1..=3 {
+            let lowest = (0..n)
+                .filter_map(|k| {
+                    let mut p = build();
+                    p.enter_phase(Phase::Sampling { longest });
+                    assert_eq!(p.split(), Split::ByExecution);
+                    let config = Config {
+                        partition: Some(crate::Partition::new(k, n).unwrap()),
+                        ..Config::default()
+                    };
+                    run(&mut p, config).bugs.into_iter().next()
+                })
+                .min_by_key(|b| b.execution)
+                .unwrap();
+            assert_eq!(used + lowest.execution, bug.execution, "{n} partitions");
+            assert_eq!(lowest.schedule, bug.schedule);
+            assert_eq!(lowest.found_by, bug.found_by);
+        }
     }
 
     #[test]

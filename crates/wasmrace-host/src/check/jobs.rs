@@ -51,14 +51,11 @@ pub fn check_jobs_with_progress(
             }
         });
     }
-    let ended = AtomicU64::new(0);
-    let ended = &ended;
-    let tick = move || {
-        let n = ended.fetch_add(1, Ordering::Relaxed) + 1;
-        if n.is_multiple_of(PROGRESS_EVERY) {
-            progress(n);
-        }
-    };
+    if opts.strategy.build(opts.seed).split() == Split::Phases {
+        return super::phases::check_phases(guest, test, opts, jobs, progress);
+    }
+    let tick = progress_ticks(progress);
+    let tick = &tick;
     let pool = (opts.strategy.build(opts.seed).split() == Split::ByPrefix)
         .then(|| SubtreePool::new(jobs as usize));
     let outer = opts
@@ -139,11 +136,23 @@ pub fn check_jobs_with_progress(
 /// for a bar, rarely enough to cost nothing next to the executions.
 const PROGRESS_EVERY: u64 = 100;
 
+/// A tick for every execution any thread ends, calling `progress` with
+/// the count every [`PROGRESS_EVERY`].
+pub(super) fn progress_ticks(progress: &(dyn Fn(u64) + Sync)) -> impl Fn() + Sync + '_ {
+    let ended = AtomicU64::new(0);
+    move || {
+        let n = ended.fetch_add(1, Ordering::Relaxed) + 1;
+        if n.is_multiple_of(PROGRESS_EVERY) {
+            progress(n);
+        }
+    }
+}
+
 /// One worker's reports as of its recent executions (a run split by
 /// execution), so that the run can be cut at the lowest failing index
 /// whichever worker finds it, and when: the counts are then exactly those
 /// of the executions one thread runs before it stops at that bug.
-struct Cuts<'a> {
+pub(super) struct Cuts<'a> {
     share: Partition,
     worker: usize,
     /// Per worker, the global index of the next execution it runs (every
@@ -157,7 +166,12 @@ struct Cuts<'a> {
 }
 
 impl<'a> Cuts<'a> {
-    fn new(share: Partition, worker: usize, frontier: &'a [AtomicU64], lowest: &LowestBug) -> Self {
+    pub(super) fn new(
+        share: Partition,
+        worker: usize,
+        frontier: &'a [AtomicU64],
+        lowest: &LowestBug,
+    ) -> Self {
         Cuts {
             share,
             worker,
@@ -168,7 +182,7 @@ impl<'a> Cuts<'a> {
     }
 
     /// After each execution that did not end the run.
-    fn record(&mut self, report: &Report) {
+    pub(super) fn record(&mut self, report: &Report) {
         let done = report.executions;
         let index = self.share.nth_index(done.saturating_sub(1));
         self.frontier[self.worker].store(self.share.nth_index(done), Ordering::Release);
@@ -190,14 +204,14 @@ impl<'a> Cuts<'a> {
     }
 
     /// The worker ran its last execution.
-    fn finished(&self) {
+    pub(super) fn finished(&self) {
         self.frontier[self.worker].store(u64::MAX, Ordering::Release);
     }
 
     /// This worker's report cut before execution `bug` (0-based global
     /// index), the lowest failing one: its final report if the bug is its
     /// own, else the report after its last execution below the bug.
-    fn before(&self, bug: u64, last: &Report) -> Report {
+    pub(super) fn before(&self, bug: u64, last: &Report) -> Report {
         if last.bugs.first().is_some_and(|b| b.execution == bug + 1) {
             return last.clone();
         }

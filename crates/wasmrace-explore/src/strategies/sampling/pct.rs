@@ -220,10 +220,25 @@ impl Strategy for Pct {
     }
 }
 
-/// The seed.
+/// The seed; with a fixed length estimate, a split by execution.
 impl Capabilities for Pct {
     fn seed(&self) -> u64 {
         self.seed
+    }
+
+    fn split(&self) -> crate::explorer::Split {
+        // Adapting carries the longest execution over: execution `i` then
+        // depends on the executions before it.
+        if self.adaptive {
+            crate::explorer::Split::None
+        } else {
+            crate::explorer::Split::ByExecution
+        }
+    }
+
+    fn set_length_estimate(&mut self, steps: usize) {
+        self.initial_length = steps.max(1);
+        self.adaptive = false;
     }
 }
 

@@ -1,0 +1,364 @@
+//! `check --jobs N` for a strategy that runs in phases (the portfolio,
+//! [`Split::Phases`](wasmrace_explore::Split::Phases)): the opening members
+//! run side by side, one per thread, then every thread takes its share of
+//! the sampling phase's indices; the report is the one-thread run's.
+//!
+//! **Why the report does not depend on N.** An opening depends on nothing
+//! but itself, so running it on its own thread changes nothing; the run's
+//! verdict is read from the openings in their order (the first that ends
+//! the run, by a bug or a proof, ends it; later ones are thrown away). The
+//! sampling phase starts from what the openings settled (how many
+//! executions they used, their longest execution for PCT), and its
+//! execution `j` depends on `j` alone, so it is cut as any run split by
+//! execution is ([`Cuts`]): at the lowest failing index.
+//!
+//! Threads beyond the number of openings wait for the openings before
+//! sampling; runs whose budget the openings could use up run on one
+//! thread (the openings' budgets would depend on each other).
+
+use super::jobs::{progress_ticks, Cuts};
+use super::{explore_err, finish_check, CheckOptions, CheckOutcome};
+use crate::error::HostError;
+use crate::guest::Guest;
+use crate::program::WasmProgram;
+use std::sync::atomic::{AtomicBool, AtomicU64, Ordering};
+use std::sync::{Arc, Condvar, Mutex};
+use wasmrace_explore::explorer::partition::merge_reports;
+use wasmrace_explore::{Explorer, LowestBug, Partition, Phase, Report};
+
+/// What the openings settled, once they have all run (or one ended the
+/// run): whether the sampling phase runs, and from where.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+enum Settled {
+    /// Opening `i` ended the run (its bug, or a proof): nothing samples.
+    Ended(usize),
+    /// The sampling phase runs after `executions` opening executions, with
+    /// the openings' longest execution for PCT.
+    Sample { executions: u64, longest: usize },
+}
+
+/// The openings' reports as they finish, and what they settle.
+struct Openings {
+    reports: Mutex<(Vec<Option<Report>>, Option<Settled>)>,
+    settled: Condvar,
+    /// Raised when the run is settled as ended: running openings stop.
+    cancel: Arc<AtomicBool>,
+}
+
+impl Openings {
+    fn new(count: usize) -> Self {
+        Openings {
+            reports: Mutex::new((vec![None; count], None)),
+            settled: Condvar::new(),
+            cancel: Arc::new(AtomicBool::new(false)),
+        }
+    }
+
+    /// Records opening `i`'s report; settles the run when the openings
+    /// before the first one that ends it (or all) are in.
+    fn finished(&self, i: usize, report: Report) {
+        let mut guard = self.reports.lock().unwrap_or_else(|e| e.into_inner());
+        let (reports, settled) = &mut *guard;
+        reports[i] = Some(report);
+        if settled.is_some() {
+            return;
+        }
+        let (mut executions, mut longest) = (0, 0);
+        for (i, r) in reports.iter().enumerate() {
+            let Some(r) = r else { return };
+            if ends_the_run(r) {
+                *settled = Some(Settled::Ended(i));
+                self.cancel.store(true, Ordering::Relaxed);
+                self.settled.notify_all();
+                return;
+            }
+            executions += r.executions;
+            longest = longest.max(r.longest_execution as usize);
+        }
+        *settled = Some(Settled::Sample {
+            executions,
+            longest,
+        });
+        self.settled.notify_all();
+    }
+
+    /// Gives up on the run if it is not settled yet (a thread failed or
+    /// panicked before its openings were in): waiting threads leave.
+    fn abandon(&self) {
+        let mut guard = self.reports.lock().unwrap_or_else(|e| e.into_inner());
+        if guard.1.is_none() {
+            guard.1 = Some(Settled::Ended(usize::MAX));
+            self.cancel.store(true, Ordering::Relaxed);
+            self.settled.notify_all();
+        }
+    }
+
+    /// Waits until the openings settle the run.
+    fn wait(&self) -> Settled {
+        let mut guard = self.reports.lock().unwrap_or_else(|e| e.into_inner());
+        loop {
+            if let Some(s) = guard.1 {
+                return s;
+            }
+            guard = self.settled.wait(guard).unwrap_or_else(|e| e.into_inner());
+        }
+    }
+}
+
+/// Abandons the run when a thread leaves without settling it (an error, a
+/// panic), so that no thread waits for its openings for ever.
+struct AbandonOnDrop<'a>(&'a Openings);
+
+impl Drop for AbandonOnDrop<'_> {
+    fn drop(&mut self) {
+        self.0.abandon();
+    }
+}
+
+/// An opening's report ends the whole run: it found the bug (every check
+/// stops at its first), or explored its whole space with no bound.
+fn ends_the_run(r: &Report) -> bool {
+    !r.bugs.is_empty() || (r.exhausted && r.strategy_bound.is_none())
+}
+
+/// One thread's work: its openings' reports are in [`Openings`]; its
+/// sampling report, if it sampled, with its cuts.
+struct Worker<'a> {
+    explorer: Explorer<WasmProgram>,
+    executions: u64,
+    sampled: Option<(Report, Cuts<'a>)>,
+}
+
+/// [`check_jobs`](super::check_jobs) for a strategy of
+/// [`Split::Phases`](wasmrace_explore::Split::Phases); see the module
+/// documentation.
+pub(super) fn check_phases(
+    guest: &Guest,
+    test: &str,
+    opts: &CheckOptions,
+    jobs: u32,
+    progress: &(dyn Fn(u64) + Sync),
+) -> Result<CheckOutcome, HostError> {
+    let rounds = opts
+        .strategy
+        .build(opts.seed)
+        .capabilities()
+        .and_then(|c| c.openings())
+        .unwrap_or_default();
+    if opts.explore.max_executions <= rounds.iter().sum::<u64>() {
+        // The openings could use up the budget: each one's then depends on
+        // how many the ones before it used.
+        return super::jobs::check_jobs_with_progress(guest, test, opts, 1, progress);
+    }
+    let tick = progress_ticks(progress);
+    let tick = &tick;
+    let openings = Openings::new(rounds.len());
+    let lowest = LowestBug::default();
+    let jobs = jobs as usize;
+    let frontier: Vec<AtomicU64> = (0..jobs)
+        .map(|w| AtomicU64::new(share(w, jobs).nth_index(0)))
+        .collect();
+    let run = Run {
+        guest,
+        test,
+        opts,
+        jobs,
+        openings: &openings,
+        lowest: &lowest,
+        tick,
+    };
+    let results: Vec<Result<Worker, HostError>> = std::thread::scope(|scope| {
+        let handles: Vec<_> = (0..jobs)
+            .map(|w| {
+                let (run, frontier) = (&run, &frontier);
+                let cuts = Cuts::new(share(w, jobs), w, frontier, run.lowest);
+                scope.spawn(move || {
+                    let _abandon = AbandonOnDrop(run.openings);
+                    run.worker(w, cuts)
+                })
+            })
+            .collect();
+        handles
+            .into_iter()
+            .map(|h| h.join().unwrap_or_else(|p| std::panic::resume_unwind(p)))
+            .collect()
+    });
+    let mut workers = results.into_iter().collect::<Result<Vec<_>, _>>()?;
+    let (reports, settled) =
+        std::mem::take(&mut *openings.reports.lock().unwrap_or_else(|e| e.into_inner()));
+    let report = merge_phases(
+        reports,
+        settled,
+        &mut workers,
+        &lowest,
+        opts.explore.max_executions,
+    );
+    workers.sort_by_key(|w| std::cmp::Reverse(w.executions));
+    let explorer = workers.swap_remove(0).explorer;
+    finish_check(
+        guest,
+        test,
+        opts,
+        explorer,
+        report,
+        "portfolio".to_string(),
+        Vec::new(),
+    )
+}
+
+/// What every thread of one phased run shares.
+struct Run<'a> {
+    guest: &'a Guest,
+    test: &'a str,
+    opts: &'a CheckOptions,
+    jobs: usize,
+    openings: &'a Openings,
+    lowest: &'a LowestBug,
+    tick: &'a (dyn Fn() + Sync),
+}
+
+impl<'a> Run<'a> {
+    /// Thread `w`: openings `w`, `w + jobs`, ... alone, then its share of
+    /// the sampling phase once the openings settled it.
+    fn worker(&self, w: usize, mut cuts: Cuts<'a>) -> Result<Worker<'a>, HostError> {
+        let mut explore = self.opts.explore.clone();
+        explore.cancel = Some(self.openings.cancel.clone());
+        let mut explorer = Explorer::new(self.guest.program(self.test)?, explore);
+        let mut executions = self.openings_of(w, &mut explorer)?;
+        let Settled::Sample {
+            executions: used,
+            longest,
+        } = self.openings.wait()
+        else {
+            cuts.finished();
+            return Ok(Worker {
+                explorer,
+                executions,
+                sampled: None,
+            });
+        };
+        let report = self.sample(w, &mut explorer, &mut cuts, used, longest);
+        cuts.finished();
+        let report = report?;
+        executions += report.executions;
+        Ok(Worker {
+            explorer,
+            executions,
+            sampled: Some((report, cuts)),
+        })
+    }
+
+    /// Runs thread `w`'s openings, each alone, into [`Openings`]; returns
+    /// their executions.
+    fn openings_of(
+        &self,
+        w: usize,
+        explorer: &mut Explorer<WasmProgram>,
+    ) -> Result<u64, HostError> {
+        let mut executions = 0;
+        let count = self.openings.reports.lock().map_or(0, |g| g.0.len());
+        for i in (w..count).step_by(self.jobs) {
+            let mut strategy = self.opts.strategy.build(self.opts.seed);
+            if let Some(c) = strategy.capabilities_mut() {
+                c.enter_phase(Phase::Opening(i));
+            }
+            let report = explorer
+                .run_with_progress(&mut *strategy, &mut |_| (self.tick)())
+                .map_err(explore_err)?;
+            executions += report.executions;
+            self.openings.finished(i, report);
+        }
+        Ok(executions)
+    }
+
+    /// Runs thread `w`'s share of the sampling phase, after `used` opening
+    /// executions whose longest took `longest` steps.
+    fn sample(
+        &self,
+        w: usize,
+        explorer: &mut Explorer<WasmProgram>,
+        cuts: &mut Cuts<'a>,
+        used: u64,
+        longest: usize,
+    ) -> Result<Report, HostError> {
+        let mut strategy = self.opts.strategy.build(self.opts.seed);
+        if let Some(c) = strategy.capabilities_mut() {
+            c.enter_phase(Phase::Sampling { longest });
+        }
+        explorer.config.cancel = None;
+        explorer.config.partition = Some(share(w, self.jobs));
+        explorer.config.lowest_bug = Some(self.lowest.clone());
+        explorer.config.max_executions = self.opts.explore.max_executions - used;
+        explorer
+            .run_with_progress(&mut *strategy, &mut |r| {
+                cuts.record(r);
+                (self.tick)();
+            })
+            .map_err(explore_err)
+    }
+}
+
+/// Thread `w`'s share of the sampling phase's indices.
+fn share(w: usize, jobs: usize) -> Partition {
+    Partition {
+        index: w as u32,
+        count: jobs as u32,
+    }
+}
+
+/// The one-thread report from the openings' reports (in order, up to the
+/// one that ended the run) and the sampling phase's, cut at its lowest
+/// failing index; sampling executions are numbered after the openings'.
+fn merge_phases(
+    openings: Vec<Option<Report>>,
+    settled: Option<Settled>,
+    workers: &mut [Worker],
+    lowest: &LowestBug,
+    max_executions: u64,
+) -> Report {
+    let ended = match settled {
+        Some(Settled::Ended(i)) => Some(i),
+        _ => None,
+    };
+    let ran: Vec<Report> = openings
+        .into_iter()
+        .take(ended.map_or(usize::MAX, |i| i + 1))
+        .flatten()
+        .collect();
+    let used: u64 = ran.iter().map(|r| r.executions).sum();
+    let mut parts = ran.clone();
+    let mut before = 0;
+    for part in &mut parts {
+        for bug in &mut part.bugs {
+            bug.execution += before;
+        }
+        before += part.executions;
+    }
+    if ended.is_none() {
+        for w in workers.iter_mut() {
+            let Some((report, cuts)) = &w.sampled else {
+                continue;
+            };
+            let mut r = match lowest.get() {
+                Some(bug) => cuts.before(bug, report),
+                None => report.clone(),
+            };
+            for bug in &mut r.bugs {
+                bug.execution += used;
+            }
+            parts.push(r);
+        }
+    }
+    let mut report = merge_reports(&parts);
+    let last = ran.last();
+    report.exhausted = last.is_some_and(|r| ended.is_some() && r.bugs.is_empty() && r.exhausted);
+    report.strategy_bound = last.and_then(|r| r.strategy_bound.clone());
+    report.strategy_stats = last.map(|r| r.strategy_stats.clone()).unwrap_or_default();
+    if let Some(hit) = &mut report.stopped_by {
+        // The sampling phase ran with what the openings left of the budget.
+        if hit.bound == "executions" {
+            hit.value = max_executions;
+        }
+    }
+    report
+}
