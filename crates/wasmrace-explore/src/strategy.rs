@@ -315,6 +315,22 @@ pub trait Capabilities {
         false
     }
 
+    /// How many times the strategy's own bound ([`bound_hit`](Self::bound_hit))
+    /// pruned so far, so that a pool can tell which execution first did.
+    /// Default: 1 once `bound_hit` says it did, else 0.
+    fn bound_prunes(&self) -> u64 {
+        u64::from(self.bound_hit().is_some())
+    }
+
+    /// For a strategy sharing a pool ([`share`](Self::share)): a number
+    /// that changes whenever its next executions stop following its last
+    /// ones directly in the exploration order (it took or resumed another
+    /// subtree), so that the pool can number executions as one run does
+    /// (see [`steal`](crate::explorer::steal)). Default 0.
+    fn stretch(&self) -> u64 {
+        0
+    }
+
     /// For a strategy that runs in phases ([`Split::Phases`], the
     /// portfolio): the executions each opening member runs at most, in
     /// order; `None` (the default) for the others.

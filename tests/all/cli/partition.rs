@@ -459,7 +459,9 @@ fn jobs_print_the_one_thread_json() {
 /// N threads (work stealing): the same executions count, exhausted, for any
 /// N, with and without a preemption bound and within a `--partition`; a
 /// buggy run reports the one-thread run's bug (the first in dfs order),
-/// also when it lies deep in the search order.
+/// also when it lies deep in the search order, numbered as one thread
+/// numbers it; a run cut by `--max-executions` reports what one thread
+/// does.
 #[test]
 fn jobs_share_an_exhaustive_dfs_tree() {
     let dir = TempDir::new("partition-jobs-dfs");
@@ -537,6 +539,43 @@ fn jobs_share_an_exhaustive_dfs_tree() {
                 "{args:?} --jobs {jobs}"
             );
             assert_eq!(t["bug"]["order_key"], one["bug"]["order_key"]);
+            assert_eq!(t["bug"]["execution"], one["bug"]["execution"]);
+            assert_eq!(t["executions"], one["executions"]);
+        }
+    }
+    // Whole documents, timing aside: a deep bug, and budgets that cut a
+    // bounded and an unbounded search.
+    let condvar = fixture(&dir, "condvar_pc");
+    let whole: [&[&str]; 3] = [
+        &[&philosophers, "--unbounded"],
+        &[&condvar, "--max-executions", "5000"],
+        &[
+            &counter,
+            "--test",
+            "mutex_counter_3",
+            "--unbounded",
+            "--max-executions",
+            "9000",
+        ],
+    ];
+    for args in whole {
+        let doc = |jobs: Option<&str>| {
+            let mut full = vec!["check", "--json", "--strategy", "dfs"];
+            full.extend(jobs.map(|j| ["--jobs", j]).into_iter().flatten());
+            full.extend(args);
+            let run = wasmrace(&dir, &full);
+            let mut doc: serde_json::Value = serde_json::from_str(&run.stdout).unwrap();
+            super::without_elapsed(&mut doc);
+            doc
+        };
+        let one = doc(Some("1"));
+        assert!(
+            one["tests"][0]["bug"]["execution"] == 18_267
+                || one["tests"][0]["stopped_by"]["bound"] == "executions",
+            "{one}"
+        );
+        for jobs in [Some("2"), Some("3")] {
+            assert_eq!(doc(jobs), one, "{args:?} --jobs {jobs:?}");
         }
     }
 }

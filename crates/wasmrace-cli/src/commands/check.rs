@@ -211,14 +211,15 @@ pub struct CheckCommand {
     partition: Option<PartitionArg>,
     /// Explore on N threads, each with its own instance of the module:
     /// dfs without --state-cache shares its search tree between them (work
-    /// stealing: the same executions and the same first bug for any N);
+    /// stealing: the same executions, the same first bug and the same
+    /// numbers for any N);
     /// random and the pos family split into N partitions, and the
     /// portfolio runs its openings side by side and then splits its
-    /// samplers' executions: both report exactly what one thread reports.
+    /// samplers' executions: all report exactly what one thread reports.
     /// Default: the number of cores for the portfolio, random and the pos
-    /// family, one thread for the other strategies (their output would
-    /// depend on N, or they do not split); an explicit N above 1 for a
-    /// strategy that cannot split is an error
+    /// family, one thread for the others (dfs too: a run cut by
+    /// --max-executions gains nothing from more threads); an explicit N
+    /// above 1 for a strategy that cannot split is an error
     #[arg(long, value_name = "N")]
     jobs: Option<u32>,
     #[arg(long, value_name = "D", help = format!(
@@ -356,9 +357,12 @@ impl CheckCommand {
     }
 
     /// Threads for the exploration: `--jobs`, else every core for the
-    /// strategies whose report is the same for any number of threads (those
-    /// that split by execution, and the portfolio), one for the others:
-    /// dfs's bug would be numbered by timing, and the rest do not split.
+    /// strategies that split by execution and the portfolio, one for the
+    /// others. dfs's report is the same on any number of threads too, but
+    /// a run cut by `--max-executions` keeps the first executions in dfs
+    /// order, which the thread that started there explores alone (the
+    /// others took subtrees from the far end of the order): on more
+    /// threads it is slower, not faster.
     fn jobs(&self, strategy: &StrategyChoice) -> u32 {
         self.jobs.unwrap_or_else(|| {
             use wasmrace_explore::Split;

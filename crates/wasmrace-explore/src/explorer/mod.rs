@@ -22,7 +22,7 @@ use partition::Share;
 pub use partition::{LowestBug, Partition, Split};
 use path::PathSnapshots;
 use saved::{SavedStates, Taken};
-use std::sync::atomic::{AtomicBool, Ordering};
+use std::sync::atomic::{AtomicBool, AtomicU64, Ordering};
 use std::sync::Arc;
 use std::time::{Duration, Instant};
 use steal::{StopOnDrop, SubtreePool};
@@ -314,8 +314,10 @@ impl<P: Program> Explorer<P> {
     /// Runs `strategy` with `observer` beside it as one of the workers
     /// sharing `pool` ([`steal`]): each worker runs this with its own
     /// program instance and strategy, and [`merge_reports`](partition::merge_reports)
-    /// adds their reports up. `--max-executions` is the budget of all the
-    /// workers together; a bound that stops one worker stops them all. The
+    /// adds their reports up, then [`SubtreePool::settle`] numbers the bug
+    /// and cuts them at `--max-executions` as one run does (the workers
+    /// run past the budget until what it keeps is explored); a time bound
+    /// that stops one worker stops them all. The
     /// strategy must accept the pool ([`Capabilities::share`](crate::Capabilities::share)),
     /// else this is [`ExploreError::CannotSplit`].
     pub fn run_shared<O: Observer + ?Sized>(
@@ -366,7 +368,8 @@ impl<P: Program> Explorer<P> {
         let mut run = Run {
             share,
             pool,
-            ticket: 0,
+            stretch: None,
+            prunes: 0,
             checked: false,
             foreign: false,
             path: PathSnapshots::new(cfg.snapshot_every_cost, cfg.max_snapshots),
@@ -407,9 +410,12 @@ struct Run<'a, P: Program, O: ?Sized> {
     foreign: bool,
     /// The pool shared with other workers, in a run of several.
     pool: Option<&'a SubtreePool>,
-    /// With a pool: the number of the current execution among all the
-    /// workers' (its ticket).
-    ticket: u64,
+    /// With a pool: the current stretch (the strategy's
+    /// `Capabilities::stretch`, its index in the pool, its counter; see
+    /// [`steal`]).
+    stretch: Option<(u64, usize, Arc<AtomicU64>)>,
+    /// With a pool: the strategy's `bound_prunes` after the last execution.
+    prunes: u64,
     program: &'a mut P,
     cfg: &'a Config,
     strategy: &'a mut dyn Strategy,
@@ -446,7 +452,7 @@ impl<P: Program, O: Observer + ?Sized> Run<'_, P, O> {
                 // Workers that stopped at a bug did not explore everything,
                 // even if the bug was the last execution (as one run).
                 let stopped_at_bug =
-                    self.cfg.stop_on_first_bug && self.pool.is_some_and(|p| p.best().is_some());
+                    self.cfg.stop_on_first_bug && self.pool.is_some_and(|p| p.has_bug());
                 self.report.exhausted = self.strategy.exhausted() && !stopped_at_bug;
                 return Ok(true);
             };
@@ -481,9 +487,6 @@ impl<P: Program, O: Observer + ?Sized> Run<'_, P, O> {
                 // Another partition's: the strategy moves past it (a DFS
                 // backtracks past the whole subtree), and nothing counts.
                 self.report.partition_skipped += 1;
-                if let Some(pool) = self.pool {
-                    pool.return_ticket();
-                }
                 self.strategy.end(&Outcome::Abandoned);
                 self.observer
                     .end(&Outcome::Abandoned, self.path.decisions());
@@ -496,14 +499,15 @@ impl<P: Program, O: Observer + ?Sized> Run<'_, P, O> {
                 Outcome::Failed(_) => self.strategy.order_key(),
                 _ => None,
             };
+            let place = self.pool.map(|pool| self.place(pool));
             self.strategy.end(&outcome);
             self.observer.end(&outcome, self.path.decisions());
             if let Outcome::Failed(failure) = outcome {
                 self.report.failing_executions += 1;
-                let execution = match (self.pool, self.share) {
-                    (Some(_), _) => self.ticket,
-                    (None, Share::Indices(_)) => index + 1,
-                    (None, _) => self.report.executions,
+                // Under a pool, the pool's `settle` numbers the bug.
+                let execution = match self.share {
+                    Share::Indices(_) => index + 1,
+                    _ => self.report.executions,
                 };
                 let bug = Bug {
                     failure,
@@ -512,8 +516,8 @@ impl<P: Program, O: Observer + ?Sized> Run<'_, P, O> {
                     execution,
                     order_key,
                 };
-                if let Some(pool) = self.pool {
-                    self.keep_in_order(bug, pool);
+                if let (Some(pool), Some(place)) = (self.pool, place) {
+                    self.keep_in_order(bug, pool, place);
                 } else {
                     if let (Some(lowest), true) = (&self.cfg.lowest_bug, self.cfg.stop_on_first_bug)
                     {
@@ -535,12 +539,15 @@ impl<P: Program, O: Observer + ?Sized> Run<'_, P, O> {
     /// ([`BugRank`](partition::BugRank)), only the first when the run stops
     /// at its first bug, whose key then goes to the pool so that every
     /// worker abandons the work after it (see [`steal`]).
-    fn keep_in_order(&mut self, bug: Bug, pool: &SubtreePool) {
+    fn keep_in_order(&mut self, bug: Bug, pool: &SubtreePool, place: steal::Place) {
         let rank = partition::BugRank::of(&bug);
         if self.cfg.stop_on_first_bug {
             if let Some(key) = &bug.order_key {
-                pool.found(key.clone());
+                pool.found(key.clone(), place, true);
             }
+        } else if let Some(key) = &bug.order_key {
+            // Only numbered: the run goes on past it.
+            pool.found(key.clone(), place, false);
         }
         let at = self
             .report
@@ -550,6 +557,32 @@ impl<P: Program, O: Observer + ?Sized> Run<'_, P, O> {
         if self.cfg.stop_on_first_bug {
             self.report.bugs.truncate(1);
         }
+    }
+
+    /// With a pool: counts the execution just ended in its stretch (opening
+    /// a stretch when the strategy started another) and against the
+    /// budget, tells the pool when the strategy's bound pruned during it,
+    /// and returns the execution's place.
+    fn place(&mut self, pool: &SubtreePool) -> steal::Place {
+        let caps = self.strategy.capabilities();
+        let id = caps.map_or(0, |c| c.stretch());
+        let key = || caps.and_then(|c| c.order_key()).unwrap_or_default();
+        let (index, count) = match &self.stretch {
+            Some((open, index, count)) if *open == id => (*index, count.clone()),
+            _ => {
+                let (index, count) = pool.open_stretch(key());
+                self.stretch = Some((id, index, count.clone()));
+                (index, count)
+            }
+        };
+        let at = count.fetch_add(1, Ordering::Relaxed) + 1;
+        let prunes = caps.map_or(0, |c| c.bound_prunes());
+        if prunes > self.prunes {
+            self.prunes = prunes;
+            pool.pruned_at(key(), (index, at));
+        }
+        pool.counted(self.cfg.max_executions);
+        (index, at)
     }
 
     /// The explorer bound (executions, time) that ends the run now, before
@@ -570,13 +603,8 @@ impl<P: Program, O: Observer + ?Sized> Run<'_, P, O> {
 
     fn bound_reached(&mut self, index: u64) -> Option<BoundHit> {
         let used = match (self.pool, self.share) {
-            (Some(pool), _) => match pool.ticket(self.cfg.max_executions) {
-                Some(ticket) => {
-                    self.ticket = ticket;
-                    0
-                }
-                None => u64::MAX,
-            },
+            // Workers cut the budget in the search order instead (`steal`).
+            (Some(_), _) => 0,
             (None, Share::Indices(_)) => index,
             (None, _) => self.report.executions,
         };

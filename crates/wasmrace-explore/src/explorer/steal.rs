@@ -21,11 +21,30 @@
 //! abandoned (their executions cannot be the first bug), and every other
 //! subtree is still explored, so when the pool runs dry the least key
 //! found is the least key of all.
+//!
+//! **Numbers.** A worker's executions come in *stretches*: those of one
+//! subtree it explores (from taking or resuming it until it moves to
+//! another), which are consecutive in the search order, since what it
+//! donates meanwhile all comes after what it keeps. Stretches are disjoint
+//! intervals of the order, so sorted by their first key and counted
+//! ([`SubtreePool::settle`]) they number every execution as one run does:
+//! the bug's number is the count of the stretches before its own plus its
+//! place in its own. `--max-executions` is a cut in the same order: once
+//! the workers have run that many executions, the stretch holding the
+//! last one the budget allows is found by the same count, the work after
+//! its first key is abandoned as after a bug, and the rest is explored, so
+//! the executions the run keeps are exactly the single run's first ones.
 
+use super::Report;
+use crate::strategy::BoundHit;
 use std::collections::BTreeMap;
 use std::sync::atomic::{AtomicBool, AtomicU64, AtomicUsize, Ordering};
 use std::sync::{Arc, Condvar, Mutex, MutexGuard};
 use wasmrace_trace::Decision;
+
+/// Executions between two computations of the budget's cut once it is
+/// spent (see [`SubtreePool::counted`]).
+const RECUT_EVERY: u64 = 256;
 
 /// A subtree of the search handed from one worker to another.
 #[derive(Clone, Debug, PartialEq, Eq)]
@@ -55,7 +74,12 @@ pub enum Taken {
     Stopped,
 }
 
-/// What the lock guards: the subtrees waiting and the least bug key.
+/// An execution's place: its stretch (index into `State::stretches`) and
+/// its 1-based place in it.
+pub type Place = (usize, u64);
+
+/// What the lock guards: the subtrees waiting, the least bug key, the
+/// stretches and the budget's cut.
 #[derive(Debug, Default)]
 struct State {
     /// Waiting subtrees by key: the earliest in the search order is taken
@@ -63,11 +87,59 @@ struct State {
     waiting: BTreeMap<Vec<u32>, Subtree>,
     /// Workers waiting in `take`.
     idle: usize,
-    /// The least order key of a bug published by `found`.
-    best: Option<Vec<u32>>,
-    /// Some subtree was abandoned because of `best`.
+    /// The least order key of a bug published by `found`, and its place.
+    best: Option<(Vec<u32>, Place)>,
+    /// The run stops at its first bug: work after `best` is abandoned.
+    stop_at_best: bool,
+    /// The first key of the stretch holding the last execution the budget
+    /// allows, once the workers have run as many (see the module
+    /// documentation).
+    cut: Option<Vec<u32>>,
+    /// Each stretch's first key and its count of executions.
+    stretches: Vec<(Vec<u32>, Arc<AtomicU64>)>,
+    /// The least key of an execution during which a strategy's own bound
+    /// pruned, and its place.
+    pruned: Option<(Vec<u32>, Place)>,
+    /// Some subtree was abandoned because of `best` or `cut`.
     abandoned: bool,
     done: bool,
+}
+
+impl State {
+    /// The key after which work is abandoned: the least of the bug's and
+    /// the cut.
+    fn threshold(&self) -> Option<&Vec<u32>> {
+        let best = self.best.as_ref().filter(|_| self.stop_at_best);
+        match (best.map(|b| &b.0), self.cut.as_ref()) {
+            (Some(b), Some(c)) => Some(b.min(c)),
+            (b, c) => b.or(c),
+        }
+    }
+
+    /// The stretches by first key, with their counts.
+    fn sorted(&self) -> Vec<(&Vec<u32>, u64)> {
+        let mut sorted: Vec<_> = self
+            .stretches
+            .iter()
+            .map(|(k, c)| (k, c.load(Ordering::Relaxed)))
+            .collect();
+        sorted.sort_unstable();
+        sorted
+    }
+
+    /// The number one run gives the execution at `place`, whose key is
+    /// `key`: the executions of the stretches ordered before its own, plus
+    /// its place in its own.
+    fn number(&self, key: &[u32], (stretch, at): Place) -> u64 {
+        let before: u64 = self
+            .stretches
+            .iter()
+            .enumerate()
+            .filter(|(i, (first, _))| *i != stretch && first.as_slice() < key)
+            .map(|(_, (_, c))| c.load(Ordering::Relaxed))
+            .sum();
+        before + at
+    }
 }
 
 /// The pool the workers of one run share; see the module documentation.
@@ -80,9 +152,11 @@ pub struct SubtreePool {
     /// lock between executions.
     idle: AtomicUsize,
     waiting: AtomicUsize,
+    /// Whether `best` or `cut` is set.
+    has_threshold: AtomicBool,
     has_best: AtomicBool,
     stopped: AtomicBool,
-    /// Executions begun by all workers (for `--max-executions`).
+    /// Executions counted by all workers (for `--max-executions`).
     executions: AtomicU64,
     /// Always hungry (see [`SubtreePool::eager`]).
     eager: bool,
@@ -108,6 +182,7 @@ impl SubtreePool {
             workers: workers.max(1),
             idle: AtomicUsize::new(0),
             waiting: AtomicUsize::new(1),
+            has_threshold: AtomicBool::new(false),
             has_best: AtomicBool::new(false),
             stopped: AtomicBool::new(false),
             executions: AtomicU64::new(0),
@@ -148,7 +223,7 @@ impl SubtreePool {
         }
         let mut s = self.lock();
         for t in subtrees {
-            if s.best.as_ref().is_some_and(|b| t.key > *b) {
+            if s.threshold().is_some_and(|b| t.key > *b) {
                 s.abandoned = true;
                 continue;
             }
@@ -170,7 +245,7 @@ impl SubtreePool {
                 break Taken::Stopped;
             }
             if let Some((_, t)) = s.waiting.pop_first() {
-                if s.best.as_ref().is_some_and(|b| t.key > *b) {
+                if s.threshold().is_some_and(|b| t.key > *b) {
                     // Every other waiting subtree comes later still.
                     s.waiting.clear();
                     s.abandoned = true;
@@ -193,22 +268,117 @@ impl SubtreePool {
         taken
     }
 
-    /// Publishes the order key of a bug found (when the run stops at its
-    /// first bug): work entirely after the least such key is abandoned.
-    pub fn found(&self, key: Vec<u32>) {
+    /// Publishes the order key of a bug found and its place; when the run
+    /// `stops` at its first bug, work entirely after the least such key is
+    /// abandoned.
+    pub fn found(&self, key: Vec<u32>, place: Place, stops: bool) {
         let mut s = self.lock();
-        if s.best.as_ref().is_none_or(|b| key < *b) {
-            s.best = Some(key);
+        if s.best.as_ref().is_none_or(|b| key < b.0) {
+            s.best = Some((key, place));
+        }
+        if stops {
+            s.stop_at_best = true;
             self.has_best.store(true, Ordering::Release);
+            self.has_threshold.store(true, Ordering::Release);
         }
     }
 
-    /// The least bug key published so far.
-    pub fn best(&self) -> Option<Vec<u32>> {
-        if !self.has_best.load(Ordering::Acquire) {
+    /// Whether a bug was published.
+    pub fn has_bug(&self) -> bool {
+        self.has_best.load(Ordering::Acquire)
+    }
+
+    /// The key after which work is abandoned (the least bug key published
+    /// so far, or the budget's cut, whichever comes first).
+    pub fn threshold(&self) -> Option<Vec<u32>> {
+        if !self.has_threshold.load(Ordering::Acquire) {
             return None;
         }
-        self.lock().best.clone()
+        self.lock().threshold().cloned()
+    }
+
+    /// Starts a stretch (see the module documentation) whose first
+    /// execution has order key `key`: returns its index and its counter.
+    pub fn open_stretch(&self, key: Vec<u32>) -> (usize, Arc<AtomicU64>) {
+        let count = Arc::new(AtomicU64::new(0));
+        let mut s = self.lock();
+        s.stretches.push((key, count.clone()));
+        (s.stretches.len() - 1, count)
+    }
+
+    /// Counts an execution of all workers' against the budget `max`; once
+    /// they have run `max`, computes the cut, and lowers it every
+    /// [`RECUT_EVERY`] executions after (sorting the stretches costs more
+    /// than an execution; a cut computed earlier is higher, which only
+    /// explores more).
+    pub(crate) fn counted(&self, max: u64) {
+        let n = self.executions.fetch_add(1, Ordering::Relaxed) + 1;
+        if n < max || (n > max && !n.is_multiple_of(RECUT_EVERY)) {
+            return;
+        }
+        let mut s = self.lock();
+        let mut total = 0;
+        let mut cut = None;
+        for (first, count) in s.sorted() {
+            total += count;
+            if total >= max {
+                cut = Some(first.clone());
+                break;
+            }
+        }
+        if let Some(cut) = cut {
+            if s.cut.as_ref().is_none_or(|c| cut < *c) {
+                s.cut = Some(cut);
+                self.has_threshold.store(true, Ordering::Release);
+            }
+        }
+    }
+
+    /// Records that the execution at `place` (order key `key`) is one
+    /// during which the strategy's own bound pruned.
+    pub(crate) fn pruned_at(&self, key: Vec<u32>, place: Place) {
+        let mut s = self.lock();
+        if s.pruned.as_ref().is_none_or(|p| key < p.0) {
+            s.pruned = Some((key, place));
+        }
+    }
+
+    /// Turns the workers' merged report into the single run's, once they
+    /// are all done: the bug numbered as one run numbers it, the run cut
+    /// at the budget `max` (counts, bug and the strategy's bound as one
+    /// run has them after `max` executions).
+    pub fn settle(&self, report: &mut Report, max: u64) {
+        let s = self.lock();
+        let total: u64 = s.sorted().iter().map(|(_, c)| c).sum();
+        let bug = s.best.as_ref().map(|(key, place)| s.number(key, *place));
+        if let (Some(n), Some(b)) = (bug, report.bugs.first_mut()) {
+            b.execution = n;
+        }
+        let last = match bug {
+            Some(n) if n <= max && s.stop_at_best => {
+                report.executions = n;
+                report.bugs.truncate(1);
+                n
+            }
+            // A space of exactly `max` executions is exhausted, as in one
+            // run (its strategy is done before the budget is checked).
+            _ if total > max || (total == max && !report.exhausted) => {
+                report.executions = max;
+                report.bugs.retain(|b| b.execution <= max);
+                report.exhausted = false;
+                report.stopped_by = Some(BoundHit {
+                    bound: "executions",
+                    value: max,
+                    knob: "--max-executions",
+                });
+                max
+            }
+            _ => total,
+        };
+        let pruned = s.pruned.as_ref().map(|(key, place)| s.number(key, *place));
+        if pruned.is_none_or(|p| p > last) {
+            report.strategy_bound = None;
+        }
     }
 
     /// Records that a worker abandoned work after the least bug key.
@@ -226,23 +396,6 @@ impl SubtreePool {
     /// Whether the run was stopped.
     pub fn is_stopped(&self) -> bool {
         self.stopped.load(Ordering::Relaxed)
-    }
-
-    /// Takes one of `max` execution tickets shared by all workers; false
-    /// when they are all taken. Returns the 1-based ticket number.
-    pub(crate) fn ticket(&self, max: u64) -> Option<u64> {
-        self.executions
-            .fetch_update(Ordering::Relaxed, Ordering::Relaxed, |n| {
-                (n < max).then_some(n + 1)
-            })
-            .ok()
-            .map(|n| n + 1)
-    }
-
-    /// Gives back a ticket of an execution that did not count (another
-    /// partition's).
-    pub(crate) fn return_ticket(&self) {
-        self.executions.fetch_sub(1, Ordering::Relaxed);
     }
 }
 
@@ -278,7 +431,7 @@ mod tests {
         assert!(matches!(pool.take(), Taken::Subtree(t) if t.key == [0]));
         pool.give(vec![subtree(&[0, 3]), subtree(&[0, 2]), subtree(&[0, 5])]);
         assert!(matches!(pool.take(), Taken::Subtree(t) if t.key == [0, 2]));
-        pool.found(vec![0, 4, 1, 0]);
+        pool.found(vec![0, 4, 1, 0], (0, 1), true);
         pool.give(vec![subtree(&[0, 9])]);
         assert!(matches!(pool.take(), Taken::Subtree(t) if t.key == [0, 3]));
         assert!(matches!(pool.take(), Taken::Done { exhausted: false }));
@@ -310,13 +463,43 @@ mod tests {
         assert!(matches!(stopped.take(), Taken::Stopped));
     }
 
+    /// Stretches number executions as one run: the bug's number counts the
+    /// stretches ordered before its own, whoever ran them and when; the
+    /// budget's cut is the first key of the stretch holding its last
+    /// execution, and settling keeps exactly the budget.
     #[test]
-    fn tickets_stop_at_the_budget() {
+    fn stretches_number_the_bug_and_cut_the_budget_in_search_order() {
         let pool = SubtreePool::new(2);
-        assert_eq!(pool.ticket(2), Some(1));
-        assert_eq!(pool.ticket(2), Some(2));
-        assert_eq!(pool.ticket(2), None);
-        pool.return_ticket();
-        assert_eq!(pool.ticket(2), Some(2));
+        let (late, late_count) = pool.open_stretch(vec![0, 5]);
+        let (_, early_count) = pool.open_stretch(vec![0, 2]);
+        late_count.store(4, Ordering::Relaxed);
+        early_count.store(3, Ordering::Relaxed);
+        // The third execution of the later stretch failed: 3 + 3.
+        pool.found(vec![0, 5, 9], (late, 3), true);
+        let mut report = Report {
+            executions: 7,
+            bugs: vec![],
+            ..Report::default()
+        };
+        pool.settle(&mut report, 100);
+        assert_eq!(report.executions, 6);
+        // With a budget of 5 the bug is past it: cut at the budget.
+        let mut report = Report::default();
+        pool.settle(&mut report, 5);
+        assert_eq!(report.executions, 5);
+        assert_eq!(report.stopped_by.map(|b| b.knob), Some("--max-executions"));
+        // Counting toward a budget of 5 cuts after the later stretch's
+        // first key: the 5th execution is its second.
+        let budget = SubtreePool::new(1);
+        let (_, a) = budget.open_stretch(vec![0, 1]);
+        let (_, b) = budget.open_stretch(vec![0, 3]);
+        a.store(3, Ordering::Relaxed);
+        b.store(2, Ordering::Relaxed);
+        for _ in 0..4 {
+            budget.counted(5);
+        }
+        assert_eq!(budget.threshold(), None);
+        budget.counted(5);
+        assert_eq!(budget.threshold(), Some(vec![0, 3]));
     }
 }

@@ -100,7 +100,9 @@ fn shared(
     });
     let reports: Vec<Report> = parts.iter().map(|(r, _)| r.clone()).collect();
     let paths = parts.into_iter().flat_map(|(_, p)| p).collect();
-    (merge_reports(&reports), paths)
+    let mut report = merge_reports(&reports);
+    pool.settle(&mut report, config.max_executions);
+    (report, paths)
 }
 
 const WORKERS: [usize; 4] = [1, 2, 3, 7];
@@ -167,25 +169,44 @@ fn workers_stopping_at_a_bug_report_the_single_runs_first_bug() {
                     assert_eq!(bug.order_key, expected.order_key, "{what}");
                     assert_eq!(r.bugs.len(), 1, "{what}");
                     assert!(!r.exhausted, "{what}: stopped at the bug, as one run");
+                    // Numbered as one run numbers it, whoever ran what.
+                    assert_eq!(bug.execution, expected.execution, "{what}");
+                    assert_eq!(r.executions, one.executions, "{what}");
+                    assert_eq!(r.strategy_bound, one.strategy_bound, "{what}");
                 }
             }
         }
     }
 }
 
+/// `--max-executions` cuts the shared search where one run stops: the
+/// workers run (at least) the single run's first executions, report
+/// exactly the budget, and the single run's bug and bound within it.
 #[test]
-fn workers_share_the_execution_budget_and_a_partition() {
-    let config = Config {
-        max_executions: 100,
-        stop_on_first_bug: false,
-        ..Config::default()
-    };
-    for n in WORKERS {
-        let (r, paths) = shared(&three(), None, &config, n);
-        assert_eq!(r.executions, 100, "{n} workers");
-        assert_eq!(paths.len(), 100);
-        assert_eq!(r.stopped_by.map(|b| b.knob), Some("--max-executions"));
-        assert!(!r.exhausted);
+fn workers_cut_the_budget_where_one_run_does_and_share_a_partition() {
+    for (max, stop) in [(100, false), (7, true), (40, true), (300, true)] {
+        let config = Config {
+            max_executions: max,
+            stop_on_first_bug: stop,
+            ..Config::default()
+        };
+        for bound in BOUNDS {
+            let (one, first) = single(&three(), bound, &config);
+            for n in WORKERS {
+                let what = format!("budget {max}, bound {bound:?}, {n} workers");
+                let (r, mut paths) = shared(&three(), bound, &config, n);
+                assert_eq!(r.executions, one.executions, "{what}");
+                assert_eq!(r.stopped_by, one.stopped_by, "{what}");
+                assert_eq!(r.exhausted, one.exhausted, "{what}");
+                assert_eq!(r.strategy_bound, one.strategy_bound, "{what}");
+                let bug = |r: &Report| r.first_bug().map(|b| (b.schedule.clone(), b.execution));
+                assert_eq!(bug(&r), bug(&one), "{what}");
+                paths.sort();
+                for p in &first {
+                    assert!(paths.binary_search(p).is_ok(), "{what}: {p:?} not run");
+                }
+            }
+        }
     }
     // Workers within each of the partitions of `--partition K/N`.
     let whole = Config {

@@ -17,7 +17,9 @@ use wasmrace_explore::{Explorer, LowestBug, Partition, Report, Split};
 /// bug one run reports first). A strategy that splits by prefix (`dfs`
 /// without a state cache) shares its search tree between the threads by
 /// work stealing ([`SubtreePool`]), within `opts.explore.partition` when
-/// one is given; one that splits by execution is split into `jobs`
+/// one is given, and its report is the one-thread run's too (the pool
+/// numbers the bug and cuts the budget in the search order,
+/// [`SubtreePool::settle`]); one that splits by execution is split into `jobs`
 /// partitions (partition `K` of `N` becomes partitions `K + N * j` of `N *
 /// jobs`), and its report is the one-thread run's: the failing execution
 /// with the lowest index, counted with exactly the executions below it
@@ -124,7 +126,11 @@ pub fn check_jobs_with_progress(
         Some(bug) if pool.is_none() => parts.iter().map(|(_, r, _, c)| c.before(bug, r)).collect(),
         _ => parts.iter().map(|(_, r, _, _)| r.clone()).collect(),
     };
-    let report = merge_reports(&reports);
+    let mut report = merge_reports(&reports);
+    if let Some(pool) = &pool {
+        // Numbered and cut at the budget as one thread numbers and cuts.
+        pool.settle(&mut report, opts.explore.max_executions);
+    }
     // The program of the worker that ran most says whether the test had
     // anything to interleave, and traces the bug.
     parts.sort_by_key(|(_, r, _, _)| std::cmp::Reverse(r.executions));

@@ -229,6 +229,8 @@ pub struct Dfs {
     /// The pool of subtrees shared with other workers (`check --jobs`),
     /// when this search is one of several sharing the tree (`steal.rs`).
     pool: Option<Arc<SubtreePool>>,
+    /// Subtrees started so far (`Capabilities::stretch`).
+    stretch: u64,
     /// The pool said the run is over.
     left: bool,
     /// The bug key local deferred subtrees were last filtered by.
@@ -260,6 +262,7 @@ impl Dfs {
             cache_hits: 0,
             cache_states: 0,
             pool: None,
+            stretch: 0,
             left: false,
             filtered_for: None,
         }
@@ -491,6 +494,7 @@ impl Dfs {
         self.forced.clear();
         loop {
             if let Some(entry) = self.s_current.pop() {
+                self.stretch += 1;
                 self.forced = self
                     .arena
                     .prefix(entry)
@@ -683,6 +687,14 @@ impl Capabilities for Dfs {
         let mut key = key_of(marks.iter().copied());
         key.push(0);
         Some(key)
+    }
+
+    fn stretch(&self) -> u64 {
+        self.stretch
+    }
+
+    fn bound_prunes(&self) -> u64 {
+        self.pruned
     }
 
     fn share(&mut self, pool: Arc<SubtreePool>) -> bool {

@@ -19,8 +19,8 @@ impl Dfs {
     /// Between two executions: drops the work a published bug makes
     /// useless, and donates when another worker waits for work.
     pub(super) fn share_work(&mut self, pool: &SubtreePool) {
-        if let Some(best) = pool.best() {
-            self.abandon_after(&best, pool);
+        if let Some(threshold) = pool.threshold() {
+            self.abandon_after(&threshold, pool);
         }
         if pool.hungry() {
             let given = self.donate();
@@ -28,7 +28,8 @@ impl Dfs {
         }
     }
 
-    /// Drops the work whose executions all come after the bug key `best`:
+    /// Drops the work whose executions all come after the key `best` (a
+    /// bug's, or the budget's cut):
     /// the current subtree's untried alternatives when the last execution
     /// already came after it (the rest of a subtree follows in the search
     /// order), and the deferred subtrees whose keys come after it.
@@ -131,6 +132,7 @@ impl Dfs {
     pub(super) fn take_subtree(&mut self, pool: &SubtreePool) -> Option<Start> {
         match pool.take() {
             Taken::Subtree(t) => {
+                self.stretch += 1;
                 self.iteration = t.iteration;
                 if self.base_node != NIL {
                     self.arena.release(self.base_node);
