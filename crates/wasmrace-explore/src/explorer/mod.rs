@@ -369,7 +369,7 @@ impl<P: Program> Explorer<P> {
             share,
             pool,
             stretch: None,
-            prunes: 0,
+            prunes: (0, None),
             checked: false,
             foreign: false,
             path: PathSnapshots::new(cfg.snapshot_every_cost, cfg.max_snapshots),
@@ -414,8 +414,9 @@ struct Run<'a, P: Program, O: ?Sized> {
     /// `Capabilities::stretch`, its index in the pool, its counter; see
     /// [`steal`]).
     stretch: Option<(u64, usize, Arc<AtomicU64>)>,
-    /// With a pool: the strategy's `bound_prunes` after the last execution.
-    prunes: u64,
+    /// With a pool: the strategy's `bound_prunes` after the last execution,
+    /// and the stretch whose pruning the pool was last told of.
+    prunes: (u64, Option<usize>),
     program: &'a mut P,
     cfg: &'a Config,
     strategy: &'a mut dyn Strategy,
@@ -576,10 +577,14 @@ impl<P: Program, O: Observer + ?Sized> Run<'_, P, O> {
             }
         };
         let at = count.fetch_add(1, Ordering::Relaxed) + 1;
+        // Within a stretch keys grow: its first pruning execution is the
+        // only one of it the pool could need.
         let prunes = caps.map_or(0, |c| c.bound_prunes());
-        if prunes > self.prunes {
-            self.prunes = prunes;
-            pool.pruned_at(key(), (index, at));
+        if prunes > self.prunes.0 {
+            if self.prunes.1 != Some(index) {
+                pool.pruned_at(key(), (index, at));
+            }
+            self.prunes = (prunes, Some(index));
         }
         pool.counted(self.cfg.max_executions);
         (index, at)

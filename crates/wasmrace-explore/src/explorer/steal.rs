@@ -349,7 +349,9 @@ impl SubtreePool {
     /// run has them after `max` executions).
     pub fn settle(&self, report: &mut Report, max: u64) {
         let s = self.lock();
-        let total: u64 = s.sorted().iter().map(|(_, c)| c).sum();
+        let total: u64 = (s.stretches.iter())
+            .map(|(_, c)| c.load(Ordering::Relaxed))
+            .sum();
         let bug = s.best.as_ref().map(|(key, place)| s.number(key, *place));
         if let (Some(n), Some(b)) = (bug, report.bugs.first_mut()) {
             b.execution = n;
