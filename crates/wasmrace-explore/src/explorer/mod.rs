@@ -5,8 +5,9 @@
 //! at the first bug (by default). Three rooms: the loop over executions
 //! (here), the current path with its snapshots (`path.rs`) and the saved
 //! states (`saved.rs`); which executions a partitioned run owns is
-//! `partition.rs`'s.
+//! `partition.rs`'s, and the bounds are `config.rs`'s.
 
+mod config;
 pub mod fairness;
 mod livelock;
 pub mod partition;
@@ -17,103 +18,17 @@ pub mod steal;
 use crate::observer::Observer;
 use crate::program::{Program, Status};
 use crate::strategy::{BoundHit, Context, Outcome, Start, Stat, Strategy};
+pub use config::Config;
 use fairness::Fairness;
 use partition::Share;
 pub use partition::{LowestBug, Partition, Split};
 use path::PathSnapshots;
 use saved::{SavedStates, Taken};
-use std::sync::atomic::{AtomicBool, AtomicU64, Ordering};
+use std::sync::atomic::{AtomicU64, Ordering};
 use std::sync::Arc;
 use std::time::{Duration, Instant};
 use steal::{StopOnDrop, SubtreePool};
 use wasmrace_trace::{Decision, Failure};
-
-/// Every bound of an exploration. Hitting one is reported with the name of
-/// the knob that raises it.
-#[derive(Clone, Debug)]
-pub struct Config {
-    /// Executions to run at most (`--max-executions`). Default 100,000.
-    pub max_executions: u64,
-    /// Steps per execution at most (`--max-steps`); an execution that takes
-    /// more fails: as a livelock when every live thread is spinning on
-    /// `yield_now` or blocked, else as a step-limit failure. Default 10,000.
-    pub max_steps: u64,
-    /// Fair scheduling (`--fairness-bound`; `None`, `--fairness-bound off`,
-    /// turns it off): from its `bound + 1`-th `yield_now` on, a thread gives
-    /// way to the threads it may be starving, so every strategy explores
-    /// only fair schedules and a waiting loop ends whenever the thread it
-    /// waits for can run (see [`fairness`]). Default
-    /// `Some(`[`fairness::DEFAULT_FAIRNESS_BOUND`]`)`.
-    pub fairness_bound: Option<u32>,
-    /// Wall-clock budget for the whole exploration (`--time-budget`). Only
-    /// checked between executions; a run cut by time is not reproducible in
-    /// length, which the report says. Default: none.
-    pub time_budget: Option<Duration>,
-    /// Snapshot policy: take a snapshot after a step once this much cost
-    /// (instructions for wasm) has accumulated since the previous one on the
-    /// current path. `Some(0)` snapshots after every step, `None` never;
-    /// without a snapshot, a resumed execution is replayed from the start.
-    /// Default `Some(200_000)`: cheaper to replay than to copy below that.
-    pub snapshot_every_cost: Option<u64>,
-    /// Snapshots held at most along the current path (oldest beyond that are
-    /// dropped). Default 64.
-    pub max_snapshots: usize,
-    /// Stop at the first failing execution. Default true.
-    pub stop_on_first_bug: bool,
-    /// Saved states (`Capabilities::save_request`, e.g. SES's frontier) held
-    /// as snapshots at most (`--max-saved-snapshots`); beyond that a saved
-    /// state keeps only its prefix and is replayed when started from, which
-    /// is slower, never wrong. Default 65,536.
-    pub max_saved_snapshots: usize,
-    /// Bytes of saved snapshots held at most (`--saved-snapshots-mb`, as
-    /// `Program::snapshot_bytes` counts them); past it, as past the count,
-    /// saved states keep only their prefix. Default 512 MiB.
-    pub max_saved_bytes: usize,
-    /// Run only one deterministic share of the exploration (`--partition`):
-    /// with a strategy that splits by execution, the global execution
-    /// indices `i` with `i % count == index` (`max_executions` stays the
-    /// budget of the whole run, counted in global indices); with one that
-    /// splits by prefix, the executions whose first `split_depth` decisions
-    /// hash to `index`. The `count` partitions of a run explore between them
-    /// exactly what the run explores. A strategy that cannot split is an
-    /// error ([`ExploreError::CannotSplit`]). Default: none, the whole run.
-    pub partition: Option<Partition>,
-    /// Decisions whose hash picks the partition of an execution, for
-    /// strategies that split by prefix (`--split-depth`): deeper spreads
-    /// the work more evenly, at the cost of every partition running the
-    /// tree above it. Default 6.
-    pub split_depth: usize,
-    /// Shared by the workers of a run split by execution (`check --jobs`):
-    /// a worker stops before an execution whose global index is above the
-    /// lowest failing one, and lowers it when its own execution fails (with
-    /// `stop_on_first_bug`). Default: none.
-    pub lowest_bug: Option<LowestBug>,
-    /// Set by another worker whose result makes this run moot (`check
-    /// --jobs` on a phased strategy, whose earlier opening ended the run):
-    /// the run ends before its next execution, and its report is thrown
-    /// away. Default: none.
-    pub cancel: Option<Arc<AtomicBool>>,
-}
-
-impl Default for Config {
-    fn default() -> Self {
-        Config {
-            max_executions: 100_000,
-            max_steps: 10_000,
-            fairness_bound: Some(fairness::DEFAULT_FAIRNESS_BOUND),
-            time_budget: None,
-            snapshot_every_cost: Some(200_000),
-            max_snapshots: 64,
-            stop_on_first_bug: true,
-            max_saved_snapshots: 65_536,
-            max_saved_bytes: 512 << 20,
-            partition: None,
-            split_depth: 6,
-            lowest_bug: None,
-            cancel: None,
-        }
-    }
-}
 
 /// A failing execution: the failure and the decisions that lead to it.
 #[derive(Clone, Debug, PartialEq, Eq)]

@@ -76,52 +76,39 @@ pub fn check_jobs_with_progress(
         .iter()
         .map(|p| AtomicU64::new(p.nth_index(0)))
         .collect();
-    let results: Vec<Result<_, HostError>> = std::thread::scope(|scope| {
-        let handles: Vec<_> = (0..jobs as usize)
-            .map(|j| {
-                let mut explore = opts.explore.clone();
-                if pool.is_none() {
-                    explore.partition = Some(shares[j]);
-                    explore.lowest_bug = Some(lowest.clone());
-                }
-                let pool = pool.as_ref();
-                let mut cuts = Cuts::new(shares[j], j, &frontier, &lowest);
-                scope.spawn(move || {
-                    let program = guest.program(test);
-                    let mut explorer = match (program, pool) {
-                        (Ok(p), _) => Explorer::new(p, explore),
-                        (Err(e), Some(pool)) => {
-                            // No worker must wait for this one's donations.
-                            pool.stop();
-                            return Err(e);
-                        }
-                        (Err(e), None) => return Err(e),
-                    };
-                    let mut strategy = opts.strategy.build(opts.seed);
-                    let report = match pool {
-                        Some(pool) => explorer.run_shared_with_progress(
-                            &mut *strategy,
-                            &mut (),
-                            &mut |_| tick(),
-                            pool,
-                        ),
-                        None => explorer.run_with_progress(&mut *strategy, &mut |r| {
-                            cuts.record(r);
-                            tick();
-                        }),
-                    };
-                    cuts.finished();
-                    let report = report.map_err(explore_err)?;
-                    Ok((explorer, report, strategy.name().to_string(), cuts))
-                })
-            })
-            .collect();
-        handles
-            .into_iter()
-            .map(|h| h.join().unwrap_or_else(|p| std::panic::resume_unwind(p)))
-            .collect()
-    });
-    let mut parts = results.into_iter().collect::<Result<Vec<_>, _>>()?;
+    let frontier = &frontier;
+    let (pool_ref, lowest_ref, shares) = (pool.as_ref(), &lowest, &shares);
+    let mut parts = on_threads(jobs as usize, |j| {
+        let mut explore = opts.explore.clone();
+        if pool_ref.is_none() {
+            explore.partition = Some(shares[j]);
+            explore.lowest_bug = Some(lowest_ref.clone());
+        }
+        let mut cuts = Cuts::new(shares[j], j, frontier, lowest_ref);
+        let program = guest.program(test);
+        let mut explorer = match (program, pool_ref) {
+            (Ok(p), _) => Explorer::new(p, explore),
+            (Err(e), Some(pool)) => {
+                // No worker must wait for this one's donations.
+                pool.stop();
+                return Err(e);
+            }
+            (Err(e), None) => return Err(e),
+        };
+        let mut strategy = opts.strategy.build(opts.seed);
+        let report = match pool_ref {
+            Some(pool) => {
+                explorer.run_shared_with_progress(&mut *strategy, &mut (), &mut |_| tick(), pool)
+            }
+            None => explorer.run_with_progress(&mut *strategy, &mut |r| {
+                cuts.record(r);
+                tick();
+            }),
+        };
+        cuts.finished();
+        let report = report.map_err(explore_err)?;
+        Ok((explorer, report, strategy.name().to_string(), cuts))
+    })?;
     let reports: Vec<Report> = match lowest.get() {
         Some(bug) if pool.is_none() => parts.iter().map(|(_, r, _, c)| c.before(bug, r)).collect(),
         _ => parts.iter().map(|(_, r, _, _)| r.clone()).collect(),
@@ -136,6 +123,24 @@ pub fn check_jobs_with_progress(
     parts.sort_by_key(|(_, r, _, _)| std::cmp::Reverse(r.executions));
     let (explorer, _, name, _) = parts.swap_remove(0);
     finish_check(guest, test, opts, explorer, report, name, Vec::new())
+}
+
+/// Runs `work(0)` to `work(jobs - 1)` on `jobs` scoped threads and
+/// collects their results in order: the first error if any failed, a
+/// thread's panic carried on.
+pub(super) fn on_threads<T: Send>(
+    jobs: usize,
+    work: impl Fn(usize) -> Result<T, HostError> + Sync,
+) -> Result<Vec<T>, HostError> {
+    let work = &work;
+    let results: Vec<Result<T, HostError>> = std::thread::scope(|scope| {
+        let handles: Vec<_> = (0..jobs).map(|j| scope.spawn(move || work(j))).collect();
+        handles
+            .into_iter()
+            .map(|h| h.join().unwrap_or_else(|p| std::panic::resume_unwind(p)))
+            .collect()
+    });
+    results.into_iter().collect()
 }
 
 /// How often, in executions, a progress callback is called: often enough

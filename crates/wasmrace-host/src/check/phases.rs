@@ -16,7 +16,7 @@
 //! sampling; runs whose budget the openings could use up run on one
 //! thread (the openings' budgets would depend on each other).
 
-use super::jobs::{progress_ticks, Cuts};
+use super::jobs::{on_threads, progress_ticks, Cuts};
 use super::{explore_err, finish_check, CheckOptions, CheckOutcome};
 use crate::error::HostError;
 use crate::guest::Guest;
@@ -167,23 +167,11 @@ pub(super) fn check_phases(
         lowest: &lowest,
         tick,
     };
-    let results: Vec<Result<Worker, HostError>> = std::thread::scope(|scope| {
-        let handles: Vec<_> = (0..jobs)
-            .map(|w| {
-                let (run, frontier) = (&run, &frontier);
-                let cuts = Cuts::new(share(w, jobs), w, frontier, run.lowest);
-                scope.spawn(move || {
-                    let _abandon = AbandonOnDrop(run.openings);
-                    run.worker(w, cuts)
-                })
-            })
-            .collect();
-        handles
-            .into_iter()
-            .map(|h| h.join().unwrap_or_else(|p| std::panic::resume_unwind(p)))
-            .collect()
-    });
-    let mut workers = results.into_iter().collect::<Result<Vec<_>, _>>()?;
+    let frontier = &frontier;
+    let mut workers = on_threads(jobs, |w| {
+        let _abandon = AbandonOnDrop(run.openings);
+        run.worker(w, Cuts::new(share(w, jobs), w, frontier, run.lowest))
+    })?;
     let (reports, settled) =
         std::mem::take(&mut *openings.reports.lock().unwrap_or_else(|e| e.into_inner()));
     let report = merge_phases(
