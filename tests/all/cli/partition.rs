@@ -455,6 +455,36 @@ fn jobs_print_the_one_thread_json() {
     );
 }
 
+/// `--time-budget` covers the portfolio's phases together under `--jobs`:
+/// the sampling phase gets what the openings left, and the report names
+/// the budget the user gave.
+#[test]
+fn jobs_share_the_portfolios_time_budget() {
+    let dir = TempDir::new("partition-jobs-time");
+    let chain = fixture(&dir, "chain_replication");
+    let run = wasmrace(
+        &dir,
+        &[
+            "check",
+            &chain,
+            "--test",
+            "chain_replication",
+            "--json",
+            "--jobs",
+            "2",
+            "--time-budget",
+            "1",
+            "--max-executions",
+            "100000000",
+        ],
+    );
+    expect(&run, 0);
+    let doc: serde_json::Value = serde_json::from_str(&run.stdout).unwrap();
+    let stopped = &doc["tests"][0]["stopped_by"];
+    assert_eq!(stopped["flag"], "--time-budget", "{doc}");
+    assert_eq!(stopped["value"], 1, "{doc}");
+}
+
 /// `check --jobs N` on an exhaustive dfs run shares the search tree between
 /// N threads (work stealing): the same executions count, exhausted, for any
 /// N, with and without a preemption bound and within a `--partition`; a

@@ -166,6 +166,7 @@ pub(super) fn check_phases(
         openings: &openings,
         lowest: &lowest,
         tick,
+        started: std::time::Instant::now(),
     };
     let frontier = &frontier;
     let mut workers = on_threads(jobs, |w| {
@@ -179,7 +180,7 @@ pub(super) fn check_phases(
         settled,
         &mut workers,
         &lowest,
-        opts.explore.max_executions,
+        (opts.explore.max_executions, opts.explore.time_budget),
     );
     workers.sort_by_key(|w| std::cmp::Reverse(w.executions));
     let explorer = workers.swap_remove(0).explorer;
@@ -203,6 +204,8 @@ struct Run<'a> {
     openings: &'a Openings,
     lowest: &'a LowestBug,
     tick: &'a (dyn Fn() + Sync),
+    /// When the run began: `--time-budget` covers the phases together.
+    started: std::time::Instant,
 }
 
 impl<'a> Run<'a> {
@@ -277,6 +280,8 @@ impl<'a> Run<'a> {
         explorer.config.partition = Some(share(w, self.jobs));
         explorer.config.lowest_bug = Some(self.lowest.clone());
         explorer.config.max_executions = self.opts.explore.max_executions - used;
+        explorer.config.time_budget =
+            (self.opts.explore.time_budget).map(|t| t.saturating_sub(self.started.elapsed()));
         explorer
             .run_with_progress(&mut *strategy, &mut |r| {
                 cuts.record(r);
@@ -302,7 +307,7 @@ fn merge_phases(
     settled: Option<Settled>,
     workers: &mut [Worker],
     lowest: &LowestBug,
-    max_executions: u64,
+    (max_executions, time_budget): (u64, Option<std::time::Duration>),
 ) -> Report {
     let ended = match settled {
         Some(Settled::Ended(i)) => Some(i),
@@ -344,8 +349,10 @@ fn merge_phases(
     report.strategy_stats = last.map(|r| r.strategy_stats.clone()).unwrap_or_default();
     if let Some(hit) = &mut report.stopped_by {
         // The sampling phase ran with what the openings left of the budget.
-        if hit.bound == "executions" {
-            hit.value = max_executions;
+        match hit.knob {
+            "--max-executions" => hit.value = max_executions,
+            "--time-budget" => hit.value = time_budget.map_or(0, |t| t.as_secs()),
+            _ => {}
         }
     }
     report
