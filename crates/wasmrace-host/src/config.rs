@@ -45,6 +45,12 @@ pub struct HostConfig {
     pub cache_dir: Option<PathBuf>,
     /// The `wasm-opt` binary; default `$WASMRACE_WASM_OPT`, else `wasm-opt` on `PATH`.
     pub wasm_opt: Option<PathBuf>,
+    /// Instances of the module alive at once (wasmtime's pool slots, each
+    /// reserving address space, not memory): a program holds one, two
+    /// while it re-instantiates, and `check --jobs N` holds N programs
+    /// (`check_jobs` refuses more than fit, naming this field). The CLI
+    /// sizes it to `--jobs`. Default: 4 per core, at least 16.
+    pub instance_slots: u32,
 }
 
 impl Default for HostConfig {
@@ -59,8 +65,23 @@ impl Default for HostConfig {
             asyncify_buffer_bytes: 16 << 10,
             cache_dir: default_cache_dir(),
             wasm_opt: None,
+            instance_slots: default_instance_slots(),
         }
     }
+}
+
+/// The default [`HostConfig::instance_slots`]: two programs per core (the
+/// default `--jobs` of `check` and `bench`), each up to two instances; at
+/// least 16.
+pub fn default_instance_slots() -> u32 {
+    let cores = std::thread::available_parallelism().map_or(1, |n| n.get());
+    (4 * cores).clamp(16, 4096) as u32
+}
+
+/// Slots `jobs` programs need at most (each holds two instances while it
+/// re-instantiates).
+pub fn instance_slots_for(jobs: u32) -> u32 {
+    jobs.saturating_mul(2).saturating_add(2)
 }
 
 /// The default module cache: `$WASMRACE_CACHE_DIR`, else
@@ -77,6 +98,14 @@ pub fn default_cache_dir() -> Option<PathBuf> {
 }
 
 impl HostConfig {
+    /// This configuration with room for `jobs` programs at once
+    /// ([`instance_slots`](Self::instance_slots) raised to fit, never
+    /// lowered).
+    pub fn with_slots_for(mut self, jobs: u32) -> Self {
+        self.instance_slots = self.instance_slots.max(instance_slots_for(jobs));
+        self
+    }
+
     /// Bytes of one thread slot (Asyncify buffer + stack), whole wasm pages.
     pub(crate) fn slot_bytes(&self) -> u64 {
         let raw = u64::from(self.asyncify_buffer_bytes) + u64::from(self.thread_stack_bytes);

@@ -193,6 +193,16 @@ pub enum HostError {
         /// wasmtime's message.
         message: String,
     },
+    /// More threads than the module's instance slots hold.
+    #[error("`--jobs {jobs}` needs `{needed}` instance slots of the module, but it was loaded with `{slots}` (`HostConfig::instance_slots`)")]
+    TooManyJobs {
+        /// The threads asked for.
+        jobs: u32,
+        /// The slots they need.
+        needed: u32,
+        /// The slots the module was loaded with.
+        slots: u32,
+    },
     /// wasmtime failed at run time, or the explorer reported an error.
     #[error("the runtime failed: {message}")]
     Runtime {

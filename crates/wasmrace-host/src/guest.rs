@@ -155,15 +155,16 @@ fn make_engine(config: &HostConfig, declared: &load::Declared) -> Result<Engine,
     c.consume_fuel(true);
     c.memory_init_cow(true);
     // A program holds one instance at a time (two while it re-instantiates
-    // for a restore), so a small pool is plenty; each slot reserves address
-    // space for a 4 GiB memory plus guards.
+    // for a restore), so a few slots per thread are plenty; each slot
+    // reserves address space for a 4 GiB memory plus guards.
+    let slots = config.instance_slots.max(2);
     let mut pool = wasmtime::PoolingAllocationConfig::default();
-    pool.total_memories(16)
-        .total_core_instances(16)
+    pool.total_memories(slots)
+        .total_core_instances(slots)
         // The module's tables, whatever their count and size
         // (`check_declared` bounds both), so that no table is refused in
         // the pool's terms.
-        .total_tables(16 * declared.pool_tables())
+        .total_tables(slots.saturating_mul(declared.pool_tables()))
         .max_tables_per_module(declared.pool_tables())
         .table_elements(declared.pool_table_elements());
     pool.max_memory_size(config.max_memory_bytes.max(1 << 20) as usize);

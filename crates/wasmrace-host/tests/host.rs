@@ -215,6 +215,35 @@ fn jobs_progress_counts_every_thread() {
     }
 }
 
+/// `check_jobs` refuses more threads than the module's instance slots hold
+/// (each program may hold two instances), in one line naming the field,
+/// instead of wasmtime's pool failing midway; `with_slots_for` makes room.
+#[test]
+fn jobs_beyond_the_instance_slots_are_refused_by_name() {
+    let config = HostConfig {
+        cache_dir: Some(cache_dir("jobs-slots")),
+        instance_slots: 5,
+        ..HostConfig::default()
+    };
+    let path = wasmrace_fixtures::path("lost_update");
+    let guest = Guest::load(&path, config.clone()).unwrap();
+    let opts = CheckOptions::default();
+    let err = wasmrace_host::check_jobs(&guest, "lost_update", &opts, 2).unwrap_err();
+    assert_eq!(
+        err.to_string(),
+        "`--jobs 2` needs `6` instance slots of the module, but it was loaded with `5` \
+         (`HostConfig::instance_slots`)"
+    );
+    let roomy = Guest::load(&path, config.with_slots_for(12)).unwrap();
+    let one = wasmrace_host::check_jobs(&roomy, "lost_update", &opts, 1).unwrap();
+    let twelve = wasmrace_host::check_jobs(&roomy, "lost_update", &opts, 12).unwrap();
+    assert_eq!(one.report.executions, twelve.report.executions);
+    assert_eq!(
+        one.report.first_bug().map(|b| &b.schedule),
+        twelve.report.first_bug().map(|b| &b.schedule)
+    );
+}
+
 /// A guest written directly against docs/ABI.md, as a C or hand-written
 /// guest would be: two threads each add 1 to a shared cell with a get and a
 /// set, and the test fails when the total is not 2 (a lost update). The

@@ -144,7 +144,7 @@ impl BenchCommand {
             tests: self.tests.clone(),
             max_steps: self.max_steps,
             cell_time_budget: self.time_budget.map(Duration::from_secs),
-            host: self.host.config()?,
+            host: self.host.config()?.with_slots_for(jobs as u32),
             partition: self.partition.map(PartitionArg::partition),
         };
         let modules = self.modules()?;

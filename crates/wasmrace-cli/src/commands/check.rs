@@ -264,7 +264,8 @@ pub struct CheckCommand {
 impl CheckCommand {
     pub fn run(self) -> Result<Verdict> {
         let opts = self.options()?;
-        let guest = Guest::load(&self.module, self.host.config()?)?;
+        let jobs = self.jobs(&opts.strategy);
+        let guest = Guest::load(&self.module, self.host.config()?.with_slots_for(jobs))?;
         let tests: Vec<String> = match &self.test {
             Some(t) => {
                 if !guest.tests().contains(t) {
@@ -287,7 +288,7 @@ impl CheckCommand {
         let mut write_error = None;
         let mut explored = Vec::new();
         for (i, test) in tests.iter().enumerate() {
-            let mut outcome = explore(&guest, test, &opts, self.json, self.jobs(&opts.strategy))?;
+            let mut outcome = explore(&guest, test, &opts, self.json, jobs)?;
             self.shrink(&guest, &mut outcome)?;
             let schedule_path = match &outcome.bug {
                 Some(bug) => {

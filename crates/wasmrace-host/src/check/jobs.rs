@@ -3,6 +3,7 @@
 //! it where the strategy allows (see [`check_jobs`]).
 
 use super::{explore_err, finish_check, CheckOptions, CheckOutcome};
+use crate::config::instance_slots_for;
 use crate::error::HostError;
 use crate::guest::Guest;
 use std::collections::VecDeque;
@@ -51,6 +52,14 @@ pub fn check_jobs_with_progress(
             if r.executions.is_multiple_of(PROGRESS_EVERY) {
                 progress(r.executions)
             }
+        });
+    }
+    let (needed, slots) = (instance_slots_for(jobs), guest.config().instance_slots);
+    if needed > slots {
+        return Err(HostError::TooManyJobs {
+            jobs,
+            needed,
+            slots,
         });
     }
     if opts.strategy.build(opts.seed).split() == Split::Phases {

@@ -175,13 +175,16 @@ pub(super) fn check_phases(
     })?;
     let (reports, settled) =
         std::mem::take(&mut *openings.reports.lock().unwrap_or_else(|e| e.into_inner()));
-    let report = merge_phases(
+    let mut report = merge_phases(
         reports,
         settled,
         &mut workers,
         &lowest,
         (opts.explore.max_executions, opts.explore.time_budget),
     );
+    // The phases ran one after the other: the run took from the first
+    // opening's start to the last sampler's end.
+    report.elapsed = run.started.elapsed();
     workers.sort_by_key(|w| std::cmp::Reverse(w.executions));
     let explorer = workers.swap_remove(0).explorer;
     finish_check(
