@@ -438,16 +438,21 @@ fn jobs_print_the_one_thread_json() {
             }
         }
     }
-    // Seven threads, more than the openings and than the cores.
+    // Seven and twenty threads: more than the openings, than the cores,
+    // and (twenty, two instances each) than the 16 instance slots a
+    // module used to get whatever `--jobs` asked for.
     let args = ["check", &chain, "--test", "chain_replication_bug", "--json"];
-    let seven = wasmrace(&dir, &[&args[..], &["--jobs", "7"]].concat());
-    let one = wasmrace(&dir, &[&args[..], &["--jobs", "1"]].concat());
-    let doc = |run: &super::Run| {
+    let doc = |jobs: &str| {
+        let run = wasmrace(&dir, &[&args[..], &["--jobs", jobs]].concat());
+        assert_eq!(run.code, 1, "--jobs {jobs}: {}", run.stderr);
         let mut doc: serde_json::Value = serde_json::from_str(&run.stdout).unwrap();
         super::without_elapsed(&mut doc);
         doc
     };
-    assert_eq!(doc(&seven), doc(&one));
+    let one = doc("1");
+    for jobs in ["7", "20"] {
+        assert_eq!(doc(jobs), one, "--jobs {jobs}");
+    }
     // The portfolio shares threads, not machines: `--partition` is refused.
     expect_error(
         &wasmrace(&dir, &["check", &lost, "--partition", "1/2"]),
