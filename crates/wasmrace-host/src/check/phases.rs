@@ -193,7 +193,7 @@ pub(super) fn check_phases(
         opts,
         explorer,
         report,
-        "portfolio".to_string(),
+        opts.strategy.build(opts.seed).name().to_string(),
         Vec::new(),
     )
 }
@@ -318,7 +318,7 @@ fn merge_phases(
     };
     let ran: Vec<Report> = openings
         .into_iter()
-        .take(ended.map_or(usize::MAX, |i| i + 1))
+        .take(ended.map_or(usize::MAX, |i| i.saturating_add(1)))
         .flatten()
         .collect();
     let used: u64 = ran.iter().map(|r| r.executions).sum();
