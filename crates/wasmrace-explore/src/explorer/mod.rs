@@ -483,15 +483,14 @@ impl<P: Program, O: Observer + ?Sized> Run<'_, P, O> {
         let caps = self.strategy.capabilities();
         let id = caps.map_or(0, |c| c.stretch());
         let key = || caps.and_then(|c| c.order_key()).unwrap_or_default();
-        let (index, count) = match &self.stretch {
-            Some((open, index, count)) if *open == id => (*index, count.clone()),
-            _ => {
-                let (index, count) = pool.open_stretch(key());
-                self.stretch = Some((id, index, count.clone()));
-                (index, count)
-            }
+        if !matches!(&self.stretch, Some((open, ..)) if *open == id) {
+            let (index, count) = pool.open_stretch(key());
+            self.stretch = Some((id, index, count));
+        }
+        let Some((_, index, count)) = &self.stretch else {
+            unreachable!("opened above")
         };
-        let at = count.fetch_add(1, Ordering::Relaxed) + 1;
+        let (index, at) = (*index, count.fetch_add(1, Ordering::Relaxed) + 1);
         // Within a stretch keys grow: its first pruning execution is the
         // only one of it the pool could need.
         let prunes = caps.map_or(0, |c| c.bound_prunes());

@@ -62,13 +62,13 @@ pub fn check_jobs_with_progress(
             slots,
         });
     }
-    if opts.strategy.build(opts.seed).split() == Split::Phases {
+    let split = opts.strategy.build(opts.seed).split();
+    if split == Split::Phases {
         return super::phases::check_phases(guest, test, opts, jobs, progress);
     }
     let tick = progress_ticks(progress);
     let tick = &tick;
-    let pool = (opts.strategy.build(opts.seed).split() == Split::ByPrefix)
-        .then(|| SubtreePool::new(jobs as usize));
+    let pool = (split == Split::ByPrefix).then(|| SubtreePool::new(jobs as usize));
     let outer = opts
         .explore
         .partition

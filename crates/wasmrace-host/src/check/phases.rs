@@ -32,6 +32,9 @@ use wasmrace_explore::{Explorer, LowestBug, Partition, Phase, Report};
 enum Settled {
     /// Opening `i` ended the run (its bug, or a proof): nothing samples.
     Ended(usize),
+    /// A thread failed before the openings were in: nothing samples, and
+    /// the run's error is that thread's.
+    Abandoned,
     /// The sampling phase runs after `executions` opening executions, with
     /// the openings' longest execution for PCT.
     Sample { executions: u64, longest: usize },
@@ -87,7 +90,7 @@ impl Openings {
     fn abandon(&self) {
         let mut guard = self.reports.lock().unwrap_or_else(|e| e.into_inner());
         if guard.1.is_none() {
-            guard.1 = Some(Settled::Ended(usize::MAX));
+            guard.1 = Some(Settled::Abandoned);
             self.cancel.store(true, Ordering::Relaxed);
             self.settled.notify_all();
         }
@@ -178,7 +181,7 @@ pub(super) fn check_phases(
     let mut report = merge_phases(
         reports,
         settled,
-        &mut workers,
+        &workers,
         &lowest,
         (opts.explore.max_executions, opts.explore.time_budget),
     );
@@ -308,7 +311,7 @@ fn share(w: usize, jobs: usize) -> Partition {
 fn merge_phases(
     openings: Vec<Option<Report>>,
     settled: Option<Settled>,
-    workers: &mut [Worker],
+    workers: &[Worker],
     lowest: &LowestBug,
     (max_executions, time_budget): (u64, Option<std::time::Duration>),
 ) -> Report {
@@ -316,22 +319,26 @@ fn merge_phases(
         Some(Settled::Ended(i)) => Some(i),
         _ => None,
     };
-    let ran: Vec<Report> = openings
+    let mut parts: Vec<Report> = openings
         .into_iter()
-        .take(ended.map_or(usize::MAX, |i| i.saturating_add(1)))
+        .take(ended.map_or(usize::MAX, |i| i + 1))
         .flatten()
         .collect();
-    let used: u64 = ran.iter().map(|r| r.executions).sum();
-    let mut parts = ran.clone();
-    let mut before = 0;
+    let mut used = 0;
     for part in &mut parts {
         for bug in &mut part.bugs {
-            bug.execution += before;
+            bug.execution += used;
         }
-        before += part.executions;
+        used += part.executions;
     }
-    if ended.is_none() {
-        for w in workers.iter_mut() {
+    // The last opening that ran: whether it proved the run, its bound
+    // and its counters are the run's.
+    let last = parts.last().map(|r| {
+        let proof = ended.is_some() && r.bugs.is_empty() && r.exhausted;
+        (proof, r.strategy_bound.clone(), r.strategy_stats.clone())
+    });
+    if matches!(settled, Some(Settled::Sample { .. })) {
+        for w in workers {
             let Some((report, cuts)) = &w.sampled else {
                 continue;
             };
@@ -346,10 +353,10 @@ fn merge_phases(
         }
     }
     let mut report = merge_reports(&parts);
-    let last = ran.last();
-    report.exhausted = last.is_some_and(|r| ended.is_some() && r.bugs.is_empty() && r.exhausted);
-    report.strategy_bound = last.and_then(|r| r.strategy_bound.clone());
-    report.strategy_stats = last.map(|r| r.strategy_stats.clone()).unwrap_or_default();
+    let (proof, bound, stats) = last.unwrap_or_default();
+    report.exhausted = proof;
+    report.strategy_bound = bound;
+    report.strategy_stats = stats;
     if let Some(hit) = &mut report.stopped_by {
         // The sampling phase ran with what the openings left of the budget.
         match hit.knob {
