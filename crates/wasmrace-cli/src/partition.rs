@@ -136,8 +136,8 @@ mod tests {
         );
         assert_eq!(
             splitting_strategies(true),
-            "`basic-pos`, `dfs` (without `--state-cache`), `portfolio`, `pos`, `pos-star` and \
-             `random`"
+            "`basic-pos`, `dfs` (without `--state-cache`), `pct`, `portfolio`, `pos`, `pos-star` \
+             and `random`"
         );
     }
 }

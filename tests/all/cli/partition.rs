@@ -344,8 +344,8 @@ fn jobs_print_the_one_thread_report() {
         }
     }
     expect_error(
-        &wasmrace(&dir, &["check", &pos, "--strategy", "pct", "--jobs", "2"]),
-        "`--jobs 2` does not apply to `--strategy pct`",
+        &wasmrace(&dir, &["check", &pos, "--strategy", "dpor", "--jobs", "2"]),
+        "`--jobs 2` does not apply to `--strategy dpor`",
     );
     expect_error(
         &wasmrace(&dir, &["check", &pos, "--jobs", "0"]),
@@ -354,7 +354,8 @@ fn jobs_print_the_one_thread_report() {
 }
 
 /// `check --jobs N` on a strategy that splits by execution, and on the
-/// portfolio (openings side by side, then the sampling indices dealt out),
+/// phased ones, the portfolio and PCT (openings side by side, then the
+/// sampling indices dealt out),
 /// prints, in text and in `--json`, exactly the one-thread report (timing
 /// aside), bug or no bug: the lowest failing execution, counted with
 /// exactly the executions below it, whichever thread finds it first. The
@@ -367,8 +368,28 @@ fn jobs_print_the_one_thread_json() {
     let lost = fixture(&dir, "lost_update");
     let counter = fixture(&dir, "mutex_counter");
     let chain = fixture(&dir, "chain_replication");
-    let runs: [&[&str]; 9] = [
+    let runs: [&[&str]; 11] = [
         &[&pos, "--strategy", "random", "--seed", "1"],
+        // PCT: its calibration (the first 100 executions) runs alone, the
+        // rest is dealt out; this bug is execution 595, a budget-bound run.
+        &[
+            &chain,
+            "--test",
+            "chain_replication_bug",
+            "--strategy",
+            "pct",
+            "--seed",
+            "1",
+        ],
+        &[
+            &counter,
+            "--test",
+            "mutex_counter_3",
+            "--strategy",
+            "pct",
+            "--max-executions",
+            "700",
+        ],
         &[&pos, "--strategy", "pos", "--seed", "3"],
         &[&lost, "--strategy", "pos"],
         &[
@@ -434,7 +455,13 @@ fn jobs_print_the_one_thread_json() {
                 assert_eq!(out(jobs, json), one, "{args:?} --jobs {jobs:?} json {json}");
             }
             if args.contains(&"chain_replication_bug") && !json {
-                assert!(one.contains("found by: pos"), "{one}");
+                let pct = args.contains(&"pct");
+                let expected = if pct {
+                    "BUG found in execution 595"
+                } else {
+                    "found by: pos"
+                };
+                assert!(one.contains(expected), "{one}");
             }
         }
     }

@@ -213,11 +213,12 @@ pub struct CheckCommand {
     /// dfs without --state-cache shares its search tree between them (work
     /// stealing: the same executions, the same first bug and the same
     /// numbers for any N);
-    /// random and the pos family split into N partitions, and the
-    /// portfolio runs its openings side by side and then splits its
-    /// samplers' executions: all report exactly what one thread reports.
-    /// Default: the number of cores for the portfolio, random and the pos
-    /// family, one thread for the others (dfs too: a run cut by
+    /// random and the pos family split into N partitions, the portfolio
+    /// runs its openings side by side and then splits its samplers'
+    /// executions, and pct splits the executions after its first 100 (its
+    /// calibration): all report exactly what one thread reports.
+    /// Default: the number of cores for the portfolio, pct, random and the
+    /// pos family, one thread for the others (dfs too: a run cut by
     /// --max-executions gains nothing from more threads); an explicit N
     /// above 1 for a strategy that cannot split is an error
     #[arg(long, value_name = "N")]

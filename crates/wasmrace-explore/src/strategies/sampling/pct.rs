@@ -25,19 +25,32 @@
 //! **Run length.** The paper needs `k`, the length of an execution, up
 //! front. We estimate it: the first execution uses
 //! [`Pct::INITIAL_LENGTH_GUESS`] (or the value given to
-//! [`Pct::with_length_estimate`]); once an execution has ended, `k` is the
-//! longest execution seen so far, so change points fall inside real runs.
-//! The bound holds for executions whose `k` is at least the real length.
+//! [`Pct::with_length_estimate`]); during the first
+//! [`Pct::CALIBRATION`] executions, once an execution has ended, `k` is the
+//! longest execution seen so far, so change points fall inside real runs;
+//! from then on `k` stays the longest of those executions. The bound holds
+//! for executions whose `k` is at least the real length: an execution
+//! longer than every calibration run gets no change point past step `k`.
+//!
+//! **Why the estimate stops adapting.** Then execution `i` past the
+//! calibration depends on the seed, `i` and the calibration runs alone, not
+//! on the executions just before it, so the run splits between threads
+//! ([`Split::Phases`](crate::explorer::Split::Phases)): `check --jobs`
+//! runs the calibration as the one opening, then shares the rest by
+//! execution index, and reports what one thread reports. An estimate that
+//! kept adapting tied every execution to all the ones before it.
 //!
 //! **Seeding.** Execution `i` draws from ChaCha8 stream `i` of the seed (as
 //! [`RandomWalk`](crate::strategies::RandomWalk) does), so it depends only on the seed,
 //! `i` and the length estimate `k` it started with; with a fixed estimate
-//! (`with_length_estimate(k, false)`) only on `(seed, i)`. Values of
+//! (`with_length_estimate(k, false)`, or past the calibration) only on
+//! `(seed, i)` and `k`. Values of
 //! `choose` (threads with several alternatives) are drawn uniformly from the
 //! same stream: PCT orders threads, it says nothing about data choices.
 
+use crate::explorer::Split;
 use crate::strategies::registry::{Descriptor, Knob, StrategyOptions, Takes};
-use crate::strategy::{Capabilities, Context, Outcome, Start, Strategy};
+use crate::strategy::{Capabilities, Context, Outcome, Phase, Start, Strategy};
 use rand::{Rng, SeedableRng};
 use rand_chacha::ChaCha8Rng;
 use std::collections::BTreeMap;
@@ -71,8 +84,14 @@ pub struct Pct {
     rng: ChaCha8Rng,
     /// Length estimate used until an execution has ended.
     initial_length: usize,
-    /// Learn the estimate from the executions run (the default).
+    /// Learn the estimate from the first [`Pct::CALIBRATION`] executions
+    /// (the default).
     adaptive: bool,
+    /// Executions the adaptive estimate learns from ([`Pct::CALIBRATION`]).
+    calibration: u64,
+    /// The phase this instance is restricted to under `check --jobs`
+    /// (`enter_phase`), or `None` for a whole run.
+    phase: Option<Phase>,
     /// Longest execution seen so far, once one has ended.
     longest: Option<usize>,
     /// Steps taken in the current execution.
@@ -91,6 +110,9 @@ impl Pct {
     pub const DEFAULT_DEPTH: u32 = 3;
     /// Run length `k` assumed before any execution has ended.
     pub const INITIAL_LENGTH_GUESS: usize = 100;
+    /// Executions over which an adaptive estimate learns `k`; after them
+    /// it stays the longest of them.
+    pub const CALIBRATION: u64 = 100;
 
     /// PCT for bugs of depth `depth` (`d >= 1`; `d = 1` never changes
     /// priorities), with an adaptive run-length estimate.
@@ -101,6 +123,8 @@ impl Pct {
             rng: ChaCha8Rng::seed_from_u64(seed),
             initial_length: Self::INITIAL_LENGTH_GUESS,
             adaptive: true,
+            calibration: Self::CALIBRATION,
+            phase: None,
             longest: None,
             steps: 0,
             ranks: Vec::new(),
@@ -114,6 +138,13 @@ impl Pct {
     pub fn with_length_estimate(mut self, k: usize, adaptive: bool) -> Self {
         self.initial_length = k.max(1);
         self.adaptive = adaptive;
+        self
+    }
+
+    /// Learns the estimate from the first `executions` executions instead
+    /// of [`Pct::CALIBRATION`] (at least 1).
+    pub fn with_calibration(mut self, executions: u64) -> Self {
+        self.calibration = executions.max(1);
         self
     }
 
@@ -133,6 +164,12 @@ impl Pct {
     /// The change points `k_1..k_{d-1}` of the current execution.
     pub fn change_points(&self) -> &[usize] {
         &self.change_points
+    }
+
+    /// Ends the calibration: `k` stays `longest` (at least 1) from now on.
+    fn calibrated(&mut self, longest: usize) {
+        self.initial_length = longest.max(1);
+        self.adaptive = false;
     }
 
     /// Priority order key: lowered threads (priority `i < d`) below every
@@ -166,8 +203,20 @@ impl Strategy for Pct {
     }
 
     fn begin(&mut self, executions: u64) -> Option<Start> {
+        let stream = match self.phase {
+            None => {
+                if self.adaptive && executions >= self.calibration {
+                    self.calibrated(self.longest.unwrap_or(self.initial_length));
+                }
+                executions
+            }
+            Some(Phase::Opening(0)) if executions < self.calibration => executions,
+            Some(Phase::Opening(_)) => return None,
+            // Numbered from 0 after the calibration's executions.
+            Some(Phase::Sampling { .. }) => self.calibration + executions,
+        };
         self.rng = ChaCha8Rng::seed_from_u64(self.seed);
-        self.rng.set_stream(executions);
+        self.rng.set_stream(stream);
         self.steps = 0;
         self.ranks.clear();
         self.lowered.clear();
@@ -220,25 +269,36 @@ impl Strategy for Pct {
     }
 }
 
-/// The seed; with a fixed length estimate, a split by execution.
+/// The seed, and the split: by execution with a fixed estimate, in phases
+/// (the calibration, then the rest) with an adaptive one.
 impl Capabilities for Pct {
     fn seed(&self) -> u64 {
         self.seed
     }
 
-    fn split(&self) -> crate::explorer::Split {
-        // Adapting carries the longest execution over: execution `i` then
-        // depends on the executions before it.
-        if self.adaptive {
-            crate::explorer::Split::None
-        } else {
-            crate::explorer::Split::ByExecution
+    fn split(&self) -> Split {
+        match self.phase {
+            // The calibration runs alone; after it `k` is fixed.
+            Some(Phase::Opening(_)) => Split::None,
+            Some(Phase::Sampling { .. }) => Split::ByExecution,
+            None if self.adaptive => Split::Phases,
+            None => Split::ByExecution,
+        }
+    }
+
+    fn openings(&self) -> Option<Vec<u64>> {
+        (self.adaptive && self.phase.is_none()).then(|| vec![self.calibration])
+    }
+
+    fn enter_phase(&mut self, phase: Phase) {
+        self.phase = Some(phase);
+        if let Phase::Sampling { longest } = phase {
+            self.calibrated(longest);
         }
     }
 
     fn set_length_estimate(&mut self, steps: usize) {
-        self.initial_length = steps.max(1);
-        self.adaptive = false;
+        self.calibrated(steps);
     }
 }
 
@@ -328,6 +388,101 @@ mod tests {
         let mut fixed = Pct::new(3, 2).with_length_estimate(40, false);
         sample(window_bug(), &mut fixed, 20);
         assert_eq!(fixed.length_estimate(), 40);
+    }
+
+    /// A window bug whose executions vary in length: the worker polls a
+    /// flag main raises last, and each poll that finds it down is a step
+    /// more. Depth 2 with three workers makes the bug rare enough to lie
+    /// past a short calibration.
+    fn uneven_window_bug() -> Model {
+        let mut b = ModelBuilder::new();
+        let x = b.var("x", 0);
+        let done = b.var("done", 0);
+        let w = b.thread("worker", |t| {
+            t.read(done, 1).when(reg(1).equals(0), |t| {
+                t.read(done, 1).read(done, 1);
+            });
+            t.read(x, 0).when(reg(0).equals(1), |t| {
+                t.fail("read x in the window");
+            });
+        });
+        b.main(|t| {
+            t.spawn(w, 0)
+                .spawn(w, 0)
+                .write(x, 1)
+                .write(x, 0)
+                .write(done, 1);
+        });
+        b.build().unwrap()
+    }
+
+    /// The calibration run alone, then the rest split into 1, 2 or 3
+    /// partitions (as `check --jobs` runs them), add up to the whole run:
+    /// the same bug, at the same execution, with the same schedule; and
+    /// the whole run's estimate stops following the runs after the
+    /// calibration.
+    #[test]
+    fn the_calibration_and_the_rest_run_apart_add_up_to_the_whole_run() {
+        let calibration = 2;
+        let build = |seed| Pct::new(seed, 2).with_calibration(calibration);
+        let run = |p: &mut Pct, config: Config| {
+            Explorer::new(uneven_window_bug(), config).run(p).unwrap()
+        };
+        let limit = |executions| Config {
+            max_executions: executions,
+            ..Config::default()
+        };
+        // A seed whose first bug comes after the calibration and after an
+        // execution longer than the calibration's: an estimate that kept
+        // adapting would draw that bug's change points from a larger `k`.
+        let (seed, whole) = (0..500)
+            .map(|seed| (seed, run(&mut build(seed), Config::default())))
+            .find(|(seed, r)| {
+                r.first_bug().is_some_and(|b| {
+                    let calibrated = run(&mut build(*seed), limit(calibration));
+                    let before = run(&mut build(*seed), limit(b.execution - 1));
+                    b.execution > calibration
+                        && before.longest_execution > calibrated.longest_execution
+                })
+            })
+            .expect("a seed finds the bug after a run longer than the calibration's");
+        let bug = whole.first_bug().unwrap();
+        assert_eq!(build(seed).split(), Split::Phases);
+        assert_eq!(build(seed).openings(), Some(vec![calibration]));
+        let mut opening = build(seed);
+        opening.enter_phase(Phase::Opening(0));
+        let r = run(&mut opening, Config::default());
+        assert!(r.bugs.is_empty(), "{r:?}");
+        assert_eq!(r.executions, calibration);
+        let longest = r.longest_execution as usize;
+        for n in 1..=3 {
+            let lowest = (0..n)
+                .filter_map(|k| {
+                    let mut p = build(seed);
+                    p.enter_phase(Phase::Sampling { longest });
+                    assert_eq!(p.split(), Split::ByExecution);
+                    assert_eq!(p.length_estimate(), longest);
+                    let config = Config {
+                        partition: Some(crate::Partition::new(k, n).unwrap()),
+                        ..Config::default()
+                    };
+                    run(&mut p, config).bugs.into_iter().next()
+                })
+                .min_by_key(|b| b.execution)
+                .unwrap();
+            assert_eq!(
+                calibration + lowest.execution,
+                bug.execution,
+                "{n} partitions"
+            );
+            assert_eq!(lowest.schedule, bug.schedule);
+        }
+        // The whole run kept the calibration's longest, not the longer
+        // runs seen after it.
+        let mut pct = build(seed);
+        let r = sample(uneven_window_bug(), &mut pct, 300);
+        assert!(r.longest_execution as usize > longest);
+        assert_eq!(pct.length_estimate(), longest);
     }
 
     #[test]
