@@ -114,7 +114,9 @@ pub(crate) struct Exports {
     /// stack's region (see `load::track_stack_low`), when instrumented.
     pub stack_low: Option<Global>,
     pub stack_region: Option<u32>,
-    pub globals: Vec<Global>,
+    /// The module's mutable globals, exported by the loader, with their
+    /// types: read once here, not on every restore.
+    pub globals: Vec<(Global, wasmtime::GlobalType)>,
     /// The guest's memory size in wasm pages (`load::virtualize_memory_size`),
     /// when instrumented: memory beyond it is zero and not the guest's.
     pub pages: Option<Global>,

@@ -285,9 +285,8 @@ impl WasmProgram {
         let globals = self
             .ex
             .globals
-            .clone()
             .iter()
-            .map(|g| snapshot::val_bits(&g.get(&mut self.store)))
+            .map(|(g, _)| snapshot::val_bits(&g.get(&mut self.store)))
             .collect();
         (mem, globals)
     }

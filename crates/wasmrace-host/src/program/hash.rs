@@ -91,7 +91,7 @@ impl WasmProgram {
 
     /// The state hash's part after memory: globals and host objects.
     pub(super) fn hash_rest(&mut self, h: &mut blake3::Hasher) {
-        for g in self.ex.globals.clone() {
+        for (g, _) in &self.ex.globals {
             h.update(&snapshot::val_bits(&g.get(&mut self.store)).to_le_bytes());
         }
         self.store.data().world.hash_into(h);

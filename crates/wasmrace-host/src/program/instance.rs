@@ -211,7 +211,10 @@ pub(super) fn instantiate(
     let mut globals = Vec::new();
     for i in 0.. {
         match inst.get_global(&mut store, &format!("{}{i}", load::GLOBAL_EXPORT_PREFIX)) {
-            Some(g) => globals.push(g),
+            Some(g) => {
+                let ty = g.ty(&store);
+                globals.push((g, ty));
+            }
             None => break,
         }
     }

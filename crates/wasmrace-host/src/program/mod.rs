@@ -619,7 +619,7 @@ impl Program for WasmProgram {
             }
         };
         let mut globals = Vec::with_capacity(self.ex.globals.len());
-        for g in &self.ex.globals {
+        for (g, _) in &self.ex.globals {
             globals.push(snapshot::val_bits(&g.get(&mut self.store)));
         }
         Ok(Some(Snapshot {
@@ -650,8 +650,8 @@ impl Program for WasmProgram {
         if !self.restore_dirty(&s.pages) {
             self.restore_fully(s);
         }
-        for (g, bits) in self.ex.globals.clone().iter().zip(&s.globals) {
-            let v = snapshot::val_from_bits(&g.ty(&self.store), *bits);
+        for ((g, ty), bits) in self.ex.globals.iter().zip(&s.globals) {
+            let v = snapshot::val_from_bits(ty, *bits);
             g.set(&mut self.store, v).map_err(runtime)?;
         }
         let st = self.store.data_mut();
