@@ -210,7 +210,8 @@ impl WasmProgram {
         }
         for &i in &self.dirty {
             if (i as usize) < real {
-                snapshot::restore_page(
+                // Marked: written since, so resident; no need to look.
+                snapshot::rewrite_page(
                     data,
                     i as usize,
                     pages.get(i as usize).and_then(|p| p.as_ref()),
