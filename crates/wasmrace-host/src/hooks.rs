@@ -264,9 +264,10 @@ pub(crate) fn put_guest_bytes(
         Some(s) => {
             s.copy_from_slice(bytes);
             if let (Some(map), false) = (map, bytes.is_empty()) {
-                let (first, last) = (p / 4096, (p + bytes.len() - 1) / 4096);
-                for page in first..=last {
-                    if let Some(b) = mem.get_mut(map as usize + page) {
+                let block = crate::snapshot::BLOCK;
+                let (first, last) = (p / block, (p + bytes.len() - 1) / block);
+                for block in first..=last {
+                    if let Some(b) = mem.get_mut(map as usize + block) {
                         *b = 1;
                     }
                 }

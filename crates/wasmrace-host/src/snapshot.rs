@@ -12,6 +12,15 @@ use wasmtime::{Val, ValType};
 pub const PAGE: usize = 4096;
 pub type Page = [u8; PAGE];
 
+/// The dirty-page map's unit: a byte of the map per 1 KiB block of memory
+/// (`load::DIRTY_SHIFT`). Finer than a snapshot's page, so that a restore
+/// writes back the kilobytes an execution wrote, not their whole pages:
+/// a thread's stack frames, its Asyncify buffer and a few small
+/// allocations each touch a sliver of a page.
+pub const BLOCK: usize = 1 << crate::load::DIRTY_SHIFT;
+/// Blocks in a page.
+pub const BLOCKS_PER_PAGE: usize = PAGE / BLOCK;
+
 /// The whole state of a program between two steps.
 #[derive(Clone)]
 pub struct Snapshot {
@@ -137,13 +146,15 @@ pub fn restore_page(mem: &mut [u8], i: usize, page: Option<&Arc<Page>>) {
     }
 }
 
-/// Writes page `i` of `mem` as `page` (zeros for `None`) without looking
-/// at it first: for a page the guest wrote since the last restore, which
-/// is resident anyway, so that checking it for zeros (as `restore_page`
-/// does) would read 4 KiB to save nothing.
-pub fn rewrite_page(mem: &mut [u8], i: usize, page: Option<&Arc<Page>>) {
-    let chunk = &mut mem[i * PAGE..(i + 1) * PAGE];
-    chunk.copy_from_slice(page.map_or(&ZERO_PAGE, |p| &**p));
+/// Writes block `b` of `mem` (`BLOCK` bytes) as its part of `page`, the
+/// page holding it (zeros for `None`), without looking at it first: for a
+/// block the guest wrote since the last restore, which is resident
+/// anyway, so that checking it for zeros (as `restore_page` does) would
+/// read it to save nothing.
+pub fn rewrite_block(mem: &mut [u8], b: usize, page: Option<&Arc<Page>>) {
+    let at = (b % BLOCKS_PER_PAGE) * BLOCK;
+    let from = page.map_or(&ZERO_PAGE[..BLOCK], |p| &p[at..at + BLOCK]);
+    mem[b * BLOCK..(b + 1) * BLOCK].copy_from_slice(from);
 }
 
 static ZERO_PAGE: Page = [0; PAGE];

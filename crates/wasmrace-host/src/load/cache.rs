@@ -24,7 +24,8 @@ use wasmtime::{Engine, Module};
 /// import audit (which runs before the cache is consulted), so no cached
 /// entry was instrumented without it, and Asyncify ignores listed imports a
 /// module does not have. 12: entries carry a checked header ([`MAGIC`]).
-const INSTRUMENTATION_VERSION: u32 = 15;
+/// 16: the dirty map marks 1 KiB blocks.
+const INSTRUMENTATION_VERSION: u32 = 16;
 
 /// First bytes of every entry: names the file format, so a file of the
 /// unchecked format (or anything else) is never taken for an entry.

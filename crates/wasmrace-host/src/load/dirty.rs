@@ -1,7 +1,7 @@
-//! The walrus pass that records which 4 KiB pages of linear memory the
-//! guest writes: after every store, `memory.fill`, `memory.copy` and
-//! `memory.init`, a byte per written page is set in a map the host places
-//! in memory. Snapshots and restores then look at those pages only
+//! The walrus pass that records which 1 KiB blocks of linear memory the
+//! guest writes (`DIRTY_SHIFT`): after every store, `memory.fill`,
+//! `memory.copy` and `memory.init`, a byte per written block is set in a
+//! map the host places in memory. Snapshots and restores then look at those pages only
 //! (`program/dirty.rs`) instead of scanning and copying every page.
 //!
 //! The map's address is a constant of the module (its initial memory size:
@@ -10,7 +10,7 @@
 //! static offset: no global read and no add on the hot path, which every
 //! store of the guest pays.
 
-use super::{DIRTY_BASE_EXPORT, DIRTY_SPAN_EXPORT};
+use super::{DIRTY_BASE_EXPORT, DIRTY_SHIFT, DIRTY_SPAN_EXPORT};
 use crate::error::{one_line, HostError};
 use walrus::ir::{
     BinaryOp, Binop, Call, Const, Instr, InstrLocId, InstrSeq, LocalGet, LocalSet, LocalTee,
@@ -74,7 +74,7 @@ pub fn track_dirty_pages(name: &str, bytes: &[u8]) -> Result<Vec<u8>, HostError>
     Ok(module.emit_wasm())
 }
 
-/// `span(from, len)`: marks every page of `[from, from + len)`.
+/// `span(from, len)`: marks every block of `[from, from + len)`.
 fn add_span(module: &mut walrus::Module, mem: walrus::MemoryId, base: u32) -> walrus::FunctionId {
     let mut b = FunctionBuilder::new(&mut module.types, &[ValType::I32, ValType::I32], &[]);
     let from = module.locals.add(ValType::I32);
@@ -93,7 +93,7 @@ fn add_span(module: &mut walrus::Module, mem: walrus::MemoryId, base: u32) -> wa
             |_| {},
         );
     body.local_get(from)
-        .i32_const(12)
+        .i32_const(DIRTY_SHIFT as i32)
         .binop(BinaryOp::I32ShrU)
         .local_set(page)
         .local_get(from)
@@ -101,7 +101,7 @@ fn add_span(module: &mut walrus::Module, mem: walrus::MemoryId, base: u32) -> wa
         .binop(BinaryOp::I32Add)
         .i32_const(1)
         .binop(BinaryOp::I32Sub)
-        .i32_const(12)
+        .i32_const(DIRTY_SHIFT as i32)
         .binop(BinaryOp::I32ShrU)
         .local_set(last);
     body.loop_(None, |l| {
@@ -160,10 +160,10 @@ impl Marker<'_> {
         l
     }
 
-    /// `[addr, value] store` -> store, then `map[(addr + offset) >> 12]`
+    /// `[addr, value] store` -> store, then `map[(addr + offset) >> 10]`
     /// set, the map's address being the mark's static offset (one byte for
     /// a byte store, two for a wider one, which may cross into the next
-    /// page).
+    /// block).
     fn store(&mut self, out: &mut Vec<(Instr, InstrLocId)>, s: Store, loc: InstrLocId) {
         let ty = match s.kind {
             StoreKind::I32 { .. } | StoreKind::I32_8 { .. } | StoreKind::I32_16 { .. } => {
@@ -198,7 +198,7 @@ impl Marker<'_> {
             out.push((binop(BinaryOp::I32Add), l()));
         }
         out.extend([
-            (i32c(12), l()),
+            (i32c(DIRTY_SHIFT as i32), l()),
             (binop(BinaryOp::I32ShrU), l()),
             (i32c(mark_value), l()),
             (

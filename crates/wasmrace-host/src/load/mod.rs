@@ -57,7 +57,10 @@ pub const STACK_REGION_EXPORT: &str = "__wasmrace_stack_region";
 pub const ASYNCIFY_DATA_EXPORT: &str = "__wasmrace_asyncify_data";
 /// The guest's view of its memory size in wasm pages (`virtualize_memory_size`).
 pub const MEMORY_PAGES_EXPORT: &str = "__wasmrace_memory_pages";
-/// The address of the dirty-page map (a byte per 4 KiB page of memory,
+/// Log2 of the bytes of memory a byte of the dirty-page map stands for
+/// (1 KiB blocks, `snapshot::BLOCK`).
+pub const DIRTY_SHIFT: u32 = 10;
+/// The address of the dirty-page map (a byte per 1 KiB block of memory,
 /// set by instrumented writes; `load::track_dirty_pages`), a global the
 /// host sets once it has placed the map.
 pub const DIRTY_BASE_EXPORT: &str = "__wasmrace_dirty_base";

@@ -1,22 +1,24 @@
 //! Snapshots and restores in proportion to what changed: the guest's
 //! writes (instrumented: `load::track_dirty_pages`), Asyncify's buffer
 //! writes (the trampolines) and the host's (`hooks::put_guest_bytes`) set
-//! a byte per written 4 KiB page in a map in guest memory. Between two
-//! synchronisations (a snapshot or a restore), memory equals the page list
-//! of the last one (`WasmProgram::reference`) except on the marked pages;
-//! so a snapshot reads only those, and a restore writes only those and the
-//! pages where the two page lists differ (none for `reset`: the same list).
+//! a byte per written 1 KiB block (`snapshot::BLOCK`) in a map in guest
+//! memory. Between two synchronisations (a snapshot or a restore), memory
+//! equals the page list of the last one (`WasmProgram::reference`) except
+//! on the marked blocks; so a snapshot reads only the pages holding them,
+//! and a restore writes only those blocks and the pages where the two page
+//! lists differ (none for `reset`: the same list). Marks (`dirty`,
+//! `carry`) are block indices; snapshots and digests stay in 4 KiB pages.
 
 use super::hash::PageDigest;
 use super::WasmProgram;
 use crate::error::HostError;
-use crate::snapshot::{self, Page, PAGE};
+use crate::snapshot::{self, Page, BLOCK, BLOCKS_PER_PAGE, PAGE};
 use std::sync::Arc;
 use wasmrace_explore::Status;
 
-/// The map's place in guest memory: a byte per page of the most memory
+/// The map's place in guest memory: a byte per block of the most memory
 /// the guest may have, and one more (a store's second byte may mark the
-/// page after the last).
+/// block after the last).
 #[derive(Clone, Copy, Debug)]
 pub(super) struct DirtyMap {
     pub base: u32,
@@ -34,7 +36,7 @@ impl WasmProgram {
         let Some(g) = self.ex.dirty_base else {
             return Ok(());
         };
-        let len = (self.guest.config.max_memory_bytes / PAGE as u64 + 2).min(1 << 20);
+        let len = (self.guest.config.max_memory_bytes / BLOCK as u64 + 2).min(1 << 22);
         let grown = self
             .grow(len.div_ceil(65536))
             .ok()
@@ -101,8 +103,8 @@ impl WasmProgram {
     pub(super) fn drain_map(&mut self, out: &mut Vec<u32>) {
         let from = out.len();
         self.scan_map(out);
-        for &i in &out[from..] {
-            self.stale_digest(i as usize);
+        for &b in &out[from..] {
+            self.stale_digest(b as usize / BLOCKS_PER_PAGE);
         }
     }
 
@@ -112,21 +114,29 @@ impl WasmProgram {
             return;
         };
         let mem = self.ex.memory.data_mut(&mut self.store);
-        // A mark names a page of memory as it is: none lies past the real
+        // A mark names a block of memory as it is: none lies past the real
         // size (and its one spill-over byte).
-        let len = (map.len as usize).min(mem.len() / PAGE + 1);
+        let len = (map.len as usize).min(mem.len() / BLOCK + 1);
         let Some(bytes) = mem.get_mut(map.base as usize..map.base as usize + len) else {
             return;
         };
+        // Marks are few and clustered: skip zero chunks with SIMD, then
+        // zero words, then find each mark in a word by its lowest set bit.
         for (c, chunk) in bytes.chunks_mut(128).enumerate() {
             if snapshot::is_zero(chunk) {
                 continue;
             }
-            for (k, b) in chunk.iter_mut().enumerate() {
-                if *b != 0 {
-                    out.push((c * 128 + k) as u32);
-                    *b = 0;
+            for (w, word) in chunk.chunks_mut(8).enumerate() {
+                let mut bits = word.iter().rev().fold(0u64, |v, &b| v << 8 | u64::from(b));
+                if bits == 0 {
+                    continue;
                 }
+                while bits != 0 {
+                    let k = bits.trailing_zeros() as usize / 8;
+                    out.push((c * 128 + w * 8 + k) as u32);
+                    bits &= !(0xff << (k * 8));
+                }
+                word.fill(0);
             }
         }
     }
@@ -162,13 +172,19 @@ impl WasmProgram {
         let mut pages: Vec<Option<Arc<Page>>> = (*self.reference).clone();
         pages.resize(n, None);
         let data = self.ex.memory.data(&self.store);
-        for &i in &self.dirty {
-            let i = i as usize;
+        let mut last = None;
+        for &b in &self.dirty {
+            let i = b as usize / BLOCKS_PER_PAGE;
             if i >= n {
                 // Above the guest's size: kept for the next restore to zero.
-                self.carry.push(i as u32);
+                self.carry.push(b);
                 continue;
             }
+            // The marks come in order: a page's blocks one after another.
+            if last == Some(i) {
+                continue;
+            }
+            last = Some(i);
             let chunk = &data[i * PAGE..(i + 1) * PAGE];
             pages[i] =
                 snapshot::capture_page(chunk, self.reference.get(i).and_then(|p| p.as_ref()));
@@ -178,8 +194,8 @@ impl WasmProgram {
         Some(pages)
     }
 
-    /// Restores `pages` through the map: writes the marked pages and those
-    /// where `pages` and the reference differ. `false` (nothing done) when
+    /// Restores `pages` through the map: writes the marked blocks and the
+    /// pages where `pages` and the reference differ. `false` (nothing done) when
     /// the map cannot answer.
     pub(super) fn restore_dirty(&mut self, pages: &Arc<Vec<Option<Arc<Page>>>>) -> bool {
         if !self.tracks() {
@@ -208,18 +224,19 @@ impl WasmProgram {
                 }
             }
         }
-        for &i in &self.dirty {
-            if (i as usize) < real {
+        let mut last = None;
+        for &b in &self.dirty {
+            let i = b as usize / BLOCKS_PER_PAGE;
+            if i < real {
                 // Marked: written since, so resident; no need to look.
-                snapshot::rewrite_page(
-                    data,
-                    i as usize,
-                    pages.get(i as usize).and_then(|p| p.as_ref()),
-                );
-                written += 1;
-                // Stale again: a page carried over may have been hashed
+                snapshot::rewrite_block(data, b as usize, pages.get(i).and_then(|p| p.as_ref()));
+                if last != Some(i) {
+                    last = Some(i);
+                    written += 1;
+                }
+                // Stale again: a block carried over may have been hashed
                 // since it was drained from the map.
-                if let Some(d) = self.digests.get_mut(i as usize) {
+                if let Some(d) = self.digests.get_mut(i) {
                     *d = PageDigest::Stale;
                 }
             }
@@ -237,7 +254,7 @@ impl WasmProgram {
     }
 
     /// After a full scan made memory up to `scanned` bytes equal `pages`:
-    /// `pages` becomes the reference. A marked page above `scanned` is
+    /// `pages` becomes the reference. A marked block above `scanned` is
     /// zeroed after a restore (the guest's later growth must find it as
     /// fresh memory is) and carried over after a snapshot (which leaves
     /// memory as it is).
@@ -252,14 +269,13 @@ impl WasmProgram {
         }
         let dirty = std::mem::take(&mut self.dirty);
         let data = self.ex.memory.data_mut(&mut self.store);
-        let real = data.len() / PAGE;
-        for &i in &dirty {
-            let i = i as usize;
-            if i >= scanned / PAGE && i < real {
+        let real = data.len() / BLOCK;
+        for &b in &dirty {
+            if b as usize >= scanned / BLOCK && (b as usize) < real {
                 if restored {
-                    snapshot::restore_page(data, i, None);
+                    snapshot::rewrite_block(data, b as usize, None);
                 } else {
-                    self.carry.push(i as u32);
+                    self.carry.push(b);
                 }
             }
         }
