@@ -69,13 +69,15 @@ impl CacheEntries {
     }
 }
 
-/// The entry files in `dir`, sorted by name (`.cwasm` before `.wasm`).
+/// The entry files in `dir`: the compiled (`.cwasm`) ones first, then by
+/// name. (The compiled entry's name is not the instrumented one's: its key
+/// also holds the memory room of `load/headroom.rs`.)
 fn read_entries(dir: &Path) -> Result<Vec<(PathBuf, Vec<u8>)>, String> {
     let mut paths: Vec<PathBuf> = std::fs::read_dir(dir)
         .map_err(|e| format!("cannot list `{}`: {e}", dir.display()))?
         .filter_map(|e| e.ok().map(|e| e.path()))
         .collect();
-    paths.sort();
+    paths.sort_by_key(|p| (p.extension().is_none_or(|e| e != "cwasm"), p.clone()));
     paths
         .into_iter()
         .map(|p| {

@@ -5,7 +5,9 @@
 use std::path::PathBuf;
 use wasmrace_explore::{Program, Status};
 use wasmrace_host::strategies::StrategyOptions;
-use wasmrace_host::{check, CheckOptions, Guest, HostConfig, HostError, StrategyChoice};
+use wasmrace_host::{
+    check, CheckOptions, Guest, HostConfig, HostError, StrategyChoice, WasmProgram,
+};
 use wasmrace_trace::{Decision, FailureKind};
 
 fn cache_dir(name: &str) -> PathBuf {
@@ -635,6 +637,48 @@ fn memory_grown_during_an_execution_is_rewound_by_reset() {
         instances.windows(2).all(|w| w[0] == w[1]),
         "resets made fresh instances: {instances:?}"
     );
+}
+
+/// A fresh instance starts with room beyond the guest's memory
+/// (`load::headroom`): the dirty-page map, the first thread slots and the
+/// guest's first heap growth fit in it, so creating a program and running
+/// executions grows no real memory (each growth is an `mprotect`), while
+/// the guest sees the size it declared (the grower's checks of
+/// `memory.size` and of zeroed new memory hold in every execution).
+#[test]
+fn a_program_starts_with_room_for_the_hosts_and_the_guests_growth() {
+    let run = |p: &mut WasmProgram| {
+        p.reset().unwrap();
+        while matches!(p.status(), Status::Running) {
+            let t = p.threads().iter().find(|t| t.pending.enabled).unwrap().tid;
+            p.step(Decision::new(t, 0)).unwrap();
+        }
+        assert!(matches!(p.status(), Status::Finished), "{:?}", p.status());
+    };
+    let smoke = Guest::load(&wasmrace_fixtures::path("sdk_smoke"), config("room")).unwrap();
+    let grower = load_wat("grower-room", GROWER).unwrap();
+    for mut p in [
+        smoke.program("bench_two_by_ten").unwrap(),
+        grower.program("grow").unwrap(),
+    ] {
+        let real = p.real_memory_bytes();
+        let (visible, _) = p.memory_image();
+        assert!(visible.len() < real, "no room: {} of {real}", visible.len());
+        for _ in 0..3 {
+            run(&mut p);
+        }
+        assert_eq!(p.real_memory_bytes(), real, "{}: memory grew", p.test());
+    }
+    // The room never takes the instance past `max_memory_bytes`: with
+    // 2 MiB, it stops there, and the program still runs.
+    let tight = HostConfig {
+        max_memory_bytes: 2 << 20,
+        ..config("room-tight")
+    };
+    let smoke = Guest::load(&wasmrace_fixtures::path("sdk_smoke"), tight).unwrap();
+    let mut p = smoke.program("bench_two_by_ten").unwrap();
+    assert_eq!(p.real_memory_bytes(), 2 << 20);
+    run(&mut p);
 }
 
 #[test]

@@ -10,7 +10,7 @@
 //! read or used is rebuilt, a write that fails is ignored.
 
 use super::{
-    asyncify, check_generated, export_asyncify_globals, export_globals, find_wasm_opt,
+    asyncify, check_generated, export_asyncify_globals, export_globals, find_wasm_opt, headroom,
     track_dirty_pages,
 };
 use crate::config::HostConfig;
@@ -70,6 +70,16 @@ impl CacheKey {
         h.update(bytes);
         h.update(env!("CARGO_PKG_VERSION").as_bytes());
         h.update(&INSTRUMENTATION_VERSION.to_le_bytes());
+        CacheKey(*h.finalize().as_bytes())
+    }
+
+    /// The key of what is built from this key's module with `extra` (the
+    /// compiled module depends on the room `headroom` adds, which depends
+    /// on the configuration).
+    fn with(&self, extra: &[u8]) -> Self {
+        let mut h = blake3::Hasher::new();
+        h.update(&self.0);
+        h.update(extra);
         CacheKey(*h.finalize().as_bytes())
     }
 
@@ -161,15 +171,21 @@ pub(crate) fn compiled_module(
     config: &HostConfig,
 ) -> Result<(Module, bool), HostError> {
     let key = CacheKey::of(bytes);
+    let room = headroom::room_pages(config);
+    let compiled_key =
+        key.with(&[room.to_le_bytes(), config.max_memory_bytes.to_le_bytes()].concat());
     let cache = config.cache_dir.as_deref();
-    if let Some(m) = cache.and_then(|dir| read_compiled(engine, dir, &key)) {
+    if let Some(m) = cache.and_then(|dir| read_compiled(engine, dir, &compiled_key)) {
         return Ok((m, true));
     }
+    let with_room = |b: &[u8]| headroom::reserve_room(name, b, room, config.max_memory_bytes);
     let cached = cache.and_then(|d| cache_read(d, &key, Kind::Instrumented));
     // The entry checked, so the module is the one we wrote; it may still
     // fail to compile (an engine that refuses what an older one took): then
     // it is instrumented again.
-    let compiled_cached = cached.and_then(|b| Module::new(engine, &b).ok());
+    let compiled_cached = cached
+        .and_then(|b| with_room(&b).ok())
+        .and_then(|b| Module::new(engine, &b).ok());
     let m = match compiled_cached {
         Some(m) => m,
         None => {
@@ -177,12 +193,13 @@ pub(crate) fn compiled_module(
             if let Some(d) = cache {
                 cache_write(d, &key, Kind::Instrumented, &b);
             }
+            let b = with_room(&b)?;
             Module::new(engine, &b).map_err(|e| compile_error(name, e))?
         }
     };
     if let Some(d) = cache {
         if let Ok(ser) = m.serialize() {
-            cache_write(d, &key, Kind::Compiled, &ser);
+            cache_write(d, &compiled_key, Kind::Compiled, &ser);
         }
     }
     Ok((m, false))

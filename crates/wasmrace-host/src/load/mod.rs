@@ -1,7 +1,8 @@
 //! Loading a guest, in the order a module goes through it: validation and
 //! the import audit with test discovery (`audit`), the walrus passes before
 //! Asyncify (`instrument`), Binaryen's Asyncify (`asyncify`), the walrus
-//! passes after it (`trampolines`), and the on-disk cache of instrumented
+//! passes after it (`trampolines`), the room a fresh instance gets beyond
+//! the guest's memory (`headroom`), and the on-disk cache of instrumented
 //! and compiled modules (`cache`). This file holds the names the host and
 //! the guest agree on (docs/ABI.md): the hook module, the hooks, and the
 //! exports instrumentation adds.
@@ -10,6 +11,7 @@ mod asyncify;
 mod audit;
 mod cache;
 mod dirty;
+mod headroom;
 mod instrument;
 mod support;
 mod trampolines;

@@ -83,6 +83,14 @@ impl WasmProgram {
         self.ex.enter.is_some()
     }
 
+    /// The instance's real memory size in bytes: the guest's own size
+    /// plus the room it was instantiated with or grew into
+    /// (`load::headroom`). For tests.
+    #[doc(hidden)]
+    pub fn real_memory_bytes(&self) -> usize {
+        self.ex.memory.data_size(&self.store)
+    }
+
     /// How many wasm instances this program has made: resets and restores
     /// normally reuse the instance. For tests and benchmarks.
     #[doc(hidden)]
