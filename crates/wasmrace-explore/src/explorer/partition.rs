@@ -257,6 +257,32 @@ pub fn prefix_hash(prefix: &[Decision]) -> u64 {
     h
 }
 
+/// Test support for phased strategies: the sampling phase run apart in
+/// `n` partitions, each instance from `build` restricted to it with
+/// `longest` (as `check --jobs` runs it) and checked to split by
+/// execution, by `run`; the lowest failing execution among them.
+#[cfg(test)]
+pub(crate) fn lowest_bug_sampled_apart<S: crate::Strategy + crate::Capabilities>(
+    n: u32,
+    longest: usize,
+    build: impl Fn() -> S,
+    run: impl Fn(&mut S, crate::explorer::Config) -> crate::Report,
+) -> Bug {
+    (0..n)
+        .filter_map(|k| {
+            let mut s = build();
+            s.enter_phase(crate::Phase::Sampling { longest });
+            assert_eq!(s.split(), Split::ByExecution);
+            let config = crate::explorer::Config {
+                partition: Some(Partition::new(k, n).unwrap()),
+                ..Default::default()
+            };
+            run(&mut s, config).bugs.into_iter().next()
+        })
+        .min_by_key(|b| b.execution)
+        .expect("a partition finds the bug")
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;

@@ -433,6 +433,7 @@ impl Capabilities for Portfolio {
 #[cfg(test)]
 mod tests {
     use super::*;
+    use crate::explorer::partition::lowest_bug_sampled_apart;
     use crate::model::ModelBuilder;
     use crate::strategies::{Dfs, Pct, RandomWalk, Recording};
     use crate::{Config, Explorer};
@@ -589,19 +590,7 @@ mod tests {
         }
         assert!(used > 2, "the bounded dfs ran: {used}");
         for n in 1..=3 {
-            let lowest = (0..n)
-                .filter_map(|k| {
-                    let mut p = build();
-                    p.enter_phase(Phase::Sampling { longest });
-                    assert_eq!(p.split(), Split::ByExecution);
-                    let config = Config {
-                        partition: Some(crate::Partition::new(k, n).unwrap()),
-                        ..Config::default()
-                    };
-                    run(&mut p, config).bugs.into_iter().next()
-                })
-                .min_by_key(|b| b.execution)
-                .unwrap();
+            let lowest = lowest_bug_sampled_apart(n, longest, build, run);
             assert_eq!(used + lowest.execution, bug.execution, "{n} partitions");
             assert_eq!(lowest.schedule, bug.schedule);
             assert_eq!(lowest.found_by, bug.found_by);

@@ -305,6 +305,7 @@ impl Capabilities for Pct {
 #[cfg(test)]
 mod tests {
     use super::*;
+    use crate::explorer::partition::lowest_bug_sampled_apart;
     use crate::explorer::{Config, Explorer};
     use crate::model::{reg, Model, ModelBuilder};
     use crate::strategies::{Recording, Replay};
@@ -455,21 +456,11 @@ mod tests {
         assert!(r.bugs.is_empty(), "{r:?}");
         assert_eq!(r.executions, calibration);
         let longest = r.longest_execution as usize;
+        let mut sampling = build(seed);
+        sampling.enter_phase(Phase::Sampling { longest });
+        assert_eq!(sampling.length_estimate(), longest);
         for n in 1..=3 {
-            let lowest = (0..n)
-                .filter_map(|k| {
-                    let mut p = build(seed);
-                    p.enter_phase(Phase::Sampling { longest });
-                    assert_eq!(p.split(), Split::ByExecution);
-                    assert_eq!(p.length_estimate(), longest);
-                    let config = Config {
-                        partition: Some(crate::Partition::new(k, n).unwrap()),
-                        ..Config::default()
-                    };
-                    run(&mut p, config).bugs.into_iter().next()
-                })
-                .min_by_key(|b| b.execution)
-                .unwrap();
+            let lowest = lowest_bug_sampled_apart(n, longest, || build(seed), run);
             assert_eq!(
                 calibration + lowest.execution,
                 bug.execution,
