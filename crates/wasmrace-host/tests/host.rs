@@ -615,7 +615,25 @@ const GROWER: &str = r#"
 
 #[test]
 fn memory_grown_during_an_execution_is_rewound_by_reset() {
-    let g = load_wat("grower", GROWER).unwrap();
+    // With a declared maximum the module has no dirty-page map, so every
+    // restore scans memory: it must still zero what an execution wrote
+    // above the guest's size, or the next growth would find it there.
+    for (name, wat) in [
+        ("grower", GROWER.to_string()),
+        (
+            "grower-max",
+            GROWER.replace(
+                "(memory (export \"memory\") 2)",
+                "(memory (export \"memory\") 2 100)",
+            ),
+        ),
+    ] {
+        rewound_by_reset(name, &wat);
+    }
+}
+
+fn rewound_by_reset(name: &str, wat: &str) {
+    let g = load_wat(name, wat).unwrap();
     let mut p = g.program("grow").unwrap();
     let mut finals = Vec::new();
     let mut instances = Vec::new();
@@ -679,6 +697,59 @@ fn a_program_starts_with_room_for_the_hosts_and_the_guests_growth() {
     let mut p = smoke.program("bench_two_by_ten").unwrap();
     assert_eq!(p.real_memory_bytes(), 2 << 20);
     run(&mut p);
+}
+
+/// A guest that reads and writes just past its memory: within the room a
+/// tracked module starts with, the access does not trap (as after any
+/// growth the host rewound), and the write is marked and zeroed by the
+/// next reset, so every execution reads zero there. A module without a
+/// dirty-page map (a declared maximum) gets no room: the access traps, as
+/// on a fresh wasm instance.
+const STRAY: &str = r#"
+(module
+  (import "wasmrace" "cell_new" (func $cell_new (param i64 i32) (result i64)))
+  (import "wasmrace" "cell_get" (func $cell_get (param i64 i32) (result i64)))
+  (global $sp (mut i32) (i32.const 65536))
+  (memory (export "memory") 2)
+  (func (export "wasmrace_test_stray")
+    (local $c i64) (local $end i32)
+    (local.set $c (call $cell_new (i64.const 0) (i32.const 0)))
+    (local.set $end (i32.add (i32.mul (memory.size) (i32.const 65536)) (i32.const 8)))
+    (if (i64.ne (i64.load (local.get $end)) (i64.const 0)) (then unreachable))
+    (i64.store (local.get $end) (i64.const 7))
+    (drop (call $cell_get (local.get $c) (i32.const 0)))))
+"#;
+
+#[test]
+fn a_stray_write_past_the_guests_memory_never_outlives_its_execution() {
+    let tracked = load_wat("stray", STRAY).unwrap();
+    let mut p = tracked.program("stray").unwrap();
+    for execution in 0..4 {
+        p.reset().unwrap();
+        while matches!(p.status(), Status::Running) {
+            let t = p.threads().iter().find(|t| t.pending.enabled).unwrap().tid;
+            p.step(Decision::new(t, 0)).unwrap();
+        }
+        assert!(
+            matches!(p.status(), Status::Finished),
+            "execution {execution}: {:?}",
+            p.status()
+        );
+    }
+    let max = STRAY.replace(
+        "(memory (export \"memory\") 2)",
+        "(memory (export \"memory\") 2 100)",
+    );
+    let untracked = load_wat("stray-max", &max).unwrap();
+    let mut p = untracked.program("stray").unwrap();
+    while matches!(p.status(), Status::Running) {
+        let t = p.threads().iter().find(|t| t.pending.enabled).unwrap().tid;
+        p.step(Decision::new(t, 0)).unwrap();
+    }
+    let Status::Failed(f) = p.status() else {
+        panic!("the access past memory did not trap: {:?}", p.status());
+    };
+    assert_eq!(f.kind, FailureKind::Trap, "{f:?}");
 }
 
 #[test]

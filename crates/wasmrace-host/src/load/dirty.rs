@@ -1,8 +1,8 @@
 //! The walrus pass that records which 1 KiB blocks of linear memory the
 //! guest writes (`DIRTY_SHIFT`): after every store, `memory.fill`,
 //! `memory.copy` and `memory.init`, a byte per written block is set in a
-//! map the host places in memory. Snapshots and restores then look at those pages only
-//! (`program/dirty.rs`) instead of scanning and copying every page.
+//! map the host places in memory. Snapshots and restores then look at those blocks
+//! only (`program/dirty.rs`) instead of scanning and copying every page.
 //!
 //! The map's address is a constant of the module (its initial memory size:
 //! the host grows memory for the map before any guest code runs), so a
@@ -128,7 +128,7 @@ fn add_span(module: &mut walrus::Module, mem: walrus::MemoryId, base: u32) -> wa
 }
 
 /// Rewrites one function's writes: each store is followed by the marking
-/// of its page (and the next: a store may straddle two), each bulk write by
+/// of its block (and the next: a store may straddle two), each bulk write by
 /// a call of `span`. The write comes first, so a write that traps marks
 /// nothing and the marking itself never leaves the map.
 struct Marker<'a> {

@@ -16,6 +16,9 @@ use crate::snapshot::{self, Page, BLOCK, BLOCKS_PER_PAGE, PAGE};
 use std::sync::Arc;
 use wasmrace_explore::Status;
 
+/// The most bytes the dirty-page map takes: a byte per block of 4 GiB.
+pub(crate) const MAX_DIRTY_MAP_BYTES: u64 = 1 << 22;
+
 /// The map's place in guest memory: a byte per block of the most memory
 /// the guest may have, and one more (a store's second byte may mark the
 /// block after the last).
@@ -36,7 +39,7 @@ impl WasmProgram {
         let Some(g) = self.ex.dirty_base else {
             return Ok(());
         };
-        let len = (self.guest.config.max_memory_bytes / BLOCK as u64 + 2).min(1 << 22);
+        let len = (self.guest.config.max_memory_bytes / BLOCK as u64 + 2).min(MAX_DIRTY_MAP_BYTES);
         let grown = self
             .grow(len.div_ceil(65536))
             .ok()
@@ -81,7 +84,7 @@ impl WasmProgram {
             && !matches!(self.status, Status::Failed(_))
     }
 
-    /// The pages marked since the last synchronisation (and those carried
+    /// The blocks marked since the last synchronisation (and those carried
     /// over from it), into `self.dirty`; clears the map.
     fn take_dirty(&mut self) {
         let mut dirty = std::mem::take(&mut self.dirty);
@@ -91,14 +94,14 @@ impl WasmProgram {
         self.drain_map(&mut dirty);
         if from > 0 && dirty.len() > from {
             // The state hash moved marks to `carry` (`hash_memory_cached`):
-            // a page marked again is listed once.
+            // a block marked again is listed once.
             dirty.sort_unstable();
             dirty.dedup();
         }
         self.dirty = dirty;
     }
 
-    /// Appends the pages marked in the map to `out`, staling their cached
+    /// Appends the blocks marked in the map to `out`, staling their pages' cached
     /// digests, and clears the map.
     pub(super) fn drain_map(&mut self, out: &mut Vec<u32>) {
         let from = out.len();
@@ -108,7 +111,7 @@ impl WasmProgram {
         }
     }
 
-    /// Appends the pages marked in the map to `out` and clears the map.
+    /// Appends the blocks marked in the map to `out` and clears the map.
     fn scan_map(&mut self, out: &mut Vec<u32>) {
         let Some(map) = self.map else {
             return;
@@ -155,8 +158,8 @@ impl WasmProgram {
         }
     }
 
-    /// A snapshot's pages through the map: the reference's, with the
-    /// marked pages read again. `None` when the map cannot answer.
+    /// A snapshot's pages through the map: the reference's, with the pages
+    /// holding marked blocks read again. `None` when the map cannot answer.
     pub(super) fn capture_dirty(
         &mut self,
         memory_bytes: usize,

@@ -14,6 +14,8 @@ mod instance;
 mod segment;
 mod views;
 
+pub(crate) use dirty::MAX_DIRTY_MAP_BYTES;
+
 use crate::error::{runtime, HostError};
 use crate::guest::{Guest, GuestInner};
 use crate::hooks::{Exports, HostState, Mode};
