@@ -291,6 +291,11 @@ impl Capabilities for Pct {
     }
 
     fn enter_phase(&mut self, phase: Phase) {
+        // A fixed estimate has no phases (`openings` is `None`): its
+        // executions keep their own numbering and `k`.
+        if !self.adaptive {
+            return;
+        }
         self.phase = Some(phase);
         if let Phase::Sampling { longest } = phase {
             self.calibrated(longest);
@@ -389,6 +394,11 @@ mod tests {
         let mut fixed = Pct::new(3, 2).with_length_estimate(40, false);
         sample(window_bug(), &mut fixed, 20);
         assert_eq!(fixed.length_estimate(), 40);
+        // Phases do not apply to a fixed estimate: it keeps `k` and splits
+        // by execution as it is.
+        fixed.enter_phase(Phase::Sampling { longest: 6 });
+        assert_eq!(fixed.length_estimate(), 40);
+        assert_eq!(fixed.split(), Split::ByExecution);
     }
 
     /// A window bug whose executions vary in length: the worker polls a
