@@ -130,7 +130,11 @@ impl WasmProgram {
                 continue;
             }
             for (w, word) in chunk.chunks_mut(8).enumerate() {
-                let mut bits = word.iter().rev().fold(0u64, |v, &b| v << 8 | u64::from(b));
+                // Byte `k` of the word is bits `8k..8k + 8`.
+                let mut bits = match <[u8; 8]>::try_from(&*word) {
+                    Ok(w) => u64::from_le_bytes(w),
+                    Err(_) => word.iter().rev().fold(0, |v, &b| v << 8 | u64::from(b)),
+                };
                 if bits == 0 {
                     continue;
                 }
