@@ -588,16 +588,28 @@ mod delaying;
 #[path = "host/embedder.rs"]
 mod embedder;
 
+/// A hand-written guest with a cell (`cell_new`, `cell_get`), a stack
+/// pointer and two pages of memory, around the functions given.
+macro_rules! cell_module {
+    ($funcs:literal) => {
+        concat!(
+            r#"(module
+  (import "wasmrace" "cell_new" (func $cell_new (param i64 i32) (result i64)))
+  (import "wasmrace" "cell_get" (func $cell_get (param i64 i32) (result i64)))
+  (global $sp (mut i32) (i32.const 65536))
+  (memory (export "memory") 2)"#,
+            $funcs,
+            ")"
+        )
+    };
+}
+
 /// A guest that grows its memory after the start state (as a Rust guest's
 /// allocator does at its first allocation). `reset` rewinds the size the
 /// guest sees instead of making a fresh instance: every execution sees the
 /// same size, finds the grown page zero, and ends in the same state.
-const GROWER: &str = r#"
-(module
-  (import "wasmrace" "cell_new" (func $cell_new (param i64 i32) (result i64)))
-  (import "wasmrace" "cell_get" (func $cell_get (param i64 i32) (result i64)))
-  (global $sp (mut i32) (i32.const 65536))
-  (memory (export "memory") 2)
+const GROWER: &str = cell_module!(
+    r#"
   (func (export "wasmrace_test_grow")
     (local $c i64) (local $old i32) (local $at i32)
     (local.set $c (call $cell_new (i64.const 0) (i32.const 0)))
@@ -610,8 +622,9 @@ const GROWER: &str = r#"
     (i64.store (local.get $at) (i64.const 42))
     (drop (call $cell_get (local.get $c) (i32.const 0)))
     (if (i32.ne (memory.size) (i32.add (local.get $old) (i32.const 1)))
-      (then unreachable))))
-"#;
+      (then unreachable)))
+"#
+);
 
 #[test]
 fn memory_grown_during_an_execution_is_rewound_by_reset() {
@@ -705,20 +718,17 @@ fn a_program_starts_with_room_for_the_hosts_and_the_guests_growth() {
 /// next reset, so every execution reads zero there. A module without a
 /// dirty-page map (a declared maximum) gets no room: the access traps, as
 /// on a fresh wasm instance.
-const STRAY: &str = r#"
-(module
-  (import "wasmrace" "cell_new" (func $cell_new (param i64 i32) (result i64)))
-  (import "wasmrace" "cell_get" (func $cell_get (param i64 i32) (result i64)))
-  (global $sp (mut i32) (i32.const 65536))
-  (memory (export "memory") 2)
+const STRAY: &str = cell_module!(
+    r#"
   (func (export "wasmrace_test_stray")
     (local $c i64) (local $end i32)
     (local.set $c (call $cell_new (i64.const 0) (i32.const 0)))
     (local.set $end (i32.add (i32.mul (memory.size) (i32.const 65536)) (i32.const 8)))
     (if (i64.ne (i64.load (local.get $end)) (i64.const 0)) (then unreachable))
     (i64.store (local.get $end) (i64.const 7))
-    (drop (call $cell_get (local.get $c) (i32.const 0)))))
-"#;
+    (drop (call $cell_get (local.get $c) (i32.const 0))))
+"#
+);
 
 #[test]
 fn a_stray_write_past_the_guests_memory_never_outlives_its_execution() {
