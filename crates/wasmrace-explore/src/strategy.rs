@@ -346,6 +346,14 @@ pub trait Capabilities {
     /// execution (PCT's change points) assumes from now on, fixed; ignored
     /// by the others.
     fn set_length_estimate(&mut self, _steps: usize) {}
+
+    /// For a phased strategy after an opening phase: the most decisions
+    /// one of its opening executions took, which the sampling phase is
+    /// given as `Phase::Sampling { longest }` (the strategy measures it
+    /// itself, as a whole run needs it too). Default 0.
+    fn longest_execution(&self) -> usize {
+        0
+    }
 }
 
 /// One phase of a phased strategy ([`Capabilities::enter_phase`]).

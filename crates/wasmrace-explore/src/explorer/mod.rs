@@ -65,9 +65,6 @@ pub struct Report {
     pub steps: u64,
     /// Steps run only to get back to a resume point.
     pub replayed_steps: u64,
-    /// Steps of the longest execution (its decisions, replayed prefix
-    /// included).
-    pub longest_execution: u64,
     /// Snapshots taken along the current path, to resume executions from
     /// (those of saved states count in `saved_with_snapshot`).
     pub snapshots_taken: u64,
@@ -409,8 +406,6 @@ impl<P: Program, O: Observer + ?Sized> Run<'_, P, O> {
                 continue;
             }
             self.report.executions += 1;
-            self.report.longest_execution =
-                (self.report.longest_execution).max(self.path.decisions().len() as u64);
             let order_key = match outcome {
                 Outcome::Failed(_) => self.strategy.order_key(),
                 _ => None,

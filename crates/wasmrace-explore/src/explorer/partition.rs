@@ -216,7 +216,6 @@ pub fn merge_reports(reports: &[Report]) -> Report {
         out.partition_skipped += r.partition_skipped;
         out.steps += r.steps;
         out.replayed_steps += r.replayed_steps;
-        out.longest_execution = out.longest_execution.max(r.longest_execution);
         out.snapshots_taken += r.snapshots_taken;
         out.restores += r.restores;
         out.failing_executions += r.failing_executions;

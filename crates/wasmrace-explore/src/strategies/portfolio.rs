@@ -404,6 +404,10 @@ impl Capabilities for Portfolio {
         }
     }
 
+    fn longest_execution(&self) -> usize {
+        self.longest
+    }
+
     fn openings(&self) -> Option<Vec<u64>> {
         Some(self.openings.iter().map(|o| o.round).collect())
     }
@@ -586,7 +590,7 @@ mod tests {
             let r = run(&mut p, Config::default());
             assert!(r.bugs.is_empty() && !r.exhausted, "opening {i}: {r:?}");
             used += r.executions;
-            longest = longest.max(r.longest_execution as usize);
+            longest = longest.max(p.longest_execution());
         }
         assert!(used > 2, "the bounded dfs ran: {used}");
         for n in 1..=3 {

@@ -40,9 +40,14 @@ enum Settled {
     Sample { executions: u64, longest: usize },
 }
 
+/// An opening's report and its longest execution
+/// (`Capabilities::longest_execution`).
+type Opened = (Report, usize);
+
 /// The openings' reports as they finish, and what they settle.
 struct Openings {
-    reports: Mutex<(Vec<Option<Report>>, Option<Settled>)>,
+    /// Each opening's, once it ran.
+    reports: Mutex<(Vec<Option<Opened>>, Option<Settled>)>,
     settled: Condvar,
     /// Raised when the run is settled as ended: running openings stop.
     cancel: Arc<AtomicBool>,
@@ -57,18 +62,21 @@ impl Openings {
         }
     }
 
-    /// Records opening `i`'s report; settles the run when the openings
-    /// before the first one that ends it (or all) are in.
-    fn finished(&self, i: usize, report: Report) {
+    /// Records opening `i`'s report and its longest execution; settles
+    /// the run when the openings before the first one that ends it (or
+    /// all) are in.
+    fn finished(&self, i: usize, report: Report, longest: usize) {
         let mut guard = self.reports.lock().unwrap_or_else(|e| e.into_inner());
         let (reports, settled) = &mut *guard;
-        reports[i] = Some(report);
+        reports[i] = Some((report, longest));
         if settled.is_some() {
             return;
         }
         let (mut executions, mut longest) = (0, 0);
         for (i, r) in reports.iter().enumerate() {
-            let Some(r) = r else { return };
+            let Some((r, opening_longest)) = r else {
+                return;
+            };
             if ends_the_run(r) {
                 *settled = Some(Settled::Ended(i));
                 self.cancel.store(true, Ordering::Relaxed);
@@ -76,7 +84,7 @@ impl Openings {
                 return;
             }
             executions += r.executions;
-            longest = longest.max(r.longest_execution as usize);
+            longest = longest.max(*opening_longest);
         }
         *settled = Some(Settled::Sample {
             executions,
@@ -263,7 +271,8 @@ impl<'a> Run<'a> {
                 .run_with_progress(&mut *strategy, &mut |_| (self.tick)())
                 .map_err(explore_err)?;
             executions += report.executions;
-            self.openings.finished(i, report);
+            let longest = strategy.capabilities().map_or(0, |c| c.longest_execution());
+            self.openings.finished(i, report, longest);
         }
         Ok(executions)
     }
@@ -309,7 +318,7 @@ fn share(w: usize, jobs: usize) -> Partition {
 /// one that ended the run) and the sampling phase's, cut at its lowest
 /// failing index; sampling executions are numbered after the openings'.
 fn merge_phases(
-    openings: Vec<Option<Report>>,
+    openings: Vec<Option<Opened>>,
     settled: Option<Settled>,
     workers: &[Worker],
     lowest: &LowestBug,
@@ -323,6 +332,7 @@ fn merge_phases(
         .into_iter()
         .take(ended.map_or(usize::MAX, |i| i + 1))
         .flatten()
+        .map(|(r, _)| r)
         .collect();
     let mut used = 0;
     for part in &mut parts {

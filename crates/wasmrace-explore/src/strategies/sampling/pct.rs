@@ -286,6 +286,10 @@ impl Capabilities for Pct {
         }
     }
 
+    fn longest_execution(&self) -> usize {
+        self.longest.unwrap_or(0)
+    }
+
     fn openings(&self) -> Option<Vec<u64>> {
         (self.adaptive && self.phase.is_none()).then(|| vec![self.calibration])
     }
@@ -439,9 +443,15 @@ mod tests {
         let run = |p: &mut Pct, config: Config| {
             Explorer::new(uneven_window_bug(), config).run(p).unwrap()
         };
-        let limit = |executions| Config {
-            max_executions: executions,
-            ..Config::default()
+        // The longest of a run's first `executions` executions.
+        let longest_of = |seed, executions| {
+            let mut p = build(seed);
+            let config = Config {
+                max_executions: executions,
+                ..Config::default()
+            };
+            run(&mut p, config);
+            p.longest_execution()
         };
         // A seed whose first bug comes after the calibration and after an
         // execution longer than the calibration's: an estimate that kept
@@ -450,10 +460,8 @@ mod tests {
             .map(|seed| (seed, run(&mut build(seed), Config::default())))
             .find(|(seed, r)| {
                 r.first_bug().is_some_and(|b| {
-                    let calibrated = run(&mut build(*seed), limit(calibration));
-                    let before = run(&mut build(*seed), limit(b.execution - 1));
                     b.execution > calibration
-                        && before.longest_execution > calibrated.longest_execution
+                        && longest_of(*seed, b.execution - 1) > longest_of(*seed, calibration)
                 })
             })
             .expect("a seed finds the bug after a run longer than the calibration's");
@@ -465,7 +473,7 @@ mod tests {
         let r = run(&mut opening, Config::default());
         assert!(r.bugs.is_empty(), "{r:?}");
         assert_eq!(r.executions, calibration);
-        let longest = r.longest_execution as usize;
+        let longest = opening.longest_execution();
         let mut sampling = build(seed);
         sampling.enter_phase(Phase::Sampling { longest });
         assert_eq!(sampling.length_estimate(), longest);
@@ -481,8 +489,8 @@ mod tests {
         // The whole run kept the calibration's longest, not the longer
         // runs seen after it.
         let mut pct = build(seed);
-        let r = sample(uneven_window_bug(), &mut pct, 300);
-        assert!(r.longest_execution as usize > longest);
+        sample(uneven_window_bug(), &mut pct, 300);
+        assert!(pct.longest_execution() > longest);
         assert_eq!(pct.length_estimate(), longest);
     }
 
