@@ -32,14 +32,11 @@ const GUEST_ROOM_PAGES: u64 = 16;
 
 /// The pages a fresh instance gets beyond the module's declared initial
 /// size under `config`: the dirty-page map (`program::place_dirty_map`),
-/// the first batch of four thread slots (`program::alloc_slot`) and
+/// the first batch of thread slots (`program::alloc_slot`) and
 /// [`GUEST_ROOM_PAGES`]. `reserve_room` lowers it to fit the limits.
 pub(crate) fn room_pages(config: &HostConfig) -> u64 {
-    // The map's length as `place_dirty_map` caps it.
-    let map = (config.max_memory_bytes / crate::snapshot::BLOCK as u64 + 2)
-        .min(crate::program::MAX_DIRTY_MAP_BYTES)
-        .div_ceil(65536);
-    let slots = 4 * config.slot_bytes() / 65536;
+    let map = crate::program::dirty_map_bytes(config).div_ceil(65536);
+    let slots = crate::program::FIRST_SLOT_BATCH * config.slot_bytes() / 65536;
     map + slots + GUEST_ROOM_PAGES
 }
 
@@ -123,10 +120,10 @@ mod tests {
             max_memory_bytes: 1 << 50,
             ..HostConfig::default()
         };
-        let capped = (crate::program::MAX_DIRTY_MAP_BYTES).div_ceil(65536);
+        assert_eq!(crate::program::dirty_map_bytes(&huge), 1 << 22);
         assert_eq!(
             room_pages(&huge),
-            capped + 4 * huge.slot_bytes() / 65536 + GUEST_ROOM_PAGES
+            (1 << 22) / 65536 + 4 * huge.slot_bytes() / 65536 + GUEST_ROOM_PAGES
         );
     }
 }

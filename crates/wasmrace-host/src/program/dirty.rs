@@ -17,7 +17,14 @@ use std::sync::Arc;
 use wasmrace_explore::Status;
 
 /// The most bytes the dirty-page map takes: a byte per block of 4 GiB.
-pub(crate) const MAX_DIRTY_MAP_BYTES: u64 = 1 << 22;
+const MAX_DIRTY_MAP_BYTES: u64 = 1 << 22;
+
+/// The dirty-page map's length under `config`: a byte per block of
+/// `max_memory_bytes` and one more (a store's second byte may mark the
+/// block after the last), at most [`MAX_DIRTY_MAP_BYTES`].
+pub(crate) fn dirty_map_bytes(config: &crate::config::HostConfig) -> u64 {
+    (config.max_memory_bytes / BLOCK as u64 + 2).min(MAX_DIRTY_MAP_BYTES)
+}
 
 /// The map's place in guest memory: a byte per block of the most memory
 /// the guest may have, and one more (a store's second byte may mark the
@@ -39,7 +46,7 @@ impl WasmProgram {
         let Some(g) = self.ex.dirty_base else {
             return Ok(());
         };
-        let len = (self.guest.config.max_memory_bytes / BLOCK as u64 + 2).min(MAX_DIRTY_MAP_BYTES);
+        let len = dirty_map_bytes(&self.guest.config);
         let grown = self
             .grow(len.div_ceil(65536))
             .ok()

@@ -14,6 +14,12 @@ use std::sync::Arc;
 use wasmrace_trace::{Failure, FailureKind};
 use wasmtime::{Store, Trap, Val};
 
+/// Thread slots the first growth makes room for: main and three threads,
+/// so that most tests never grow memory after the start and `reset` can
+/// restore the start state instead of instantiating again (and a fresh
+/// instance starts with room for them, `load::headroom`).
+pub(crate) const FIRST_SLOT_BATCH: u64 = 4;
+
 impl WasmProgram {
     /// Bytes of memory the guest has: its own memory size when instrumented
     /// (the real memory may be larger, zero above it), else the real size.
@@ -51,10 +57,11 @@ impl WasmProgram {
         }
         let bytes = self.guest.config.slot_bytes();
         let in_use = self.store.data().world.slot_bases.len() as u64;
-        // The first batch makes room for main and three threads, so that
-        // most tests never grow memory after the start and `reset` can
-        // restore the start state instead of instantiating again.
-        let mut batch = if in_use == 0 { 4 } else { in_use.clamp(2, 16) };
+        let mut batch = if in_use == 0 {
+            FIRST_SLOT_BATCH
+        } else {
+            in_use.clamp(2, 16)
+        };
         let old = loop {
             match self.grow(batch * bytes / 65536) {
                 Ok(old) => break old,

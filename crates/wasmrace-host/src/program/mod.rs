@@ -14,7 +14,8 @@ mod instance;
 mod segment;
 mod views;
 
-pub(crate) use dirty::MAX_DIRTY_MAP_BYTES;
+pub(crate) use dirty::dirty_map_bytes;
+pub(crate) use instance::FIRST_SLOT_BATCH;
 
 use crate::error::{runtime, HostError};
 use crate::guest::{Guest, GuestInner};
