@@ -19,7 +19,9 @@ pub mod strategies;
 pub mod strategy;
 
 pub use blocking::WithoutBlockingAvoidance;
-pub use explorer::{Bug, Config, ExploreError, Explorer, LowestBug, Partition, Report, Split};
+pub use explorer::{
+    Blocks, Bug, Config, ExploreError, Explorer, LowestBug, Partition, Report, Split,
+};
 pub use observer::Observer;
 pub use program::{is_preemption, Pending, Program, Status, StepInfo, ThreadView};
 pub use state_cache::StateCache;

@@ -5,6 +5,7 @@
 //! Optional capabilities (state hashes, saved states, counters, races, ...)
 //! are a second trait a strategy opts into.
 
+use crate::explorer::blocks::Blocks;
 use crate::explorer::partition::Split;
 use crate::explorer::steal::SubtreePool;
 use crate::program::{StepInfo, ThreadView};
@@ -295,6 +296,16 @@ pub trait Capabilities {
         Split::None
     }
 
+    /// For a strategy that splits by execution: how its executions group
+    /// into blocks that depend on one another and so run on one worker, in
+    /// order ([`Blocks`]); by default each execution is its own. `begin`
+    /// is then given the indices of whole blocks, each block's in order,
+    /// and must start a block afresh whenever the index is not the one
+    /// after the last.
+    fn blocks(&self) -> Blocks {
+        Blocks::Single
+    }
+
     /// The current (or last) execution's place in the strategy's
     /// exploration order, for `Split::ByPrefix` strategies: keys compare
     /// lexicographically, an execution explored earlier has a smaller key,
@@ -405,6 +416,11 @@ impl dyn Strategy + '_ {
     /// [`Capabilities::split`], or `Split::None`.
     pub fn split(&self) -> Split {
         self.capabilities().map_or(Split::None, |c| c.split())
+    }
+
+    /// [`Capabilities::blocks`], or single executions.
+    pub fn blocks(&self) -> Blocks {
+        self.capabilities().map_or(Blocks::Single, |c| c.blocks())
     }
 
     /// [`Capabilities::order_key`], or none.

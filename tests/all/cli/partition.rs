@@ -368,7 +368,7 @@ fn jobs_print_the_one_thread_json() {
     let lost = fixture(&dir, "lost_update");
     let counter = fixture(&dir, "mutex_counter");
     let chain = fixture(&dir, "chain_replication");
-    let runs: [&[&str]; 11] = [
+    let runs: [&[&str]; 13] = [
         &[&pos, "--strategy", "random", "--seed", "1"],
         // PCT: its calibration (the first 100 executions) runs alone, the
         // rest is dealt out; this bug is execution 595, a budget-bound run.
@@ -429,6 +429,19 @@ fn jobs_print_the_one_thread_json() {
             "0",
         ],
         &[&chain, "--test", "chain_replication_bug", "--seed", "5"],
+        // SS: whole samples (blocks of `delays + 1` executions) dealt out;
+        // a bug in a sample with four delays, and a budget that ends
+        // midway through a sample.
+        &[&pos, "--strategy", "ss", "--explorer", "prr", "--seed", "4"],
+        &[
+            &counter,
+            "--test",
+            "mutex_counter_3",
+            "--strategy",
+            "ss",
+            "--max-executions",
+            "700",
+        ],
     ];
     for args in runs {
         let out = |jobs: Option<&str>, json: bool| {
@@ -453,6 +466,9 @@ fn jobs_print_the_one_thread_json() {
             let one = out(Some("1"), json);
             for jobs in [Some("2"), Some("3"), None] {
                 assert_eq!(out(jobs, json), one, "{args:?} --jobs {jobs:?} json {json}");
+            }
+            if args.contains(&"ss") && args.contains(&"4") && !json {
+                assert!(one.contains("BUG found in execution 3910"), "{one}");
             }
             if args.contains(&"chain_replication_bug") && !json {
                 let pct = args.contains(&"pct");

@@ -65,7 +65,9 @@ pub struct Config {
     /// Shared by the workers of a run split by execution (`check --jobs`):
     /// a worker stops before an execution whose global index is above the
     /// lowest failing one, and lowers it when its own execution fails (with
-    /// `stop_on_first_bug`). Default: none.
+    /// `stop_on_first_bug`); the report passed to the progress callback
+    /// after each execution then carries the strategy's counters, so that
+    /// it can be cut there. Default: none.
     pub lowest_bug: Option<LowestBug>,
     /// Set by another worker whose result makes this run moot (`check
     /// --jobs` on a phased strategy, whose earlier opening ended the run):

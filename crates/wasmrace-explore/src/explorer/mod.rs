@@ -7,6 +7,7 @@
 //! states (`saved.rs`); which executions a partitioned run owns is
 //! `partition.rs`'s, and the bounds are `config.rs`'s.
 
+pub mod blocks;
 mod config;
 pub mod fairness;
 mod livelock;
@@ -18,6 +19,7 @@ pub mod steal;
 use crate::observer::Observer;
 use crate::program::{Program, Status};
 use crate::strategy::{BoundHit, Context, Outcome, Start, Stat, Strategy};
+pub use blocks::Blocks;
 pub use config::Config;
 use fairness::Fairness;
 use partition::Share;
@@ -271,14 +273,18 @@ impl<P: Program> Explorer<P> {
         pool: Option<&SubtreePool>,
     ) -> Result<Report, ExploreError<P::Error>> {
         let cfg = self.config.clone();
-        let share =
-            Share::of(cfg.partition, strategy.split(), cfg.split_depth).ok_or_else(|| {
-                ExploreError::CannotSplit {
-                    strategy: strategy.name().to_string(),
-                }
-            })?;
+        let share = Share::of(
+            cfg.partition,
+            strategy.split(),
+            cfg.split_depth,
+            strategy.blocks(),
+        )
+        .ok_or_else(|| ExploreError::CannotSplit {
+            strategy: strategy.name().to_string(),
+        })?;
         let mut run = Run {
             share,
+            last_index: None,
             pool,
             stretch: None,
             prunes: (0, None),
@@ -316,6 +322,8 @@ impl<P: Program> Explorer<P> {
 struct Run<'a, P: Program, O: ?Sized> {
     /// The executions this run owns (all, unless partitioned).
     share: Share,
+    /// The index passed to the strategy's last `begin`.
+    last_index: Option<u64>,
     /// The current execution's ownership was checked at the split depth.
     checked: bool,
     /// The current execution was abandoned as another partition's.
@@ -358,9 +366,12 @@ impl<P: Program, O: Observer + ?Sized> Run<'_, P, O> {
             // space must be reported exhausted, not "stopped by a bound",
             // even when the bound is reached at the same time. An execution
             // begun and then cut by a bound is simply never run.
-            let index = self
-                .share
-                .next_index(self.report.executions, self.report.partition_skipped);
+            let index = self.share.next_index(
+                self.last_index,
+                self.report.executions,
+                self.report.partition_skipped,
+            );
+            self.last_index = Some(index);
             let Some(start) = self.strategy.begin(index) else {
                 // Workers that stopped at a bug did not explore everything,
                 // even if the bug was the last execution (as one run).
@@ -417,7 +428,7 @@ impl<P: Program, O: Observer + ?Sized> Run<'_, P, O> {
                 self.report.failing_executions += 1;
                 // Under a pool, the pool's `settle` numbers the bug.
                 let execution = match self.share {
-                    Share::Indices(_) => index + 1,
+                    Share::Indices(..) => index + 1,
                     _ => self.report.executions,
                 };
                 let bug = Bug {
@@ -441,6 +452,12 @@ impl<P: Program, O: Observer + ?Sized> Run<'_, P, O> {
                         return Ok(true);
                     }
                 }
+            }
+            if self.cfg.lowest_bug.is_some() {
+                // A run split by execution is cut at another worker's bug
+                // from these reports (`check --jobs`): with the counters
+                // as of this execution, it is cut exactly.
+                self.report.strategy_stats = self.strategy.stats();
             }
             progress(&self.report);
         }
@@ -506,7 +523,7 @@ impl<P: Program, O: Observer + ?Sized> Run<'_, P, O> {
     /// Whether execution `index` (of a run split by execution) comes after
     /// one another worker found failing ([`Config::lowest_bug`]).
     fn passed_a_bug(&self, index: u64) -> bool {
-        matches!(self.share, Share::Indices(_))
+        matches!(self.share, Share::Indices(..))
             && self.cfg.stop_on_first_bug
             && self
                 .cfg
@@ -519,7 +536,7 @@ impl<P: Program, O: Observer + ?Sized> Run<'_, P, O> {
         let used = match (self.pool, self.share) {
             // Workers cut the budget in the search order instead (`steal`).
             (Some(_), _) => 0,
-            (None, Share::Indices(_)) => index,
+            (None, Share::Indices(..)) => index,
             (None, _) => self.report.executions,
         };
         if used >= self.cfg.max_executions {

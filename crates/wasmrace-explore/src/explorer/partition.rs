@@ -8,6 +8,7 @@
 //! prefix does not depend on the rest of the search: partition `K` runs the
 //! executions whose first `split_depth` decisions hash to `K - 1`).
 
+use super::blocks::Blocks;
 use super::{Bug, Report};
 use std::sync::atomic::{AtomicU64, Ordering};
 use std::sync::Arc;
@@ -39,6 +40,28 @@ impl Partition {
     pub fn nth_index(self, j: u64) -> u64 {
         j.saturating_mul(u64::from(self.count))
             .saturating_add(u64::from(self.index))
+    }
+
+    /// The global index of this share's next execution after `after` (its
+    /// first with `None`) when executions come in `blocks`: the next of the
+    /// same block, else the first of the share's next block. A share owns
+    /// whole blocks: block `b` is share `b % count`'s.
+    pub fn next_owned(self, blocks: Blocks, after: Option<u64>) -> u64 {
+        let (count, index) = (u64::from(self.count), u64::from(self.index));
+        let block = match after {
+            None => index,
+            Some(i) => {
+                let place = blocks.locate(i);
+                if !place.is_last(i) {
+                    return i + 1;
+                }
+                // The least block above `place.block` that is this share's.
+                let next = place.block.saturating_add(1);
+                let rem = next % count;
+                next.saturating_add((index + count - rem) % count)
+            }
+        };
+        blocks.start(block)
     }
 
     /// Whether an execution starting with `prefix` (its first
@@ -78,8 +101,8 @@ pub enum Split {
 pub(crate) enum Share {
     /// Not partitioned: every execution.
     Whole,
-    /// The global execution indices of the partition.
-    Indices(Partition),
+    /// The global execution indices of the partition's blocks.
+    Indices(Partition, Blocks),
     /// The executions whose prefix of `depth` decisions hashes to the
     /// partition.
     Prefixes(Partition, usize),
@@ -88,23 +111,29 @@ pub(crate) enum Share {
 impl Share {
     /// The share of `partition` for a strategy that splits as `split`;
     /// `None` when it cannot split.
-    pub(crate) fn of(partition: Option<Partition>, split: Split, depth: usize) -> Option<Self> {
+    pub(crate) fn of(
+        partition: Option<Partition>,
+        split: Split,
+        depth: usize,
+        blocks: Blocks,
+    ) -> Option<Self> {
         let Some(p) = partition else {
             return Some(Share::Whole);
         };
         match split {
             Split::None | Split::Phases => None,
-            Split::ByExecution => Some(Share::Indices(p)),
+            Split::ByExecution => Some(Share::Indices(p, blocks)),
             Split::ByPrefix => Some(Share::Prefixes(p, depth)),
         }
     }
 
     /// The index to pass to `Strategy::begin` for the next execution, given
-    /// the executions run and skipped so far: by execution, the next global
-    /// index of the partition; else the executions begun.
-    pub(crate) fn next_index(self, executions: u64, skipped: u64) -> u64 {
+    /// the index passed last (`None` before the first) and the executions
+    /// run and skipped so far: by execution, the partition's next global
+    /// index; else the executions begun.
+    pub(crate) fn next_index(self, last: Option<u64>, executions: u64, skipped: u64) -> u64 {
         match self {
-            Share::Indices(p) => p.nth_index(executions),
+            Share::Indices(p, blocks) => p.next_owned(blocks, last),
             Share::Whole | Share::Prefixes(..) => executions + skipped,
         }
     }
@@ -114,7 +143,7 @@ impl Share {
     pub(crate) fn owns(self, decisions: &[Decision]) -> bool {
         match self {
             Share::Prefixes(p, depth) => p.owns_prefix(&decisions[..depth.min(decisions.len())]),
-            Share::Whole | Share::Indices(_) => true,
+            Share::Whole | Share::Indices(..) => true,
         }
     }
 
@@ -294,6 +323,30 @@ mod tests {
         assert_eq!(owned, [1, 4, 7]);
         assert_eq!((0..3).map(|j| p.nth_index(j)).collect::<Vec<_>>(), owned);
         assert_eq!(Partition::new(3, 3), None);
+    }
+
+    #[test]
+    fn blocks_are_dealt_whole_and_round_robin() {
+        let blocks = Blocks::Rounds { c1: 2, c2: 2 };
+        // Blocks: [0] [1] [2 3] [4 5] [6 7] [8 9] [10 11 12] ...
+        let walk = |k, n| {
+            let p = Partition::new(k, n).unwrap();
+            let mut owned = vec![p.next_owned(blocks, None)];
+            while owned.len() < 6 {
+                owned.push(p.next_owned(blocks, owned.last().copied()));
+            }
+            owned
+        };
+        assert_eq!(walk(0, 2), [0, 2, 3, 6, 7, 10]);
+        assert_eq!(walk(1, 2), [1, 4, 5, 8, 9, 13]);
+        assert_eq!(walk(0, 1), [0, 1, 2, 3, 4, 5]);
+        // Single executions are dealt as `nth_index` deals them.
+        let p = Partition::new(2, 3).unwrap();
+        let mut i = p.next_owned(Blocks::Single, None);
+        for j in 0..5 {
+            assert_eq!(i, p.nth_index(j));
+            i = p.next_owned(Blocks::Single, Some(i));
+        }
     }
 
     #[test]

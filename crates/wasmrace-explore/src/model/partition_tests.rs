@@ -310,3 +310,58 @@ fn a_strategy_that_cannot_split_is_refused() {
         "strategy `dfs` cannot split its work into partitions"
     );
 }
+
+/// SS's samples are blocks of `db + 1` executions: the partitions deal out
+/// whole samples, and between them run exactly the single run's
+/// executions under the same global indices, with its counters and its
+/// first bug.
+#[test]
+fn ss_partitions_deal_whole_samples_of_the_whole_budget() {
+    use crate::strategies::{RoundRobin, Ss, SsOptions};
+    let ss = |seed| Ss::new(RoundRobin::new(), seed, SsOptions { c1: 2, c2: 3 });
+    let config = Config {
+        // Cuts the third round's samples (of three executions) midway.
+        max_executions: 200,
+        stop_on_first_bug: false,
+        ..Config::default()
+    };
+    let (single, all) = run(&racy(), &mut ss(5), &config);
+    assert!(single.failing_executions > 0);
+    for n in COUNTS {
+        let mut union = Vec::new();
+        let mut reports = Vec::new();
+        for k in 0..n {
+            let mut s = ss(5);
+            let (r, paths) = run(&racy(), &mut s, &partitioned(&config, k, n));
+            let p = Partition::new(k, n).unwrap();
+            let mut index = None;
+            for path in paths {
+                let i = p.next_owned(s.blocks(), index);
+                union.push((i, path));
+                index = Some(i);
+            }
+            reports.push(r);
+        }
+        union.sort();
+        let single_union: Vec<_> = (0u64..).zip(all.iter().cloned()).collect();
+        assert_eq!(union, single_union, "{n}");
+        let merged = crate::explorer::partition::merge_reports(&reports);
+        assert_eq!(merged.executions, 200, "{n}");
+        assert_eq!(merged.strategy_stats, single.strategy_stats, "{n}");
+    }
+    for seed in 0..5 {
+        let config = Config {
+            max_executions: 1000,
+            ..Config::default()
+        };
+        let (single, _) = run(&racy(), &mut ss(seed), &config);
+        let expected = single.first_bug().unwrap().clone();
+        for n in COUNTS {
+            let bugs = (0..n).filter_map(|k| {
+                let (r, _) = run(&racy(), &mut ss(seed), &partitioned(&config, k, n));
+                r.bugs.into_iter().next()
+            });
+            assert_eq!(first(bugs), Some(expected.clone()), "seed {seed}, {n}");
+        }
+    }
+}

@@ -10,7 +10,7 @@ use std::collections::VecDeque;
 use std::sync::atomic::{AtomicU64, Ordering};
 use wasmrace_explore::explorer::partition::merge_reports;
 use wasmrace_explore::explorer::steal::SubtreePool;
-use wasmrace_explore::{Explorer, LowestBug, Partition, Report, Split};
+use wasmrace_explore::{Blocks, Explorer, LowestBug, Partition, Report, Split};
 
 /// [`check`](super::check) on `jobs` threads, each exploring with its own program
 /// instance of the same loaded module, their reports merged as `wasmrace
@@ -62,7 +62,8 @@ pub fn check_jobs_with_progress(
             slots,
         });
     }
-    let split = opts.strategy.build(opts.seed).split();
+    let strategy = opts.strategy.build(opts.seed);
+    let (split, blocks) = (strategy.split(), strategy.blocks());
     if split == Split::Phases {
         return super::phases::check_phases(guest, test, opts, jobs, progress);
     }
@@ -83,7 +84,7 @@ pub fn check_jobs_with_progress(
     let lowest = LowestBug::default();
     let frontier: Vec<AtomicU64> = shares
         .iter()
-        .map(|p| AtomicU64::new(p.nth_index(0)))
+        .map(|p| AtomicU64::new(p.next_owned(blocks, None)))
         .collect();
     let frontier = &frontier;
     let (pool_ref, lowest_ref, shares) = (pool.as_ref(), &lowest, &shares);
@@ -93,7 +94,7 @@ pub fn check_jobs_with_progress(
             explore.partition = Some(shares[j]);
             explore.lowest_bug = Some(lowest_ref.clone());
         }
-        let mut cuts = Cuts::new(shares[j], j, frontier, lowest_ref);
+        let mut cuts = Cuts::new(shares[j], blocks, j, frontier, lowest_ref);
         let program = guest.program(test);
         let mut explorer = match (program, pool_ref) {
             (Ok(p), _) => Explorer::new(p, explore),
@@ -174,6 +175,9 @@ pub(super) fn progress_ticks(progress: &(dyn Fn(u64) + Sync)) -> impl Fn() + Syn
 /// of the executions one thread runs before it stops at that bug.
 pub(super) struct Cuts<'a> {
     share: Partition,
+    blocks: Blocks,
+    /// The global index of the worker's last execution.
+    last: Option<u64>,
     worker: usize,
     /// Per worker, the global index of the next execution it runs (every
     /// lower index of its share has finished); `u64::MAX` once it stopped.
@@ -188,12 +192,15 @@ pub(super) struct Cuts<'a> {
 impl<'a> Cuts<'a> {
     pub(super) fn new(
         share: Partition,
+        blocks: Blocks,
         worker: usize,
         frontier: &'a [AtomicU64],
         lowest: &LowestBug,
     ) -> Self {
         Cuts {
             share,
+            blocks,
+            last: None,
             worker,
             frontier,
             kept: VecDeque::new(),
@@ -201,11 +208,13 @@ impl<'a> Cuts<'a> {
         }
     }
 
-    /// After each execution that did not end the run.
+    /// After each execution that did not end the run (the explorer's
+    /// report, with the strategy's counters as of that execution).
     pub(super) fn record(&mut self, report: &Report) {
-        let done = report.executions;
-        let index = self.share.nth_index(done.saturating_sub(1));
-        self.frontier[self.worker].store(self.share.nth_index(done), Ordering::Release);
+        let index = self.share.next_owned(self.blocks, self.last);
+        self.last = Some(index);
+        let next = self.share.next_owned(self.blocks, self.last);
+        self.frontier[self.worker].store(next, Ordering::Release);
         self.kept.push_back((index, report.clone()));
         let low = self
             .frontier
@@ -242,10 +251,9 @@ impl<'a> Cuts<'a> {
             .find(|(i, _)| *i < bug)
             .map(|(_, r)| r.clone())
             .unwrap_or_default();
-        // Set once the run ends; strategies that split by execution keep
-        // no counters and no bound of their own.
+        // Set once the run ends; strategies that split by execution have
+        // no bound of their own, and their counters are the kept report's.
         report.strategy_bound = last.strategy_bound.clone();
-        report.strategy_stats = last.strategy_stats.clone();
         report.elapsed = last.elapsed;
         report
     }

@@ -33,10 +33,24 @@
 //! **Randomness.** Sample `k` of a run draws its positions from ChaCha8
 //! stream `k` of the seed, and reseeds the explorer (PRR's insertions) with
 //! a seed derived from `(seed, k)`: a sample depends only on the seed and its
-//! index. The paper leaves `c1` and `c2` as knobs found by trial and error;
+//! index.
+//!
+//! **Splitting** (`check --jobs`, `--partition`). A sample with bound `db`
+//! is always `db + 1` executions: where the paper's `l` is 0 (possible only
+//! if the program is not deterministic, since a delay is placed on a
+//! decision that then still runs), the sample's remaining executions rerun
+//! the delays placed so far rather than end it early. So the samples are
+//! blocks of known sizes ([`Blocks::Rounds`]) and every execution's global
+//! index is known before anything runs: the run splits by execution, whole
+//! samples to a worker, and reports exactly what one thread reports. The
+//! counters count an execution when it ends (a sample when its last
+//! execution does), so a report cut at any execution is that of the
+//! executions up to it. The paper leaves `c1` and `c2` as knobs found by trial and error;
 //! our defaults are `c1 = 10`, `c2 = 3` (like the paper's iterative random
 //! baseline, which samples `3^i` executions in round `i`).
 
+use crate::explorer::blocks::{Blocks, Place};
+use crate::explorer::partition::Split;
 use crate::program::StepInfo;
 use crate::strategies::delaying::explorer::{DelayCursor, DelayingExplorer};
 use crate::strategies::delaying::ExplorerKind;
@@ -138,11 +152,14 @@ pub struct Ss<E> {
     opts: SsOptions,
     seed: u64,
     rng: ChaCha8Rng,
-    /// The current delay bound and the sample's index under it.
+    /// The current delay bound.
     db: u32,
-    sample: u64,
-    /// Samples begun in the run (the ChaCha8 stream of the current one).
-    samples_begun: u64,
+    /// The current execution's global index and place (its sample, the
+    /// sample's first index and its length).
+    index: u64,
+    place: Place,
+    /// The delay bound of the last execution that ended.
+    reached: u32,
     /// The explorer as this sample starts it (reseeded `initial`).
     sample_explorer: E,
     /// Delay positions of the current execution (Fig. 7's `path`).
@@ -164,7 +181,6 @@ pub struct Ss<E> {
     /// Steps of the first execution of the run (0: the initial state has no
     /// choices, and there is nothing to sample).
     first_len: Option<usize>,
-    last_failed: bool,
     started: bool,
     exhausted: bool,
     counts: BTreeMap<u32, SampleCount>,
@@ -182,8 +198,9 @@ impl<E: DelayingExplorer + Clone> Ss<E> {
             seed,
             rng: ChaCha8Rng::seed_from_u64(seed),
             db: 0,
-            sample: 0,
-            samples_begun: 0,
+            index: 0,
+            place: Blocks::Single.locate(0),
+            reached: 0,
             path: Vec::new(),
             cursor: None,
             applied: 0,
@@ -193,7 +210,6 @@ impl<E: DelayingExplorer + Clone> Ss<E> {
             resumed: false,
             last_event: None,
             first_len: None,
-            last_failed: false,
             started: false,
             exhausted: false,
             counts: BTreeMap::new(),
@@ -233,11 +249,18 @@ impl<E: DelayingExplorer + Clone> Ss<E> {
         self.nondeterministic
     }
 
-    /// Starts the next sample: an empty path, a freshly seeded explorer and
-    /// position stream.
-    fn new_sample(&mut self) {
-        let k = self.samples_begun;
-        self.samples_begun += 1;
+    /// How the samples group the executions: `c1 · c2^db` samples of
+    /// `db + 1` executions for `db = 0, 1, ...`.
+    fn layout(&self) -> Blocks {
+        Blocks::Rounds {
+            c1: self.opts.c1,
+            c2: self.opts.c2,
+        }
+    }
+
+    /// Starts sample `k` (of the run, all bounds counted): an empty path, a
+    /// freshly seeded explorer and position stream.
+    fn new_sample(&mut self, k: u64) {
         self.rng = ChaCha8Rng::seed_from_u64(self.seed);
         self.rng.set_stream(k);
         self.sample_explorer = self.initial.clone();
@@ -252,20 +275,23 @@ impl<E: DelayingExplorer + Clone> Strategy for Ss<E> {
         "ss"
     }
 
-    fn begin(&mut self, _executions: u64) -> Option<Start> {
+    fn begin(&mut self, index: u64) -> Option<Start> {
         if self.exhausted {
             return None;
-        }
-        self.resumed = false;
-        if !self.started {
-            self.started = true;
-            self.new_sample();
-            return Some(Start::Fresh);
         }
         if self.first_len == Some(0) {
             // Fig. 7: `if |choices(s0)| = 0 return`.
             self.exhausted = true;
             return None;
+        }
+        self.resumed = false;
+        let place = self.layout().locate(index);
+        let goes_on = self.started && index == self.index + 1 && place.offset(index) > 0;
+        (self.started, self.index, self.place) = (true, index, place);
+        if !goes_on {
+            self.db = place.round;
+            self.new_sample(place.block);
+            return Some(Start::Fresh);
         }
         // `l`: steps after the last delay, if the execution got past them
         // all (it does, unless the program is not deterministic).
@@ -274,27 +300,20 @@ impl<E: DelayingExplorer + Clone> Strategy for Ss<E> {
         } else {
             0
         };
-        if (self.path.len() as u32) < self.db && l > 0 {
-            let p = self.rng.random_range(0..l);
-            self.path.push(p);
-            self.cursor = Some(self.segment_cursors[p].clone());
-            self.applied = self.path.len() - 1;
-            self.in_segment = p;
-            self.resumed = true;
-            return Some(Start::Resume {
-                prefix_len: self.segment_start + p,
-            });
+        if l == 0 {
+            // No place for another delay: the sample keeps its size (see
+            // the module documentation) by rerunning the delays it has.
+            return Some(Start::Fresh);
         }
-        let c = self.counts.entry(self.db).or_default();
-        c.samples += 1;
-        c.failing += u64::from(self.last_failed);
-        self.sample += 1;
-        if self.sample >= self.opts.num_samples(self.db) {
-            self.db += 1;
-            self.sample = 0;
-        }
-        self.new_sample();
-        Some(Start::Fresh)
+        let p = self.rng.random_range(0..l);
+        self.path.push(p);
+        self.cursor = Some(self.segment_cursors[p].clone());
+        self.applied = self.path.len() - 1;
+        self.in_segment = p;
+        self.resumed = true;
+        Some(Start::Resume {
+            prefix_len: self.segment_start + p,
+        })
     }
 
     fn decide(&mut self, ctx: &Context<'_>) -> Option<Decision> {
@@ -343,7 +362,15 @@ impl<E: DelayingExplorer + Clone> Strategy for Ss<E> {
         if self.first_len.is_none() {
             self.first_len = Some(self.in_segment);
         }
-        self.last_failed = matches!(outcome, Outcome::Failed(_));
+        if matches!(outcome, Outcome::Abandoned) {
+            return;
+        }
+        self.reached = self.db;
+        if self.place.is_last(self.index) {
+            let c = self.counts.entry(self.db).or_default();
+            c.samples += 1;
+            c.failing += u64::from(matches!(outcome, Outcome::Failed(_)));
+        }
     }
 
     fn capabilities(&self) -> Option<&dyn Capabilities> {
@@ -369,8 +396,16 @@ impl<E: DelayingExplorer + Clone> Capabilities for Ss<E> {
         let samples: u64 = self.counts.values().map(|c| c.samples).sum();
         vec![
             Stat::new("samples", samples),
-            Stat::peak("delay bound reached", u64::from(self.db)),
+            Stat::peak("delay bound reached", u64::from(self.reached)),
         ]
+    }
+
+    fn split(&self) -> Split {
+        Split::ByExecution
+    }
+
+    fn blocks(&self) -> Blocks {
+        self.layout()
     }
 }
 
