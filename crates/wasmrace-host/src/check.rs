@@ -10,7 +10,7 @@ mod jobs;
 mod phases;
 pub use jobs::{check_jobs, check_jobs_with_progress};
 use wasmrace_explore::strategies::registry::{self, Descriptor, StrategyOptions};
-use wasmrace_explore::strategies::{Divergence, RealRace, Replay};
+use wasmrace_explore::strategies::{Divergence, Replay};
 use wasmrace_explore::{Config, ExploreError, Explorer, Program, Report, Status, Strategy};
 use wasmrace_trace::{Decision, Failure, Schedule, ScheduleStep, TraceEvent};
 
@@ -295,8 +295,7 @@ pub fn check_with_strategy(
         .run_with_progress(strategy, progress)
         .map_err(explore_err)?;
     let name = strategy.name().to_string();
-    let real = strategy.real_races();
-    finish_check(guest, test, opts, explorer, report, name, real)
+    finish_check(guest, test, opts, explorer, report, name)
 }
 
 /// Like [`check`], calling `progress` after every execution.
@@ -312,8 +311,8 @@ pub fn check_with_progress(
     let report = explorer
         .run_with_progress(&mut *strategy, progress)
         .map_err(explore_err)?;
-    let (strategy_name, real) = (strategy.name().to_string(), strategy.real_races());
-    finish_check(guest, test, opts, explorer, report, strategy_name, real)
+    let strategy_name = strategy.name().to_string();
+    finish_check(guest, test, opts, explorer, report, strategy_name)
 }
 
 /// The outcome of an exploration: real races named, the first bug traced
@@ -325,10 +324,8 @@ fn finish_check(
     mut explorer: Explorer<WasmProgram>,
     report: Report,
     strategy_name: String,
-    real: Vec<RealRace>,
 ) -> Result<CheckOutcome, HostError> {
-    let races = real
-        .iter()
+    let races = (report.real_races.iter())
         .map(|r| {
             let mut name = |s: u64| {
                 explorer

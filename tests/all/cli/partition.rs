@@ -368,7 +368,8 @@ fn jobs_print_the_one_thread_json() {
     let lost = fixture(&dir, "lost_update");
     let counter = fixture(&dir, "mutex_counter");
     let chain = fixture(&dir, "chain_replication");
-    let runs: [&[&str]; 13] = [
+    let fuzzed = fixture(&dir, "racefuzzer");
+    let runs: [&[&str]; 15] = [
         &[&pos, "--strategy", "random", "--seed", "1"],
         // PCT: its calibration (the first 100 executions) runs alone, the
         // rest is dealt out; this bug is execution 595, a budget-bound run.
@@ -442,6 +443,17 @@ fn jobs_print_the_one_thread_json() {
             "--max-executions",
             "700",
         ],
+        // RaceFuzzer: every thread runs the detection phase, one counts
+        // each of its executions; the directed ones are dealt out. A bug
+        // after three pairs' real races, and one in the detection phase.
+        &[&pos, "--strategy", "racefuzzer"],
+        &[
+            &fuzzed,
+            "--test",
+            "racefuzzer_fig1",
+            "--strategy",
+            "racefuzzer",
+        ],
     ];
     for args in runs {
         let out = |jobs: Option<&str>, json: bool| {
@@ -466,6 +478,12 @@ fn jobs_print_the_one_thread_json() {
             let one = out(Some("1"), json);
             for jobs in [Some("2"), Some("3"), None] {
                 assert_eq!(out(jobs, json), one, "{args:?} --jobs {jobs:?} json {json}");
+            }
+            if args == [pos.as_str(), "--strategy", "racefuzzer"] && json {
+                let doc: serde_json::Value = serde_json::from_str(&one).unwrap();
+                let races = doc["tests"][0]["races"].as_array().unwrap();
+                assert_eq!(races.len(), 3, "{one}");
+                assert_eq!(doc["tests"][0]["bug"]["execution"], 289, "{one}");
             }
             if args.contains(&"ss") && args.contains(&"4") && !json {
                 assert!(one.contains("BUG found in execution 3910"), "{one}");

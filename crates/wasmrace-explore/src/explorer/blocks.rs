@@ -10,6 +10,14 @@
 //! every execution is still known before anything runs, which is what
 //! lets the workers number the bug and cut the budget exactly as one
 //! thread does.
+//!
+//! RaceFuzzer's directed executions each depend on the seed, their index
+//! and the racing pairs its first executions (the detection phase)
+//! predicted: those first executions are a *prologue* every worker runs,
+//! counted only by the one whose share their index is in (as the
+//! partitions of a split by prefix each walk the tree above the split
+//! depth). It costs a few executions per worker and keeps every index's
+//! execution the single run's.
 
 /// How a strategy's executions group into blocks
 /// ([`Capabilities::blocks`](crate::Capabilities::blocks)), numbered from
@@ -27,6 +35,9 @@ pub enum Blocks {
         /// Growth of the number of blocks per round, at least 1.
         c2: u64,
     },
+    /// Every execution is its own block, and the first `n` are run by
+    /// every share (each counted by the share that owns its block).
+    Prologue(u64),
 }
 
 /// Where an execution index lies: its block, the block's first index and
@@ -61,7 +72,7 @@ impl Blocks {
     /// The place of execution `index`.
     pub fn locate(self, index: u64) -> Place {
         match self {
-            Blocks::Single => Place {
+            Blocks::Single | Blocks::Prologue(_) => Place {
                 block: index,
                 start: index,
                 len: 1,
@@ -95,7 +106,7 @@ impl Blocks {
     /// The global index of block `block`'s first execution (saturating).
     pub fn start(self, block: u64) -> u64 {
         match self {
-            Blocks::Single => block,
+            Blocks::Single | Blocks::Prologue(_) => block,
             Blocks::Rounds { .. } => {
                 let (mut first, mut start) = (0u64, 0u64);
                 let mut round = 0u32;
@@ -115,10 +126,18 @@ impl Blocks {
         }
     }
 
+    /// The executions every share runs before its own.
+    pub fn prologue(self) -> u64 {
+        match self {
+            Blocks::Prologue(n) => n,
+            Blocks::Single | Blocks::Rounds { .. } => 0,
+        }
+    }
+
     /// Round `round`'s number of blocks and their length.
     fn round(self, round: u32) -> (u64, u64) {
         match self {
-            Blocks::Single => (u64::MAX, 1),
+            Blocks::Single | Blocks::Prologue(_) => (u64::MAX, 1),
             Blocks::Rounds { c1, c2 } => (
                 c1.max(1).saturating_mul(c2.max(1).saturating_pow(round)),
                 u64::from(round) + 1,

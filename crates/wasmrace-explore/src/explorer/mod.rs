@@ -18,7 +18,7 @@ pub mod steal;
 
 use crate::observer::Observer;
 use crate::program::{Program, Status};
-use crate::strategy::{BoundHit, Context, Outcome, Start, Stat, Strategy};
+use crate::strategy::{BoundHit, Context, Outcome, RealRace, Start, Stat, Strategy};
 pub use blocks::Blocks;
 pub use config::Config;
 use fairness::Fairness;
@@ -103,6 +103,9 @@ pub struct Report {
     /// The strategy's own counters at the end of the run (`Strategy::stats`:
     /// states explored, cache hits, ...).
     pub strategy_stats: Vec<Stat>,
+    /// The real races the strategy created (`Capabilities::real_races`:
+    /// RaceFuzzer), ordered by sites then object, at the end of the run.
+    pub real_races: Vec<RealRace>,
     /// Wall-clock time of the run (not deterministic: never compare it).
     pub elapsed: Duration,
 }
@@ -312,6 +315,7 @@ impl<P: Program> Explorer<P> {
         let mut report = run.report;
         report.strategy_bound = run.strategy.bound_hit();
         report.strategy_stats = run.strategy.stats();
+        report.real_races = run.strategy.real_races();
         report.elapsed = run.started.elapsed();
         Ok(report)
     }
@@ -416,6 +420,12 @@ impl<P: Program, O: Observer + ?Sized> Run<'_, P, O> {
                     .end(&Outcome::Abandoned, self.path.decisions());
                 continue;
             }
+            if !self.share.counts(index) {
+                if self.prologue_of_another(index, &outcome) {
+                    return Ok(true);
+                }
+                continue;
+            }
             self.report.executions += 1;
             let order_key = match outcome {
                 Outcome::Failed(_) => self.strategy.order_key(),
@@ -453,13 +463,35 @@ impl<P: Program, O: Observer + ?Sized> Run<'_, P, O> {
                     }
                 }
             }
-            if self.cfg.lowest_bug.is_some() {
-                // A run split by execution is cut at another worker's bug
-                // from these reports (`check --jobs`): with the counters
-                // as of this execution, it is cut exactly.
-                self.report.strategy_stats = self.strategy.stats();
-            }
+            self.keep_cuttable();
             progress(&self.report);
+        }
+    }
+
+    /// An execution of the prologue every share runs ([`Blocks::Prologue`])
+    /// that another share counts: the strategy learns from it, nothing
+    /// counts here but a skip. True when it failed and the run stops at its
+    /// first bug: this share stops there too (the owner reports it, and
+    /// nothing after it counts), and tells the other workers.
+    fn prologue_of_another(&mut self, index: u64, outcome: &Outcome) -> bool {
+        self.report.partition_skipped += 1;
+        self.strategy.end(outcome);
+        self.observer.end(outcome, self.path.decisions());
+        let stops = matches!(outcome, Outcome::Failed(_)) && self.cfg.stop_on_first_bug;
+        if let (true, Some(lowest)) = (stops, &self.cfg.lowest_bug) {
+            lowest.found(index);
+        }
+        stops
+    }
+
+    /// In a run split by execution between workers (`check --jobs`), which
+    /// is cut at another worker's bug from the progress reports: gives the
+    /// report the strategy's counters and real races as of this execution,
+    /// so that it is cut exactly.
+    fn keep_cuttable(&mut self) {
+        if self.cfg.lowest_bug.is_some() {
+            self.report.strategy_stats = self.strategy.stats();
+            self.report.real_races = self.strategy.real_races();
         }
     }
 

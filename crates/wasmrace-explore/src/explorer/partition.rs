@@ -44,24 +44,30 @@ impl Partition {
 
     /// The global index of this share's next execution after `after` (its
     /// first with `None`) when executions come in `blocks`: the next of the
-    /// same block, else the first of the share's next block. A share owns
-    /// whole blocks: block `b` is share `b % count`'s.
+    /// prologue, which every share runs, or of the same block, else the
+    /// first of the share's next block. A share owns whole blocks: block
+    /// `b` is share `b % count`'s.
     pub fn next_owned(self, blocks: Blocks, after: Option<u64>) -> u64 {
-        let (count, index) = (u64::from(self.count), u64::from(self.index));
-        let block = match after {
-            None => index,
-            Some(i) => {
-                let place = blocks.locate(i);
-                if !place.is_last(i) {
-                    return i + 1;
-                }
-                // The least block above `place.block` that is this share's.
-                let next = place.block.saturating_add(1);
-                let rem = next % count;
-                next.saturating_add((index + count - rem) % count)
+        let next = after.map_or(0, |i| i.saturating_add(1));
+        if next < blocks.prologue() {
+            return next;
+        }
+        if let Some(i) = after {
+            if !blocks.locate(i).is_last(i) {
+                return next;
             }
-        };
+        }
+        // `next` starts a block: the first from it on that is this share's.
+        let (count, index) = (u64::from(self.count), u64::from(self.index));
+        let first = blocks.locate(next).block;
+        let block = first.saturating_add((index + count - first % count) % count);
         blocks.start(block)
+    }
+
+    /// Whether execution `index` counts in this share: its block is the
+    /// share's (an index of the prologue may be another's).
+    pub fn owns(self, blocks: Blocks, index: u64) -> bool {
+        blocks.locate(index).block % u64::from(self.count) == u64::from(self.index)
     }
 
     /// Whether an execution starting with `prefix` (its first
@@ -135,6 +141,15 @@ impl Share {
         match self {
             Share::Indices(p, blocks) => p.next_owned(blocks, last),
             Share::Whole | Share::Prefixes(..) => executions + skipped,
+        }
+    }
+
+    /// Whether execution `index` (as passed to `begin`), just ended,
+    /// counts in this share: only a prologue's may not ([`Blocks`]).
+    pub(crate) fn counts(self, index: u64) -> bool {
+        match self {
+            Share::Indices(p, blocks) => p.owns(blocks, index),
+            Share::Whole | Share::Prefixes(..) => true,
         }
     }
 
@@ -265,6 +280,9 @@ pub fn merge_reports(reports: &[Report]) -> Report {
                 None => out.strategy_stats.push(stat.clone()),
             }
         }
+        for race in &r.real_races {
+            add_race(&mut out.real_races, race);
+        }
         out.elapsed = out.elapsed.max(r.elapsed);
     }
     out.bugs = first_of(reports.iter().filter_map(Report::first_bug))
@@ -272,6 +290,22 @@ pub fn merge_reports(reports: &[Report]) -> Report {
         .into_iter()
         .collect();
     out
+}
+
+/// Adds one partition's real race to the union, kept ordered by sites then
+/// object as one run orders them: counts added, the first execution the
+/// earliest.
+fn add_race(races: &mut Vec<crate::RealRace>, race: &crate::RealRace) {
+    let key = |r: &crate::RealRace| (r.sites, r.obj);
+    match races.binary_search_by_key(&key(race), key) {
+        Ok(i) => {
+            let r = &mut races[i];
+            r.count += race.count;
+            r.executions += race.executions;
+            r.first_execution = r.first_execution.min(race.first_execution);
+        }
+        Err(i) => races.insert(i, race.clone()),
+    }
 }
 
 /// A stable hash of a decision sequence (never std's per-process random
@@ -340,6 +374,18 @@ mod tests {
         assert_eq!(walk(0, 2), [0, 2, 3, 6, 7, 10]);
         assert_eq!(walk(1, 2), [1, 4, 5, 8, 9, 13]);
         assert_eq!(walk(0, 1), [0, 1, 2, 3, 4, 5]);
+        // A prologue is every share's, counted by the owner of its index.
+        let p = Partition::new(1, 3).unwrap();
+        let mut walk = vec![p.next_owned(Blocks::Prologue(4), None)];
+        while walk.len() < 7 {
+            walk.push(p.next_owned(Blocks::Prologue(4), walk.last().copied()));
+        }
+        assert_eq!(walk, [0, 1, 2, 3, 4, 7, 10]);
+        let counted: Vec<_> = walk
+            .iter()
+            .filter(|&&i| p.owns(Blocks::Prologue(4), i))
+            .collect();
+        assert_eq!(counted, [&1, &4, &7, &10]);
         // Single executions are dealt as `nth_index` deals them.
         let p = Partition::new(2, 3).unwrap();
         let mut i = p.next_owned(Blocks::Single, None);

@@ -365,3 +365,67 @@ fn ss_partitions_deal_whole_samples_of_the_whole_budget() {
         }
     }
 }
+
+/// RaceFuzzer's detection phase is a prologue every partition runs and one
+/// counts; its directed executions are dealt out by index: between them
+/// the partitions count exactly the single run's executions, with its
+/// counters, its real races and its first bug.
+#[test]
+fn racefuzzer_partitions_share_the_detection_and_deal_the_directed_executions() {
+    use crate::strategies::RaceFuzzer;
+    let config = Config {
+        max_executions: 300,
+        stop_on_first_bug: false,
+        ..Config::default()
+    };
+    let (single, all) = run(&racy(), &mut RaceFuzzer::new(2), &config);
+    assert!(single.failing_executions > 0 && !single.real_races.is_empty());
+    for n in COUNTS {
+        let mut union = Vec::new();
+        let mut reports = Vec::new();
+        for k in 0..n {
+            let mut s = RaceFuzzer::new(2);
+            let (r, paths) = run(&racy(), &mut s, &partitioned(&config, k, n));
+            let (p, blocks) = (Partition::new(k, n).unwrap(), s.blocks());
+            let mut index = None;
+            for path in paths {
+                let i = p.next_owned(blocks, index);
+                if p.owns(blocks, i) {
+                    union.push((i, path));
+                }
+                index = Some(i);
+            }
+            assert_eq!(
+                r.partition_skipped,
+                10 - (0..10).filter(|&i| p.owns(blocks, i)).count() as u64
+            );
+            reports.push(r);
+        }
+        union.sort();
+        let single_union: Vec<_> = (0u64..).zip(all.iter().cloned()).collect();
+        assert_eq!(union, single_union, "{n}");
+        let merged = crate::explorer::partition::merge_reports(&reports);
+        assert_eq!(merged.executions, 300, "{n}");
+        assert_eq!(merged.strategy_stats, single.strategy_stats, "{n}");
+        assert_eq!(merged.real_races, single.real_races, "{n}");
+    }
+    for seed in 0..5 {
+        let config = Config {
+            max_executions: 1000,
+            ..Config::default()
+        };
+        let (single, _) = run(&racy(), &mut RaceFuzzer::new(seed), &config);
+        let expected = single.first_bug().unwrap().clone();
+        for n in COUNTS {
+            let bugs = (0..n).filter_map(|k| {
+                let config = partitioned(&config, k, n);
+                run(&racy(), &mut RaceFuzzer::new(seed), &config)
+                    .0
+                    .bugs
+                    .into_iter()
+                    .next()
+            });
+            assert_eq!(first(bugs), Some(expected.clone()), "seed {seed}, {n}");
+        }
+    }
+}

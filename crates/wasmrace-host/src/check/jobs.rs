@@ -132,7 +132,7 @@ pub fn check_jobs_with_progress(
     // anything to interleave, and traces the bug.
     parts.sort_by_key(|(_, r, _, _)| std::cmp::Reverse(r.executions));
     let (explorer, _, name, _) = parts.swap_remove(0);
-    finish_check(guest, test, opts, explorer, report, name, Vec::new())
+    finish_check(guest, test, opts, explorer, report, name)
 }
 
 /// Runs `work(0)` to `work(jobs - 1)` on `jobs` scoped threads and
@@ -211,8 +211,15 @@ impl<'a> Cuts<'a> {
     /// After each execution that did not end the run (the explorer's
     /// report, with the strategy's counters as of that execution).
     pub(super) fn record(&mut self, report: &Report) {
-        let index = self.share.next_owned(self.blocks, self.last);
-        self.last = Some(index);
+        // The explorer reports counted executions only: the indices of a
+        // prologue another share counts are passed over.
+        let index = loop {
+            let index = self.share.next_owned(self.blocks, self.last);
+            self.last = Some(index);
+            if self.share.owns(self.blocks, index) {
+                break index;
+            }
+        };
         let next = self.share.next_owned(self.blocks, self.last);
         self.frontier[self.worker].store(next, Ordering::Release);
         self.kept.push_back((index, report.clone()));

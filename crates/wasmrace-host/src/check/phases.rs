@@ -208,7 +208,6 @@ pub(super) fn check_phases(
         explorer,
         report,
         opts.strategy.build(opts.seed).name().to_string(),
-        Vec::new(),
     )
 }
 

@@ -23,12 +23,23 @@
 //! Execution `i` draws from ChaCha8 stream `i` of the seed (as
 //! [`RandomWalk`]), so the same seed and options give the same exploration
 //! whatever ran before — the paper's replay-by-seed.
+//!
+//! **Splitting** (`check --jobs`, `--partition`). A directed execution
+//! depends on its index, the seed and the pairs phase 1 predicted, and
+//! phase 1's executions on their index alone: phase 1 is a prologue every
+//! worker runs ([`Blocks::Prologue`]), counted by the one that owns each
+//! index, and the directed executions are dealt out by index. Counters
+//! that every worker's prologue repeats (detection executions, pairs
+//! predicted) merge as peaks, the directed executions add up, and real
+//! races merge by pair and object, so the report is one thread's.
 
+use crate::explorer::blocks::Blocks;
+use crate::explorer::partition::Split;
 use crate::program::{StepInfo, ThreadView};
 use crate::strategies::race_detector::{HybridDetector, SitePair};
 use crate::strategies::random::RandomWalk;
 use crate::strategies::registry::{Descriptor, StrategyOptions};
-use crate::strategy::{Capabilities, Context, Start, Stat, Strategy};
+use crate::strategy::{Capabilities, Context, Outcome, Start, Stat, Strategy};
 use rand::{Rng, SeedableRng};
 use rand_chacha::ChaCha8Rng;
 use std::collections::{BTreeMap, BTreeSet, VecDeque};
@@ -96,9 +107,12 @@ pub struct RaceFuzzer {
     detector: HybridDetector,
     walk: RandomWalk,
     /// The racing pairs phase 2 directs at, fixed when phase 1 ends.
-    pairs: Vec<SitePair>,
-    /// Executions begun so far.
-    begun: u64,
+    pairs: Option<Vec<SitePair>>,
+    /// The current execution's global index.
+    index: u64,
+    /// Executions of each phase that ended (not abandoned).
+    detected: u64,
+    directed: u64,
     phase: Phase,
     rng: ChaCha8Rng,
     /// Postponed threads and the step at which each was postponed.
@@ -124,8 +138,10 @@ impl RaceFuzzer {
             options,
             detector: HybridDetector::new(),
             walk: RandomWalk::new(seed),
-            pairs: Vec::new(),
-            begun: 0,
+            pairs: None,
+            index: 0,
+            detected: 0,
+            directed: 0,
             phase: Phase::Detect,
             rng: ChaCha8Rng::seed_from_u64(seed),
             postponed: BTreeMap::new(),
@@ -169,7 +185,7 @@ impl RaceFuzzer {
     }
 
     fn record_race(&mut self, pair: SitePair, obj: Oid) {
-        let execution = self.begun;
+        let execution = self.index + 1;
         let new_here = self.this_execution.insert((pair, obj));
         let r = self.real.entry((pair, obj)).or_insert(RealRace {
             sites: pair,
@@ -291,35 +307,35 @@ impl Strategy for RaceFuzzer {
         "racefuzzer"
     }
 
-    fn begin(&mut self, _executions: u64) -> Option<Start> {
-        // Our own count, not the explorer's, decides the phase: it is what
-        // the detector has seen.
-        let i = self.begun;
+    fn begin(&mut self, index: u64) -> Option<Start> {
+        // The explorer's index: under a split, this worker sees the
+        // prologue (phase 1) whole, then its own directed executions.
+        let i = index;
+        self.index = i;
         self.postponed.clear();
         self.forced.clear();
         self.this_execution.clear();
         let p1 = self.options.phase1_executions;
         if i < p1 {
-            self.begun += 1;
             self.phase = Phase::Detect;
             self.detector.begin_execution();
             self.walk.begin(i);
             return Some(Start::Fresh);
         }
-        if i == p1 || self.pairs.is_empty() {
-            self.pairs = self.detector.racing_pairs().iter().copied().collect();
-        }
+        let detector = &self.detector;
+        let pairs = self
+            .pairs
+            .get_or_insert_with(|| detector.racing_pairs().iter().copied().collect());
         let per_pair = self.options.executions_per_pair;
-        if self.pairs.is_empty() || per_pair == 0 {
+        if pairs.is_empty() || per_pair == 0 {
             return None; // nothing to direct at
         }
         let k = i - p1;
-        let per_round = per_pair * self.pairs.len() as u64;
+        let per_round = per_pair.saturating_mul(pairs.len() as u64);
         if self.options.rounds.is_some_and(|r| k / per_round >= r) {
             return None;
         }
-        let pair = self.pairs[((k % per_round) / per_pair) as usize];
-        self.begun += 1;
+        let pair = pairs[((k % per_round) / per_pair) as usize];
         self.phase = Phase::Direct { pair };
         self.rng = ChaCha8Rng::seed_from_u64(self.seed);
         self.rng.set_stream(i);
@@ -336,6 +352,14 @@ impl Strategy for RaceFuzzer {
     fn observe(&mut self, step: &StepInfo) {
         if self.phase == Phase::Detect {
             self.detector.observe(step);
+        }
+    }
+
+    fn end(&mut self, outcome: &Outcome) {
+        match (outcome, self.phase) {
+            (Outcome::Abandoned, _) => {}
+            (_, Phase::Detect) => self.detected += 1,
+            (_, Phase::Direct { .. }) => self.directed += 1,
         }
     }
 
@@ -356,16 +380,25 @@ impl Capabilities for RaceFuzzer {
         self.seed
     }
 
+    /// Every worker of a split run runs phase 1 whole: its counters merge
+    /// as peaks, the directed executions add up.
     fn stats(&self) -> Vec<Stat> {
-        let p1 = self.options.phase1_executions;
         vec![
-            Stat::new("detection executions", self.begun.min(p1)),
-            Stat::new(
+            Stat::peak("detection executions", self.detected),
+            Stat::peak(
                 "racing pairs predicted",
                 self.potential_races().len() as u64,
             ),
-            Stat::new("directed executions", self.begun.saturating_sub(p1)),
+            Stat::new("directed executions", self.directed),
         ]
+    }
+
+    fn split(&self) -> Split {
+        Split::ByExecution
+    }
+
+    fn blocks(&self) -> Blocks {
+        Blocks::Prologue(self.options.phase1_executions)
     }
 
     fn real_races(&self) -> Vec<RealRace> {
