@@ -132,12 +132,13 @@ mod tests {
     fn the_splitting_strategies_are_named() {
         assert_eq!(
             splitting_strategies(false),
-            "`basic-pos`, `dfs` (without `--state-cache`), `pos`, `pos-star` and `random`"
+            "`basic-pos`, `dfs` (without `--state-cache`), `pos`, `pos-star`, `racefuzzer`, \
+             `random` and `ss`"
         );
         assert_eq!(
             splitting_strategies(true),
-            "`basic-pos`, `dfs` (without `--state-cache`), `pct`, `portfolio`, `pos`, `pos-star` \
-             and `random`"
+            "`basic-pos`, `dfs` (without `--state-cache`), `pct`, `portfolio`, `pos`, `pos-star`, \
+             `racefuzzer`, `random` and `ss`"
         );
     }
 }

@@ -740,7 +740,8 @@ mod tests {
             .executions()
             .iter()
             .all(|r| r.outcome != Outcome::Abandoned));
-        assert!(rf.inner_mut().begin(0).is_none(), "one round, then done");
+        let next = report.executions;
+        assert!(rf.inner_mut().begin(next).is_none(), "one round, then done");
         // No racing pair: nothing to direct at after phase 1.
         let mut b = ModelBuilder::new();
         let x = b.var("x", 0);
