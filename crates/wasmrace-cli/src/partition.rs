@@ -53,10 +53,14 @@ pub fn parse_partition(s: &str) -> Result<PartitionArg, String> {
 pub fn splitting_strategies(jobs: bool) -> String {
     let mut splitting: Vec<&str> = REGISTRY
         .iter()
-        .filter(|d| match (d.build)(&d.defaults, 0).split() {
-            Split::None => false,
-            Split::Phases => jobs,
-            Split::ByExecution | Split::ByPrefix => true,
+        .filter(|d| {
+            let strategy = (d.build)(&d.defaults, 0);
+            match strategy.split() {
+                Split::None => false,
+                Split::Phases => jobs,
+                Split::ByExecution => jobs || !threads_only(&*strategy),
+                Split::ByPrefix => true,
+            }
         })
         .map(|d| d.name)
         .collect();
@@ -72,6 +76,14 @@ pub fn splitting_strategies(jobs: bool) -> String {
         Some((last, init)) if !init.is_empty() => format!("{} and {last}", init.join(", ")),
         _ => names.concat(),
     }
+}
+
+/// Whether a strategy that splits by execution does so only between the
+/// threads of one run (`--jobs`), not into partitions: its blocks' sizes
+/// (procrastination's families) are learnt as they run, in memory the
+/// threads share.
+pub fn threads_only(strategy: &dyn wasmrace_explore::Strategy) -> bool {
+    strategy.blocks() == wasmrace_explore::Blocks::Open
 }
 
 /// How a strategy splits, in the words of the JSON output (`execution`,
@@ -138,7 +150,7 @@ mod tests {
         assert_eq!(
             splitting_strategies(true),
             "`basic-pos`, `dfs` (without `--state-cache`), `pct`, `portfolio`, `pos`, `pos-star`, \
-             `racefuzzer`, `random` and `ss`"
+             `procrastination`, `racefuzzer`, `random` and `ss`"
         );
     }
 }

@@ -306,6 +306,13 @@ pub trait Capabilities {
         Blocks::Single
     }
 
+    /// For a strategy whose blocks are [`Blocks::Open`]: after `end`,
+    /// whether the execution that ended was its block's last (the next
+    /// `begin` starts a new block). Default: true.
+    fn block_ended(&self) -> bool {
+        true
+    }
+
     /// The current (or last) execution's place in the strategy's
     /// exploration order, for `Split::ByPrefix` strategies: keys compare
     /// lexicographically, an execution explored earlier has a smaller key,
@@ -421,6 +428,11 @@ impl dyn Strategy + '_ {
     /// [`Capabilities::blocks`], or single executions.
     pub fn blocks(&self) -> Blocks {
         self.capabilities().map_or(Blocks::Single, |c| c.blocks())
+    }
+
+    /// [`Capabilities::block_ended`], or true.
+    pub fn block_ended(&self) -> bool {
+        self.capabilities().is_none_or(|c| c.block_ended())
     }
 
     /// [`Capabilities::order_key`], or none.

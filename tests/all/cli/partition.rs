@@ -369,7 +369,7 @@ fn jobs_print_the_one_thread_json() {
     let counter = fixture(&dir, "mutex_counter");
     let chain = fixture(&dir, "chain_replication");
     let fuzzed = fixture(&dir, "racefuzzer");
-    let runs: [&[&str]; 15] = [
+    let runs: [&[&str]; 18] = [
         &[&pos, "--strategy", "random", "--seed", "1"],
         // PCT: its calibration (the first 100 executions) runs alone, the
         // rest is dealt out; this bug is execution 595, a budget-bound run.
@@ -454,6 +454,39 @@ fn jobs_print_the_one_thread_json() {
             "--strategy",
             "racefuzzer",
         ],
+        // Procrastination: whole families (a random execution and its
+        // procrastinated versions, sizes learnt as they end) dealt out,
+        // numbered from their sizes. A bug in the 66th execution, a budget
+        // that ends before it, and a budget-bound run with no bug.
+        &[
+            &chain,
+            "--test",
+            "chain_replication_bug",
+            "--strategy",
+            "procrastination",
+            "--seed",
+            "4",
+        ],
+        &[
+            &chain,
+            "--test",
+            "chain_replication_bug",
+            "--strategy",
+            "procrastination",
+            "--seed",
+            "4",
+            "--max-executions",
+            "60",
+        ],
+        &[
+            &counter,
+            "--test",
+            "mutex_counter_3",
+            "--strategy",
+            "procrastination",
+            "--max-executions",
+            "700",
+        ],
     ];
     for args in runs {
         let out = |jobs: Option<&str>, json: bool| {
@@ -485,10 +518,19 @@ fn jobs_print_the_one_thread_json() {
                 assert_eq!(races.len(), 3, "{one}");
                 assert_eq!(doc["tests"][0]["bug"]["execution"], 289, "{one}");
             }
+            if args.contains(&"procrastination") && args.contains(&"4") && !json {
+                let expected = if args.contains(&"60") {
+                    "no bug in 60 executions"
+                } else {
+                    "BUG found in execution 66"
+                };
+                assert!(one.contains(expected), "{one}");
+            }
             if args.contains(&"ss") && args.contains(&"4") && !json {
                 assert!(one.contains("BUG found in execution 3910"), "{one}");
             }
-            if args.contains(&"chain_replication_bug") && !json {
+            let portfolio_or_pct = !args.contains(&"procrastination");
+            if args.contains(&"chain_replication_bug") && portfolio_or_pct && !json {
                 let pct = args.contains(&"pct");
                 let expected = if pct {
                     "BUG found in execution 595"
@@ -514,10 +556,26 @@ fn jobs_print_the_one_thread_json() {
     for jobs in ["7", "20"] {
         assert_eq!(doc(jobs), one, "--jobs {jobs}");
     }
-    // The portfolio shares threads, not machines: `--partition` is refused.
+    // The portfolio shares threads, not machines: `--partition` is refused;
+    // so is procrastination (its families' sizes are learnt in memory the
+    // threads share).
     expect_error(
         &wasmrace(&dir, &["check", &lost, "--partition", "1/2"]),
         "`--partition 1/2` does not apply to `--strategy portfolio`",
+    );
+    expect_error(
+        &wasmrace(
+            &dir,
+            &[
+                "check",
+                &lost,
+                "--strategy",
+                "procrastination",
+                "--partition",
+                "1/2",
+            ],
+        ),
+        "`--partition 1/2` does not apply to `--strategy procrastination`",
     );
 }
 

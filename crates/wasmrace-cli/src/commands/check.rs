@@ -413,9 +413,12 @@ impl CheckCommand {
             (None, jobs) => Some(format!("--jobs {jobs}")),
         };
         if let Some(flag) = split_flag {
-            let split = strategy.build(self.seed).split();
-            let by_phases = split == wasmrace_explore::Split::Phases;
-            if split == wasmrace_explore::Split::None || (by_phases && self.partition.is_some()) {
+            let built = strategy.build(self.seed);
+            let split = built.split();
+            let threads_only =
+                split == wasmrace_explore::Split::Phases || partition::threads_only(&*built);
+            if split == wasmrace_explore::Split::None || (threads_only && self.partition.is_some())
+            {
                 bail!(
                     "`{flag}` does not apply to `--strategy {}`{}: only {} split their work",
                     descriptor.name,

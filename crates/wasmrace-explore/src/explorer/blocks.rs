@@ -18,6 +18,19 @@
 //! partitions of a split by prefix each walk the tree above the split
 //! depth). It costs a few executions per worker and keeps every index's
 //! execution the single run's.
+//!
+//! PULSE procrastination runs a random execution, then procrastinated
+//! versions of it, as many as its conflicts allow: a *family*, whose size
+//! only running it tells ([`Blocks::Open`]). There `begin` is given a
+//! position, `block << OPEN_SHIFT | offset`, in every run (one thread
+//! too), the strategy says when a block ended, and a run split between
+//! threads learns the sizes as the blocks end ([`OpenSizes`]): positions
+//! are in the order of the global indices, so the lowest failing position
+//! is the single run's bug, and the sizes of the blocks below a position
+//! give its global index, its number and the budget's cut.
+
+use std::collections::BTreeMap;
+use std::sync::{Arc, Mutex};
 
 /// How a strategy's executions group into blocks
 /// ([`Capabilities::blocks`](crate::Capabilities::blocks)), numbered from
@@ -38,6 +51,20 @@ pub enum Blocks {
     /// Every execution is its own block, and the first `n` are run by
     /// every share (each counted by the share that owns its block).
     Prologue(u64),
+    /// Blocks whose sizes only running them tells: the index `begin` gets
+    /// is a position (`block << OPEN_SHIFT | offset`), and the strategy
+    /// says when a block ended
+    /// ([`Capabilities::block_ended`](crate::Capabilities::block_ended)).
+    /// A block has fewer than `1 << OPEN_SHIFT` executions.
+    Open,
+}
+
+/// Bits of a position ([`Blocks::Open`]) that hold the offset in its block.
+pub const OPEN_SHIFT: u32 = 24;
+
+/// The position of block `block`'s execution `offset` ([`Blocks::Open`]).
+pub fn open_position(block: u64, offset: u64) -> u64 {
+    block.checked_shl(OPEN_SHIFT).unwrap_or(u64::MAX) | (offset & ((1 << OPEN_SHIFT) - 1))
 }
 
 /// Where an execution index lies: its block, the block's first index and
@@ -79,6 +106,16 @@ impl Blocks {
                 round: 0,
                 in_round: index,
             },
+            Blocks::Open => {
+                let block = index >> OPEN_SHIFT;
+                Place {
+                    block,
+                    start: block << OPEN_SHIFT,
+                    len: 1 << OPEN_SHIFT,
+                    round: 0,
+                    in_round: block,
+                }
+            }
             Blocks::Rounds { .. } => {
                 let (mut block, mut start) = (0u64, 0u64);
                 let mut round = 0u32;
@@ -107,6 +144,7 @@ impl Blocks {
     pub fn start(self, block: u64) -> u64 {
         match self {
             Blocks::Single | Blocks::Prologue(_) => block,
+            Blocks::Open => block.checked_shl(OPEN_SHIFT).unwrap_or(u64::MAX),
             Blocks::Rounds { .. } => {
                 let (mut first, mut start) = (0u64, 0u64);
                 let mut round = 0u32;
@@ -130,20 +168,137 @@ impl Blocks {
     pub fn prologue(self) -> u64 {
         match self {
             Blocks::Prologue(n) => n,
-            Blocks::Single | Blocks::Rounds { .. } => 0,
+            Blocks::Single | Blocks::Rounds { .. } | Blocks::Open => 0,
         }
     }
 
     /// Round `round`'s number of blocks and their length.
     fn round(self, round: u32) -> (u64, u64) {
         match self {
-            Blocks::Single | Blocks::Prologue(_) => (u64::MAX, 1),
+            Blocks::Single | Blocks::Prologue(_) | Blocks::Open => (u64::MAX, 1),
             Blocks::Rounds { c1, c2 } => (
                 c1.max(1).saturating_mul(c2.max(1).saturating_pow(round)),
                 u64::from(round) + 1,
             ),
         }
     }
+}
+
+/// The sizes of the [`Blocks::Open`] blocks of a run split between
+/// threads, learnt as the blocks end: what turns a position into a global
+/// index, in which the budget and the bug's number are counted. Shared by
+/// the workers (`Config::open_sizes`).
+#[derive(Clone, Debug)]
+pub struct OpenSizes(Arc<Mutex<Sizes>>);
+
+#[derive(Debug)]
+struct Sizes {
+    /// The run's `--max-executions`.
+    max: u64,
+    /// Sizes of ended blocks at or above `known`.
+    ended: BTreeMap<u64, u64>,
+    /// Every block below `known` ended, with `before` executions between
+    /// them; `starts[b]` is block `b`'s first global index, for each.
+    known: u64,
+    before: u64,
+    starts: Vec<u64>,
+    /// The position of the budget's last execution (global index
+    /// `max - 1`), once the blocks up to it are known.
+    cut: Option<u64>,
+}
+
+impl OpenSizes {
+    /// For a run of at most `max` executions.
+    pub fn new(max: u64) -> Self {
+        OpenSizes(Arc::new(Mutex::new(Sizes {
+            max,
+            ended: BTreeMap::new(),
+            known: 0,
+            before: 0,
+            starts: Vec::new(),
+            cut: None,
+        })))
+    }
+
+    fn lock(&self) -> std::sync::MutexGuard<'_, Sizes> {
+        // Every update leaves the sizes whole; a panicking worker ends the
+        // run anyway.
+        self.0.lock().unwrap_or_else(|e| e.into_inner())
+    }
+
+    /// Block `block` ended after `size` executions.
+    pub fn ended(&self, block: u64, size: u64) {
+        let mut s = self.lock();
+        if block < s.known {
+            return;
+        }
+        s.ended.insert(block, size);
+        let s = &mut *s;
+        while let Some(size) = s.ended.remove(&s.known) {
+            let last = s.max.saturating_sub(1);
+            if s.cut.is_none() && s.max > 0 && (s.before..s.before + size).contains(&last) {
+                s.cut = Some(open_position(s.known, last - s.before));
+            }
+            s.starts.push(s.before);
+            s.known += 1;
+            s.before += size;
+        }
+    }
+
+    /// The least global index `position` can have: the blocks below it
+    /// that ended with their sizes, the others with one execution each
+    /// (asked about positions of blocks that have not ended).
+    pub fn lower_bound(&self, position: u64) -> u64 {
+        let (block, offset) = split_position(position);
+        let s = self.lock();
+        if block < s.known {
+            return offset;
+        }
+        let (count, sum) =
+            (s.ended.range(s.known..block)).fold((0, 0u64), |(c, t), (_, &n)| (c + 1, t + n));
+        s.before + sum + (block - s.known - count) + offset
+    }
+
+    /// The global index of `position`, once every block below it ended
+    /// (as every block below a bug has, when the run ends).
+    pub fn index(&self, position: u64) -> Option<u64> {
+        let (block, offset) = split_position(position);
+        let s = self.lock();
+        match usize::try_from(block).ok().and_then(|b| s.starts.get(b)) {
+            Some(start) => Some(start + offset),
+            None => (block == s.known).then_some(s.before + offset),
+        }
+    }
+
+    /// The position of the budget's last execution, once the blocks up to
+    /// it ended.
+    pub fn cut(&self) -> Option<u64> {
+        self.lock().cut
+    }
+
+    /// When the run is over: the position of the budget's last execution,
+    /// in the first block that did not end if not before it (the workers
+    /// stop inside a block when the budget ends there, or at a bug).
+    pub fn last_in_budget(&self) -> u64 {
+        let s = self.lock();
+        s.cut.unwrap_or_else(|| {
+            let offset = s.max.saturating_sub(1).saturating_sub(s.before);
+            open_position(s.known, offset)
+        })
+    }
+
+    /// A position at or below the budget's cut and every bug still to be
+    /// numbered: the start of the first block that has not ended, or the
+    /// cut itself once known.
+    pub fn settled(&self) -> u64 {
+        let s = self.lock();
+        s.cut.unwrap_or_else(|| open_position(s.known, 0))
+    }
+}
+
+/// A position's block and offset ([`Blocks::Open`]).
+pub fn split_position(position: u64) -> (u64, u64) {
+    (position >> OPEN_SHIFT, position & ((1 << OPEN_SHIFT) - 1))
 }
 
 #[cfg(test)]
@@ -181,6 +336,36 @@ mod tests {
             assert_eq!(p.is_last(i as u64), i as u64 == start + len - 1);
         }
         assert_eq!(b.locate(2 + 12).in_round, 0, "round 2's first block");
+    }
+
+    #[test]
+    fn open_sizes_number_positions_as_the_blocks_end() {
+        // Blocks of 3, 1, 4 executions, ending out of order; budget 6.
+        let sizes = OpenSizes::new(6);
+        let p = open_position;
+        assert_eq!(sizes.lower_bound(p(2, 1)), 3, "two blocks of at least one");
+        sizes.ended(1, 1);
+        assert_eq!(sizes.lower_bound(p(2, 1)), 1 + 1 + 1);
+        assert_eq!((sizes.index(p(2, 0)), sizes.cut()), (None, None));
+        assert_eq!(sizes.settled(), p(0, 0));
+        sizes.ended(0, 3);
+        assert_eq!(sizes.index(p(2, 1)), Some(5));
+        assert_eq!(sizes.index(p(1, 0)), Some(3));
+        assert_eq!(sizes.index(p(3, 0)), None);
+        assert_eq!(sizes.lower_bound(p(2, 3)), 7);
+        assert_eq!(sizes.settled(), p(2, 0));
+        sizes.ended(2, 4);
+        // Global index 5 is block 2's second execution.
+        assert_eq!(sizes.cut(), Some(p(2, 1)));
+        assert_eq!(sizes.last_in_budget(), p(2, 1));
+        assert_eq!(sizes.settled(), p(2, 1));
+        // A budget that ends in a block that never ended.
+        let sizes = OpenSizes::new(5);
+        sizes.ended(0, 3);
+        assert_eq!(sizes.cut(), None);
+        assert_eq!(sizes.last_in_budget(), p(1, 1));
+        assert_eq!(split_position(p(7, 9)), (7, 9));
+        assert_eq!(Blocks::Open.locate(p(7, 9)).block, 7);
     }
 
     #[test]

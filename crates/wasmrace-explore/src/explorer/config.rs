@@ -1,6 +1,7 @@
 //! The bounds of an exploration (`Config`), each with its default and the
 //! CLI knob that sets it.
 
+use super::blocks::OpenSizes;
 use super::fairness;
 use super::partition::{LowestBug, Partition};
 use std::sync::atomic::AtomicBool;
@@ -69,6 +70,12 @@ pub struct Config {
     /// after each execution then carries the strategy's counters, so that
     /// it can be cut there. Default: none.
     pub lowest_bug: Option<LowestBug>,
+    /// Shared by the workers of a run split by execution whose strategy's
+    /// blocks are open ([`Blocks::Open`](super::blocks::Blocks::Open)): the
+    /// sizes of the blocks that ended, which count the budget and number
+    /// the bug (`check --jobs` renumbers it from them). Required to
+    /// partition such a run. Default: none.
+    pub open_sizes: Option<OpenSizes>,
     /// Set by another worker whose result makes this run moot (`check
     /// --jobs` on a phased strategy, whose earlier opening ended the run):
     /// the run ends before its next execution, and its report is thrown
@@ -91,6 +98,7 @@ impl Default for Config {
             partition: None,
             split_depth: 6,
             lowest_bug: None,
+            open_sizes: None,
             cancel: None,
         }
     }

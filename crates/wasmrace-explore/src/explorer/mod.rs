@@ -106,6 +106,10 @@ pub struct Report {
     /// The real races the strategy created (`Capabilities::real_races`:
     /// RaceFuzzer), ordered by sites then object, at the end of the run.
     pub real_races: Vec<RealRace>,
+    /// The index passed to `Strategy::begin` for the last execution
+    /// counted (a position, for open blocks): where a report passed to the
+    /// progress callback stands in the run.
+    pub last_index: Option<u64>,
     /// Wall-clock time of the run (not deterministic: never compare it).
     pub elapsed: Duration,
 }
@@ -268,6 +272,27 @@ impl<P: Program> Explorer<P> {
         self.run_in(strategy, observer, progress, Some(pool))
     }
 
+    /// The executions this run owns, in the strategy's split. Open blocks
+    /// number every run by position, and are partitioned only with the
+    /// sizes table the workers share.
+    fn share(cfg: &Config, strategy: &dyn Strategy) -> Result<Share, ExploreError<P::Error>> {
+        let blocks = strategy.blocks();
+        let cannot = || ExploreError::CannotSplit {
+            strategy: strategy.name().to_string(),
+        };
+        let open = blocks == Blocks::Open;
+        if open && cfg.partition.is_some() && cfg.open_sizes.is_none() {
+            return Err(cannot());
+        }
+        match Share::of(cfg.partition, strategy.split(), cfg.split_depth, blocks) {
+            Some(Share::Whole) if open => {
+                Ok(Share::Indices(Partition::new(0, 1).expect("0 < 1"), blocks))
+            }
+            Some(share) => Ok(share),
+            None => Err(cannot()),
+        }
+    }
+
     fn run_in<O: Observer + ?Sized>(
         &mut self,
         strategy: &mut dyn Strategy,
@@ -276,18 +301,11 @@ impl<P: Program> Explorer<P> {
         pool: Option<&SubtreePool>,
     ) -> Result<Report, ExploreError<P::Error>> {
         let cfg = self.config.clone();
-        let share = Share::of(
-            cfg.partition,
-            strategy.split(),
-            cfg.split_depth,
-            strategy.blocks(),
-        )
-        .ok_or_else(|| ExploreError::CannotSplit {
-            strategy: strategy.name().to_string(),
-        })?;
+        let share = Self::share(&cfg, strategy)?;
         let mut run = Run {
             share,
             last_index: None,
+            block_len: 0,
             pool,
             stretch: None,
             prunes: (0, None),
@@ -328,6 +346,8 @@ struct Run<'a, P: Program, O: ?Sized> {
     share: Share,
     /// The index passed to the strategy's last `begin`.
     last_index: Option<u64>,
+    /// Executions of the current open block so far.
+    block_len: u64,
     /// The current execution's ownership was checked at the split depth.
     checked: bool,
     /// The current execution was abandoned as another partition's.
@@ -372,6 +392,7 @@ impl<P: Program, O: Observer + ?Sized> Run<'_, P, O> {
             // begun and then cut by a bound is simply never run.
             let index = self.share.next_index(
                 self.last_index,
+                self.strategy.block_ended(),
                 self.report.executions,
                 self.report.partition_skipped,
             );
@@ -433,11 +454,17 @@ impl<P: Program, O: Observer + ?Sized> Run<'_, P, O> {
             };
             let place = self.pool.map(|pool| self.place(pool));
             self.strategy.end(&outcome);
+            self.report.last_index = Some(index);
+            self.count_in_block(index);
             self.observer.end(&outcome, self.path.decisions());
             if let Outcome::Failed(failure) = outcome {
                 self.report.failing_executions += 1;
                 // Under a pool, the pool's `settle` numbers the bug.
                 let execution = match self.share {
+                    // Renumbered from the sizes by whoever shares them.
+                    Share::Indices(_, Blocks::Open) if self.cfg.open_sizes.is_none() => {
+                        self.report.executions
+                    }
                     Share::Indices(..) => index + 1,
                     _ => self.report.executions,
                 };
@@ -465,6 +492,21 @@ impl<P: Program, O: Observer + ?Sized> Run<'_, P, O> {
             }
             self.keep_cuttable();
             progress(&self.report);
+        }
+    }
+
+    /// Counts the execution at `index` in its open block, and publishes
+    /// the block's size when the strategy ended it.
+    fn count_in_block(&mut self, index: u64) {
+        if !matches!(self.share, Share::Indices(_, Blocks::Open)) {
+            return;
+        }
+        self.block_len += 1;
+        if self.strategy.block_ended() {
+            if let Some(sizes) = &self.cfg.open_sizes {
+                sizes.ended(blocks::split_position(index).0, self.block_len);
+            }
+            self.block_len = 0;
         }
     }
 
@@ -568,6 +610,11 @@ impl<P: Program, O: Observer + ?Sized> Run<'_, P, O> {
         let used = match (self.pool, self.share) {
             // Workers cut the budget in the search order instead (`steal`).
             (Some(_), _) => 0,
+            // Positions: as many executions as certainly come before.
+            (None, Share::Indices(_, Blocks::Open)) => match &self.cfg.open_sizes {
+                Some(sizes) => sizes.lower_bound(index),
+                None => self.report.executions,
+            },
             (None, Share::Indices(..)) => index,
             (None, _) => self.report.executions,
         };

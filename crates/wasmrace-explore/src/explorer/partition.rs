@@ -47,19 +47,29 @@ impl Partition {
     /// prologue, which every share runs, or of the same block, else the
     /// first of the share's next block. A share owns whole blocks: block
     /// `b` is share `b % count`'s.
-    pub fn next_owned(self, blocks: Blocks, after: Option<u64>) -> u64 {
+    ///
+    /// With [`Blocks::Open`] the layout cannot tell where a block ends:
+    /// `ended` says whether the strategy ended the block of `after`.
+    pub fn next_owned(self, blocks: Blocks, after: Option<u64>, ended: bool) -> u64 {
         let next = after.map_or(0, |i| i.saturating_add(1));
         if next < blocks.prologue() {
             return next;
         }
         if let Some(i) = after {
-            if !blocks.locate(i).is_last(i) {
+            let ends = match blocks {
+                Blocks::Open => ended,
+                _ => blocks.locate(i).is_last(i),
+            };
+            if !ends {
                 return next;
             }
         }
-        // `next` starts a block: the first from it on that is this share's.
+        // The first block from `next`'s on that is this share's.
         let (count, index) = (u64::from(self.count), u64::from(self.index));
-        let first = blocks.locate(next).block;
+        let first = match (blocks, after) {
+            (Blocks::Open, Some(i)) => blocks.locate(i).block + 1,
+            _ => blocks.locate(next).block,
+        };
         let block = first.saturating_add((index + count - first % count) % count);
         blocks.start(block)
     }
@@ -137,9 +147,16 @@ impl Share {
     /// the index passed last (`None` before the first) and the executions
     /// run and skipped so far: by execution, the partition's next global
     /// index; else the executions begun.
-    pub(crate) fn next_index(self, last: Option<u64>, executions: u64, skipped: u64) -> u64 {
+    /// `ended` is whether the strategy ended its block ([`Blocks::Open`]).
+    pub(crate) fn next_index(
+        self,
+        last: Option<u64>,
+        ended: bool,
+        executions: u64,
+        skipped: u64,
+    ) -> u64 {
         match self {
-            Share::Indices(p, blocks) => p.next_owned(blocks, last),
+            Share::Indices(p, blocks) => p.next_owned(blocks, last, ended),
             Share::Whole | Share::Prefixes(..) => executions + skipped,
         }
     }
@@ -365,9 +382,9 @@ mod tests {
         // Blocks: [0] [1] [2 3] [4 5] [6 7] [8 9] [10 11 12] ...
         let walk = |k, n| {
             let p = Partition::new(k, n).unwrap();
-            let mut owned = vec![p.next_owned(blocks, None)];
+            let mut owned = vec![p.next_owned(blocks, None, false)];
             while owned.len() < 6 {
-                owned.push(p.next_owned(blocks, owned.last().copied()));
+                owned.push(p.next_owned(blocks, owned.last().copied(), false));
             }
             owned
         };
@@ -376,9 +393,9 @@ mod tests {
         assert_eq!(walk(0, 1), [0, 1, 2, 3, 4, 5]);
         // A prologue is every share's, counted by the owner of its index.
         let p = Partition::new(1, 3).unwrap();
-        let mut walk = vec![p.next_owned(Blocks::Prologue(4), None)];
+        let mut walk = vec![p.next_owned(Blocks::Prologue(4), None, false)];
         while walk.len() < 7 {
-            walk.push(p.next_owned(Blocks::Prologue(4), walk.last().copied()));
+            walk.push(p.next_owned(Blocks::Prologue(4), walk.last().copied(), false));
         }
         assert_eq!(walk, [0, 1, 2, 3, 4, 7, 10]);
         let counted: Vec<_> = walk
@@ -388,11 +405,23 @@ mod tests {
         assert_eq!(counted, [&1, &4, &7, &10]);
         // Single executions are dealt as `nth_index` deals them.
         let p = Partition::new(2, 3).unwrap();
-        let mut i = p.next_owned(Blocks::Single, None);
+        let mut i = p.next_owned(Blocks::Single, None, false);
         for j in 0..5 {
             assert_eq!(i, p.nth_index(j));
-            i = p.next_owned(Blocks::Single, Some(i));
+            i = p.next_owned(Blocks::Single, Some(i), false);
         }
+        // Open blocks go on until the strategy ends them.
+        let open = |b, o| crate::explorer::blocks::open_position(b, o);
+        let p = Partition::new(1, 2).unwrap();
+        assert_eq!(p.next_owned(Blocks::Open, None, false), open(1, 0));
+        assert_eq!(
+            p.next_owned(Blocks::Open, Some(open(1, 0)), false),
+            open(1, 1)
+        );
+        assert_eq!(
+            p.next_owned(Blocks::Open, Some(open(1, 1)), true),
+            open(3, 0)
+        );
     }
 
     #[test]

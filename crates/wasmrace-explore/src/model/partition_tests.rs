@@ -336,7 +336,7 @@ fn ss_partitions_deal_whole_samples_of_the_whole_budget() {
             let p = Partition::new(k, n).unwrap();
             let mut index = None;
             for path in paths {
-                let i = p.next_owned(s.blocks(), index);
+                let i = p.next_owned(s.blocks(), index, false);
                 union.push((i, path));
                 index = Some(i);
             }
@@ -389,7 +389,7 @@ fn racefuzzer_partitions_share_the_detection_and_deal_the_directed_executions() 
             let (p, blocks) = (Partition::new(k, n).unwrap(), s.blocks());
             let mut index = None;
             for path in paths {
-                let i = p.next_owned(blocks, index);
+                let i = p.next_owned(blocks, index, false);
                 if p.owns(blocks, i) {
                     union.push((i, path));
                 }
@@ -427,5 +427,78 @@ fn racefuzzer_partitions_share_the_detection_and_deal_the_directed_executions() 
             });
             assert_eq!(first(bugs), Some(expected.clone()), "seed {seed}, {n}");
         }
+    }
+}
+
+/// A strategy wrapped to record the index `begin` is given for each
+/// execution (a position, for open blocks).
+struct Indexed<S>(S, Vec<u64>);
+
+impl<S: Strategy> Strategy for Indexed<S> {
+    fn name(&self) -> &str {
+        self.0.name()
+    }
+    fn begin(&mut self, index: u64) -> Option<Start> {
+        self.1.push(index);
+        self.0.begin(index)
+    }
+    fn decide(&mut self, ctx: &Context<'_>) -> Option<Decision> {
+        self.0.decide(ctx)
+    }
+    fn observe(&mut self, step: &crate::StepInfo) {
+        self.0.observe(step)
+    }
+    fn end(&mut self, outcome: &Outcome) {
+        self.0.end(outcome)
+    }
+    fn capabilities(&self) -> Option<&dyn Capabilities> {
+        self.0.capabilities()
+    }
+    fn capabilities_mut(&mut self) -> Option<&mut dyn Capabilities> {
+        self.0.capabilities_mut()
+    }
+}
+
+/// Procrastination's families (a random execution and its procrastinated
+/// versions) are open blocks: workers sharing the sizes deal out whole
+/// families, and numbered by the sizes their executions are exactly the
+/// single run's, under the same global indices, whatever ran where.
+#[test]
+fn procrastination_families_are_dealt_whole_and_numbered_by_their_sizes() {
+    use crate::explorer::blocks::OpenSizes;
+    use crate::strategies::Procrastination;
+    let config = Config {
+        max_executions: 300,
+        stop_on_first_bug: false,
+        ..Config::default()
+    };
+    let mut one = Indexed(Procrastination::new(3), Vec::new());
+    let (single, all) = run(&racy(), &mut one, &config);
+    assert!(single.failing_executions > 0);
+    assert_eq!(single.executions, 300);
+    // Families of several executions: positions are not plain indices.
+    assert!(one.1.iter().any(|&p| p & 0xff_ffff > 0));
+    for n in COUNTS {
+        let sizes = OpenSizes::new(300);
+        let mut ran = Vec::new();
+        for k in 0..n {
+            let config = Config {
+                open_sizes: Some(sizes.clone()),
+                ..partitioned(&config, k, n)
+            };
+            let mut s = Indexed(Procrastination::new(3), Vec::new());
+            let (_, paths) = run(&racy(), &mut s, &config);
+            ran.extend(s.1.into_iter().zip(paths));
+        }
+        // The last partition's blocks end its run: every family below the
+        // budget's cut has ended by now.
+        let mut union: Vec<_> = ran
+            .into_iter()
+            .filter_map(|(p, path)| Some((sizes.index(p)?, path)))
+            .filter(|(i, _)| *i < 300)
+            .collect();
+        union.sort();
+        let single_union: Vec<_> = (0u64..).zip(all.iter().cloned()).collect();
+        assert_eq!(union, single_union, "{n}");
     }
 }

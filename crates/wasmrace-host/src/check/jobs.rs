@@ -8,6 +8,7 @@ use crate::error::HostError;
 use crate::guest::Guest;
 use std::collections::VecDeque;
 use std::sync::atomic::{AtomicU64, Ordering};
+use wasmrace_explore::explorer::blocks::OpenSizes;
 use wasmrace_explore::explorer::partition::merge_reports;
 use wasmrace_explore::explorer::steal::SubtreePool;
 use wasmrace_explore::{Blocks, Explorer, LowestBug, Partition, Report, Split};
@@ -82,19 +83,19 @@ pub fn check_jobs_with_progress(
         })
         .collect();
     let lowest = LowestBug::default();
-    let frontier: Vec<AtomicU64> = shares
-        .iter()
-        .map(|p| AtomicU64::new(p.next_owned(blocks, None)))
-        .collect();
+    let open = (blocks == Blocks::Open).then(|| OpenSizes::new(opts.explore.max_executions));
+    let frontier: Vec<AtomicU64> = shares.iter().map(|_| AtomicU64::new(0)).collect();
     let frontier = &frontier;
     let (pool_ref, lowest_ref, shares) = (pool.as_ref(), &lowest, &shares);
+    let open_ref = open.as_ref();
     let mut parts = on_threads(jobs as usize, |j| {
         let mut explore = opts.explore.clone();
         if pool_ref.is_none() {
             explore.partition = Some(shares[j]);
             explore.lowest_bug = Some(lowest_ref.clone());
+            explore.open_sizes = open_ref.cloned();
         }
-        let mut cuts = Cuts::new(shares[j], blocks, j, frontier, lowest_ref);
+        let mut cuts = Cuts::new(j, frontier, lowest_ref, open_ref.cloned());
         let program = guest.program(test);
         let mut explorer = match (program, pool_ref) {
             (Ok(p), _) => Explorer::new(p, explore),
@@ -119,11 +120,29 @@ pub fn check_jobs_with_progress(
         let report = report.map_err(explore_err)?;
         Ok((explorer, report, strategy.name().to_string(), cuts))
     })?;
-    let reports: Vec<Report> = match lowest.get() {
-        Some(bug) if pool.is_none() => parts.iter().map(|(_, r, _, c)| c.before(bug, r)).collect(),
+    let max = opts.explore.max_executions;
+    // With open blocks the lowest failing position may lie past the
+    // budget, which one thread would not have reached.
+    let bug = lowest.get().filter(|&b| {
+        open.as_ref()
+            .is_none_or(|sizes| sizes.index(b).is_some_and(|i| i < max))
+    });
+    let reports: Vec<Report> = match (bug, &open) {
+        (Some(bug), _) if pool.is_none() => {
+            parts.iter().map(|(_, r, _, c)| c.before(bug, r)).collect()
+        }
+        // Workers with open blocks may run past the budget's last
+        // execution, known once the run is over.
+        (None, Some(sizes)) => {
+            let cut = sizes.last_in_budget();
+            parts.iter().map(|(_, r, _, c)| c.through(cut, r)).collect()
+        }
         _ => parts.iter().map(|(_, r, _, _)| r.clone()).collect(),
     };
     let mut report = merge_reports(&reports);
+    if let Some(sizes) = &open {
+        number_by_position(&mut report, sizes, max);
+    }
     if let Some(pool) = &pool {
         // Numbered and cut at the budget as one thread numbers and cuts.
         pool.settle(&mut report, opts.explore.max_executions);
@@ -133,6 +152,24 @@ pub fn check_jobs_with_progress(
     parts.sort_by_key(|(_, r, _, _)| std::cmp::Reverse(r.executions));
     let (explorer, _, name, _) = parts.swap_remove(0);
     finish_check(guest, test, opts, explorer, report, name)
+}
+
+/// A run with open blocks, cut, as one thread reports it: its bugs (found
+/// at positions) numbered, and stopped by the budget if it ran all of it.
+fn number_by_position(report: &mut Report, sizes: &OpenSizes, max: u64) {
+    for bug in &mut report.bugs {
+        if let Some(i) = sizes.index(bug.execution - 1) {
+            bug.execution = i + 1;
+        }
+    }
+    if report.bugs.is_empty() && report.executions >= max {
+        report.executions = max;
+        report.stopped_by = Some(wasmrace_explore::strategy::BoundHit {
+            bound: "executions",
+            value: max,
+            knob: "--max-executions",
+        });
+    }
 }
 
 /// Runs `work(0)` to `work(jobs - 1)` on `jobs` scoped threads and
@@ -174,54 +211,44 @@ pub(super) fn progress_ticks(progress: &(dyn Fn(u64) + Sync)) -> impl Fn() + Syn
 /// whichever worker finds it, and when: the counts are then exactly those
 /// of the executions one thread runs before it stops at that bug.
 pub(super) struct Cuts<'a> {
-    share: Partition,
-    blocks: Blocks,
-    /// The global index of the worker's last execution.
-    last: Option<u64>,
     worker: usize,
-    /// Per worker, the global index of the next execution it runs (every
-    /// lower index of its share has finished); `u64::MAX` once it stopped.
-    /// No bug can be found below their minimum any more.
+    /// Per worker, a global index (a position, for open blocks) at or below
+    /// the next execution it counts: past its last one; `u64::MAX` once it
+    /// stopped. No bug can be found below their minimum any more.
     frontier: &'a [AtomicU64],
     /// (global index, report after that execution), oldest first: only
-    /// those a bug still to be found could cut at.
+    /// those a bug still to be found, or the budget's cut, could cut at.
     kept: VecDeque<(u64, Report)>,
     lowest: LowestBug,
+    /// With open blocks, their sizes: the budget's cut is known only
+    /// once the blocks below it ended.
+    open: Option<OpenSizes>,
 }
 
 impl<'a> Cuts<'a> {
     pub(super) fn new(
-        share: Partition,
-        blocks: Blocks,
         worker: usize,
         frontier: &'a [AtomicU64],
         lowest: &LowestBug,
+        open: Option<OpenSizes>,
     ) -> Self {
         Cuts {
-            share,
-            blocks,
-            last: None,
             worker,
             frontier,
             kept: VecDeque::new(),
             lowest: lowest.clone(),
+            open,
         }
     }
 
-    /// After each execution that did not end the run (the explorer's
-    /// report, with the strategy's counters as of that execution).
+    /// After each execution counted that did not end the run (the
+    /// explorer's report, with the strategy's counters as of that
+    /// execution and its index).
     pub(super) fn record(&mut self, report: &Report) {
-        // The explorer reports counted executions only: the indices of a
-        // prologue another share counts are passed over.
-        let index = loop {
-            let index = self.share.next_owned(self.blocks, self.last);
-            self.last = Some(index);
-            if self.share.owns(self.blocks, index) {
-                break index;
-            }
+        let Some(index) = report.last_index else {
+            return;
         };
-        let next = self.share.next_owned(self.blocks, self.last);
-        self.frontier[self.worker].store(next, Ordering::Release);
+        self.frontier[self.worker].store(index + 1, Ordering::Release);
         self.kept.push_back((index, report.clone()));
         let low = self
             .frontier
@@ -232,8 +259,9 @@ impl<'a> Cuts<'a> {
         // Read after the frontier: a worker that stopped at its bug lowered
         // `lowest` before leaving the frontier.
         let low = low.min(self.lowest.get().unwrap_or(u64::MAX));
-        // A later bug has an index of at least `low`: the newest report
-        // before `low` is the oldest one it could need.
+        let low = low.min(self.open.as_ref().map_or(u64::MAX, |o| o.settled() + 1));
+        // A later bug (or the budget's cut) is at `low` or above: the newest
+        // report before `low` is the oldest one it could need.
         while self.kept.len() > 1 && self.kept[1].0 < low {
             self.kept.pop_front();
         }
@@ -244,6 +272,15 @@ impl<'a> Cuts<'a> {
         self.frontier[self.worker].store(u64::MAX, Ordering::Release);
     }
 
+    /// This worker's report cut after the execution at `cut` (the
+    /// budget's last, with open blocks: the worker may have run past it).
+    pub(super) fn through(&self, cut: u64, last: &Report) -> Report {
+        match last.last_index {
+            Some(i) if i <= cut => last.clone(),
+            _ => self.newest_below(cut + 1, last),
+        }
+    }
+
     /// This worker's report cut before execution `bug` (0-based global
     /// index), the lowest failing one: its final report if the bug is its
     /// own, else the report after its last execution below the bug.
@@ -251,11 +288,16 @@ impl<'a> Cuts<'a> {
         if last.bugs.first().is_some_and(|b| b.execution == bug + 1) {
             return last.clone();
         }
+        self.newest_below(bug, last)
+    }
+
+    /// The report after this worker's last execution below `index`.
+    fn newest_below(&self, index: u64, last: &Report) -> Report {
         let mut report = self
             .kept
             .iter()
             .rev()
-            .find(|(i, _)| *i < bug)
+            .find(|(i, _)| *i < index)
             .map(|(_, r)| r.clone())
             .unwrap_or_default();
         // Set once the run ends; strategies that split by execution have

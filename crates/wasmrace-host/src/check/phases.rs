@@ -24,7 +24,7 @@ use crate::program::WasmProgram;
 use std::sync::atomic::{AtomicBool, AtomicU64, Ordering};
 use std::sync::{Arc, Condvar, Mutex};
 use wasmrace_explore::explorer::partition::merge_reports;
-use wasmrace_explore::{Blocks, Explorer, LowestBug, Partition, Phase, Report};
+use wasmrace_explore::{Explorer, LowestBug, Partition, Phase, Report};
 
 /// What the openings settled, once they have all run (or one ended the
 /// run): whether the sampling phase runs, and from where.
@@ -182,10 +182,7 @@ pub(super) fn check_phases(
     let frontier = &frontier;
     let mut workers = on_threads(jobs, |w| {
         let _abandon = AbandonOnDrop(run.openings);
-        run.worker(
-            w,
-            Cuts::new(share(w, jobs), Blocks::Single, w, frontier, run.lowest),
-        )
+        run.worker(w, Cuts::new(w, frontier, run.lowest, None))
     })?;
     let (reports, settled) =
         std::mem::take(&mut *openings.reports.lock().unwrap_or_else(|e| e.into_inner()));

@@ -65,11 +65,21 @@
 //!   procrastinated in turn, like PULSE running the next QuickCheck test.
 //!   The strategy never runs out; bound it with `--max-executions`.
 //!
-//! Every execution starts fresh. Execution `n` draws its random fallback
-//! from ChaCha8 stream `n` of the seed, and everything else is a function of
-//! what earlier executions did, so the same seed and options give the same
-//! exploration.
+//! Every execution starts fresh. A random execution and the procrastinated
+//! executions that follow it (at every level) form a *family*, whose
+//! executions depend on nothing outside it. With finite limits a family's
+//! size is bounded, and the executions are numbered by position (family
+//! `f`'s execution `o` is `f << 24 | o`, [`Blocks::Open`]): each draws its
+//! random fallback from the ChaCha8 stream of its position, everything
+//! else is a function of its family's earlier executions, so the same seed
+//! and options give the same exploration, and `check --jobs` deals whole
+//! families out to its threads, numbering the executions (and cutting the
+//! budget) from the families' sizes as they end. With an unlimited level
+//! (`None` in `limit`) a family is unbounded: execution `n` then draws from
+//! stream `n` and the run stays on one thread.
 
+use crate::explorer::blocks::{split_position, Blocks, OPEN_SHIFT};
+use crate::explorer::partition::Split;
 use crate::program::{Pending, StepInfo};
 use crate::strategies::registry::{Descriptor, StrategyOptions};
 use crate::strategy::{Capabilities, Context, Outcome, Start, Strategy};
@@ -269,6 +279,8 @@ pub struct Procrastination {
     active: Option<Job>,
     queue: VecDeque<Job>,
     run: Run,
+    /// Families are numbered by position ([`Blocks::Open`]).
+    open: bool,
     /// The schedule the current execution follows, as indices into the
     /// active job's base, and how far it has got.
     plan: Vec<usize>,
@@ -304,6 +316,7 @@ impl Procrastination {
     /// Procrastination with `options`; `seed` seeds its random scheduler
     /// (base executions, and steps past the schedule being followed).
     pub fn with_options(seed: u64, options: ProcrastinationOptions) -> Self {
+        let open = family_bound(&options).is_some();
         Procrastination {
             seed,
             options,
@@ -313,6 +326,7 @@ impl Procrastination {
             active: None,
             queue: VecDeque::new(),
             run: Run::Base,
+            open,
             plan: Vec::new(),
             cursor: 0,
             followed_at: Vec::new(),
@@ -485,6 +499,31 @@ impl Procrastination {
         None
     }
 
+    /// Whether `job` has a procrastinated run left (what `next_run` would
+    /// find in it, read only).
+    fn can_run(&self, job: &Job) -> bool {
+        if self
+            .options
+            .limit_at(job.level)
+            .is_some_and(|l| job.runs >= l)
+        {
+            return false;
+        }
+        !job.probes.is_empty()
+            || job.feasible[job.next_feasible.min(job.feasible.len())..]
+                .iter()
+                .any(|&(i, past)| job.later[i].last() != Some(&past))
+    }
+
+    /// Whether the family has executions left: the active job's, or a
+    /// queued one's.
+    fn family_goes_on(&self) -> bool {
+        self.active
+            .iter()
+            .chain(&self.queue)
+            .any(|job| self.can_run(job))
+    }
+
     fn start(&mut self, run: Run) {
         self.run = run;
         self.cursor = 0;
@@ -532,9 +571,16 @@ impl Strategy for Procrastination {
         "procrastination"
     }
 
-    fn begin(&mut self, executions: u64) -> Option<Start> {
+    fn begin(&mut self, index: u64) -> Option<Start> {
+        // `index` is a position when families are open blocks: offset 0
+        // starts family `index >> OPEN_SHIFT`, whatever this instance ran
+        // before (`check --jobs` deals families out).
+        if self.open && split_position(index).1 == 0 {
+            self.active = None;
+            self.queue.clear();
+        }
         self.rng = ChaCha8Rng::seed_from_u64(self.seed);
-        self.rng.set_stream(executions);
+        self.rng.set_stream(index);
         let run = loop {
             if let Some(run) = self.next_run() {
                 break run;
@@ -634,11 +680,45 @@ impl Strategy for Procrastination {
     }
 }
 
-/// The seed.
+/// The seed, and families as open blocks (see the module documentation).
 impl Capabilities for Procrastination {
     fn seed(&self) -> u64 {
         self.seed
     }
+
+    fn split(&self) -> Split {
+        if self.open {
+            Split::ByExecution
+        } else {
+            Split::None
+        }
+    }
+
+    fn blocks(&self) -> Blocks {
+        if self.open {
+            Blocks::Open
+        } else {
+            Blocks::Single
+        }
+    }
+
+    fn block_ended(&self) -> bool {
+        !self.family_goes_on()
+    }
+}
+
+/// The most executions a family can have with these options (its random
+/// execution, and at each level every execution of the level above
+/// procrastinated at most that level's limit), if finite and below
+/// `1 << OPEN_SHIFT`.
+fn family_bound(options: &ProcrastinationOptions) -> Option<u64> {
+    let (mut total, mut level_runs) = (1u64, 1u64);
+    for level in 1..=options.level {
+        let limit = options.limit_at(level)? as u64;
+        level_runs = level_runs.checked_mul(limit)?;
+        total = total.checked_add(level_runs)?;
+    }
+    (total < 1 << OPEN_SHIFT).then_some(total)
 }
 
 #[cfg(test)]
