@@ -246,6 +246,33 @@ fn jobs_beyond_the_instance_slots_are_refused_by_name() {
     );
 }
 
+/// A strategy whose blocks' sizes are learnt as they run (procrastination)
+/// splits between the threads of one process only: `check_jobs` given a
+/// partition of the run refuses it in one line instead of numbering the
+/// partition's executions by sizes it never learns.
+#[test]
+fn jobs_refuse_a_partition_of_open_blocks() {
+    let config = HostConfig {
+        cache_dir: Some(cache_dir("jobs-open")),
+        ..HostConfig::default()
+    };
+    let guest = Guest::load(&wasmrace_fixtures::path("lost_update"), config).unwrap();
+    let mut opts = CheckOptions {
+        strategy: StrategyChoice::named("procrastination"),
+        ..CheckOptions::default()
+    };
+    opts.explore.partition = wasmrace_explore::Partition::new(0, 2);
+    let err = wasmrace_host::check_jobs(&guest, "lost_update", &opts, 2).unwrap_err();
+    assert!(
+        err.to_string()
+            .ends_with("strategy `procrastination` cannot split its work into partitions"),
+        "{err}"
+    );
+    opts.explore.partition = None;
+    let two = wasmrace_host::check_jobs(&guest, "lost_update", &opts, 2).unwrap();
+    assert_eq!(two.report.first_bug().map(|b| b.execution), Some(1));
+}
+
 /// A guest written directly against docs/ABI.md, as a C or hand-written
 /// guest would be: two threads each add 1 to a shared cell with a get and a
 /// set, and the test fails when the total is not 2 (a lost update). The

@@ -68,6 +68,13 @@ pub fn check_jobs_with_progress(
     if split == Split::Phases {
         return super::phases::check_phases(guest, test, opts, jobs, progress);
     }
+    if blocks == Blocks::Open && opts.explore.partition.is_some() {
+        // Its blocks' sizes are learnt in this process only: another
+        // partition's would never be known here.
+        return Err(explore_err(wasmrace_explore::ExploreError::CannotSplit {
+            strategy: strategy.name().to_string(),
+        }));
+    }
     let tick = progress_ticks(progress);
     let tick = &tick;
     let pool = (split == Split::ByPrefix).then(|| SubtreePool::new(jobs as usize));
