@@ -144,8 +144,8 @@ mod tests {
     fn the_splitting_strategies_are_named() {
         assert_eq!(
             splitting_strategies(false),
-            "`basic-pos`, `dfs` (without `--state-cache`), `pos`, `pos-star`, `racefuzzer`, \
-             `random` and `ss`"
+            "`basic-pos`, `dfs` (without `--state-cache`), `pct`, `pos`, `pos-star`, \
+             `racefuzzer`, `random` and `ss`"
         );
         assert_eq!(
             splitting_strategies(true),

@@ -95,6 +95,66 @@ fn random_partitions_merge_to_the_single_runs_bug_and_index() {
     );
 }
 
+/// The other sampling strategies that split into partitions merge to the
+/// single run's bug and execution number too: PCT and RaceFuzzer, whose
+/// calibration or detection executions every partition runs (counted
+/// once), and SS, whose samples are dealt out whole; and N partitions of
+/// a budget run the budget between them.
+#[test]
+fn pct_ss_and_racefuzzer_partitions_merge_to_the_single_run() {
+    let dir = TempDir::new("partition-sampling");
+    let chain = fixture(&dir, "chain_replication");
+    let pos = fixture(&dir, "pos_example");
+    let counter = fixture(&dir, "mutex_counter");
+    let runs: [(&[&str], Option<u64>); 4] = [
+        (
+            &[
+                &chain,
+                "--test",
+                "chain_replication_bug",
+                "--strategy",
+                "pct",
+                "--seed",
+                "1",
+            ],
+            Some(595),
+        ),
+        (
+            &[&pos, "--strategy", "ss", "--explorer", "prr", "--seed", "4"],
+            Some(3910),
+        ),
+        (&[&pos, "--strategy", "racefuzzer"], Some(289)),
+        (
+            &[
+                &counter,
+                "--test",
+                "mutex_counter_3",
+                "--strategy",
+                "pct",
+                "--max-executions",
+                "700",
+            ],
+            None,
+        ),
+    ];
+    for (args, bug) in runs {
+        for n in [2, 3] {
+            let files = partitions(&dir, args, n);
+            let (code, t) = merged(&dir, &files);
+            match bug {
+                Some(execution) => {
+                    assert_eq!(code, 1, "{args:?} {n}");
+                    assert_eq!(t["bug"]["execution"], execution, "{args:?} {n}");
+                }
+                None => {
+                    assert_eq!(code, 0, "{args:?} {n}");
+                    assert_eq!(t["executions"], 700, "{args:?} {n}");
+                }
+            }
+        }
+    }
+}
+
 #[test]
 fn dfs_partitions_merge_to_the_single_run() {
     let dir = TempDir::new("partition-dfs");
@@ -175,8 +235,8 @@ fn bad_partitions_and_parts_that_do_not_belong_together_are_one_error_line() {
         );
     }
     expect_error(
-        &wasmrace(&dir, &["check", &m, "--strategy", "pct", "--partition", "1/2"]),
-        "`--partition 1/2` does not apply to `--strategy pct`: only `basic-pos`, `dfs` (without `--state-cache`)",
+        &wasmrace(&dir, &["check", &m, "--strategy", "ses", "--partition", "1/2"]),
+        "`--partition 1/2` does not apply to `--strategy ses`: only `basic-pos`, `dfs` (without `--state-cache`)",
     );
     for args in [
         &["--split-depth", "3"][..],

@@ -203,24 +203,26 @@ pub struct CheckCommand {
     #[arg(long, value_name = "SECS")]
     time_budget: Option<u64>,
     /// Run only partition K of N of the exploration (1-based; also
-    /// `count:K/N`): random and the pos family take every N-th execution of
-    /// the whole --max-executions, dfs the subtrees below --split-depth
-    /// decisions whose prefix hashes to K. Write each with --json and add
-    /// them up with `wasmrace merge` (docs/scale-out.md)
+    /// `count:K/N`): random, the pos family, pct and racefuzzer take every
+    /// N-th execution of the whole --max-executions (after the calibration
+    /// or detection executions every partition runs), ss every N-th sample,
+    /// dfs the subtrees below --split-depth decisions whose prefix hashes
+    /// to K. Write each with --json and add them up with `wasmrace merge`
+    /// (docs/scale-out.md)
     #[arg(long, value_name = "K/N", value_parser = partition::parse_partition)]
     partition: Option<PartitionArg>,
     /// Explore on N threads, each with its own instance of the module:
     /// dfs without --state-cache shares its search tree between them (work
     /// stealing: the same executions, the same first bug and the same
     /// numbers for any N);
-    /// random and the pos family split into N partitions, the portfolio
-    /// runs its openings side by side and then splits its samplers'
-    /// executions, and pct splits the executions after its first 100 (its
-    /// calibration): all report exactly what one thread reports.
-    /// Default: the number of cores for the portfolio, pct, random and the
-    /// pos family, one thread for the others (dfs too: a run cut by
-    /// --max-executions gains nothing from more threads); an explicit N
-    /// above 1 for a strategy that cannot split is an error
+    /// random, the pos family, pct, racefuzzer and ss split into N
+    /// partitions, procrastination deals out whole families, and the
+    /// portfolio runs its openings side by side and then splits its
+    /// samplers' executions: all report exactly what one thread reports.
+    /// Default: the number of cores for these, one thread for the others
+    /// (dfs too: a run cut by --max-executions gains nothing from more
+    /// threads); an explicit N above 1 for a strategy that cannot split is
+    /// an error
     #[arg(long, value_name = "N")]
     jobs: Option<u32>,
     #[arg(long, value_name = "D", help = format!(

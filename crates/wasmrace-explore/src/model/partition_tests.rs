@@ -7,7 +7,7 @@
 use super::{reg, Model, ModelBuilder};
 use crate::explorer::{Bug, Partition, Report};
 use crate::observer::Observer;
-use crate::strategies::{Dfs, Pct, RandomWalk};
+use crate::strategies::{Dfs, RandomWalk};
 use crate::strategy::{Capabilities, Context, Outcome, Start, Strategy};
 use crate::{Config, ExploreError, Explorer};
 use wasmrace_trace::Decision;
@@ -299,7 +299,8 @@ fn merged_reports_add_up_to_the_single_run() {
 fn a_strategy_that_cannot_split_is_refused() {
     let config = partitioned(&Config::default(), 0, 2);
     let mut explorer = Explorer::new(racy(), config.clone());
-    let err = explorer.run(&mut Pct::new(0, 3)).unwrap_err();
+    let mut dpor = crate::strategies::Dpor::new(crate::strategies::DporMode::Optimal);
+    let err = explorer.run(&mut dpor).unwrap_err();
     assert!(matches!(err, ExploreError::CannotSplit { .. }), "{err}");
     let mut explorer = Explorer::new(racy(), config);
     let err = explorer

@@ -8,7 +8,7 @@
 //! verdict is read from the openings in their order (the first that ends
 //! the run, by a bug or a proof, ends it; later ones are thrown away). The
 //! sampling phase starts from what the openings settled (how many
-//! executions they used, their longest execution for PCT), and its
+//! executions they used, their longest execution for the PCT member), and its
 //! execution `j` depends on `j` alone, so it is cut as any run split by
 //! execution is ([`Cuts`]): at the lowest failing index.
 //!
@@ -36,7 +36,7 @@ enum Settled {
     /// the run's error is that thread's.
     Abandoned,
     /// The sampling phase runs after `executions` opening executions, with
-    /// the openings' longest execution for PCT.
+    /// the openings' longest execution for the PCT member.
     Sample { executions: u64, longest: usize },
 }
 

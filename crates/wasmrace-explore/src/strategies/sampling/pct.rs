@@ -34,11 +34,13 @@
 //!
 //! **Why the estimate stops adapting.** Then execution `i` past the
 //! calibration depends on the seed, `i` and the calibration runs alone, not
-//! on the executions just before it, so the run splits between threads
-//! ([`Split::Phases`](crate::explorer::Split::Phases)): `check --jobs`
-//! runs the calibration as the one opening, then shares the rest by
-//! execution index, and reports what one thread reports. An estimate that
-//! kept adapting tied every execution to all the ones before it.
+//! on the executions just before it, and a calibration execution on its
+//! index alone, so the run splits by execution with the calibration as a
+//! prologue ([`Blocks::Prologue`]): every thread (`check --jobs`) or
+//! partition (`--partition`) runs the calibration itself, each of its
+//! executions counted by the one that owns its index, and the rest is dealt
+//! out by index; the report is what one run reports. An estimate that kept
+//! adapting tied every execution to all the ones before it.
 //!
 //! **Seeding.** Execution `i` draws from ChaCha8 stream `i` of the seed (as
 //! [`RandomWalk`](crate::strategies::RandomWalk) does), so it depends only on the seed,
@@ -48,9 +50,9 @@
 //! `choose` (threads with several alternatives) are drawn uniformly from the
 //! same stream: PCT orders threads, it says nothing about data choices.
 
-use crate::explorer::Split;
+use crate::explorer::{Blocks, Split};
 use crate::strategies::registry::{Descriptor, Knob, StrategyOptions, Takes};
-use crate::strategy::{Capabilities, Context, Outcome, Phase, Start, Strategy};
+use crate::strategy::{Capabilities, Context, Outcome, Start, Strategy};
 use rand::{Rng, SeedableRng};
 use rand_chacha::ChaCha8Rng;
 use std::collections::BTreeMap;
@@ -89,9 +91,6 @@ pub struct Pct {
     adaptive: bool,
     /// Executions the adaptive estimate learns from ([`Pct::CALIBRATION`]).
     calibration: u64,
-    /// The phase this instance is restricted to under `check --jobs`
-    /// (`enter_phase`), or `None` for a whole run.
-    phase: Option<Phase>,
     /// Longest execution seen so far, once one has ended.
     longest: Option<usize>,
     /// Steps taken in the current execution.
@@ -124,7 +123,6 @@ impl Pct {
             initial_length: Self::INITIAL_LENGTH_GUESS,
             adaptive: true,
             calibration: Self::CALIBRATION,
-            phase: None,
             longest: None,
             steps: 0,
             ranks: Vec::new(),
@@ -159,6 +157,11 @@ impl Pct {
             Some(k) if self.adaptive => k.max(1),
             _ => self.initial_length,
         }
+    }
+
+    /// The longest execution seen so far, in steps (0 before any ended).
+    pub fn longest_run(&self) -> usize {
+        self.longest.unwrap_or(0)
     }
 
     /// The change points `k_1..k_{d-1}` of the current execution.
@@ -203,20 +206,11 @@ impl Strategy for Pct {
     }
 
     fn begin(&mut self, executions: u64) -> Option<Start> {
-        let stream = match self.phase {
-            None => {
-                if self.adaptive && executions >= self.calibration {
-                    self.calibrated(self.longest.unwrap_or(self.initial_length));
-                }
-                executions
-            }
-            Some(Phase::Opening(0)) if executions < self.calibration => executions,
-            Some(Phase::Opening(_)) => return None,
-            // Numbered from 0 after the calibration's executions.
-            Some(Phase::Sampling { .. }) => self.calibration + executions,
-        };
+        if self.adaptive && executions >= self.calibration {
+            self.calibrated(self.longest.unwrap_or(self.initial_length));
+        }
         self.rng = ChaCha8Rng::seed_from_u64(self.seed);
-        self.rng.set_stream(stream);
+        self.rng.set_stream(executions);
         self.steps = 0;
         self.ranks.clear();
         self.lowered.clear();
@@ -269,40 +263,22 @@ impl Strategy for Pct {
     }
 }
 
-/// The seed, and the split: by execution with a fixed estimate, in phases
-/// (the calibration, then the rest) with an adaptive one.
+/// The seed, and the split: by execution, after the calibration as a
+/// prologue when the estimate adapts.
 impl Capabilities for Pct {
     fn seed(&self) -> u64 {
         self.seed
     }
 
     fn split(&self) -> Split {
-        match self.phase {
-            // The calibration runs alone; after it `k` is fixed.
-            Some(Phase::Opening(_)) => Split::None,
-            Some(Phase::Sampling { .. }) => Split::ByExecution,
-            None if self.adaptive => Split::Phases,
-            None => Split::ByExecution,
-        }
+        Split::ByExecution
     }
 
-    fn longest_execution(&self) -> usize {
-        self.longest.unwrap_or(0)
-    }
-
-    fn openings(&self) -> Option<Vec<u64>> {
-        (self.adaptive && self.phase.is_none()).then(|| vec![self.calibration])
-    }
-
-    fn enter_phase(&mut self, phase: Phase) {
-        // A fixed estimate has no phases (`openings` is `None`): its
-        // executions keep their own numbering and `k`.
-        if !self.adaptive {
-            return;
-        }
-        self.phase = Some(phase);
-        if let Phase::Sampling { longest } = phase {
-            self.calibrated(longest);
+    fn blocks(&self) -> Blocks {
+        if self.adaptive {
+            Blocks::Prologue(self.calibration)
+        } else {
+            Blocks::Single
         }
     }
 
@@ -314,7 +290,6 @@ impl Capabilities for Pct {
 #[cfg(test)]
 mod tests {
     use super::*;
-    use crate::explorer::partition::lowest_bug_sampled_apart;
     use crate::explorer::{Config, Explorer};
     use crate::model::{reg, Model, ModelBuilder};
     use crate::strategies::{Recording, Replay};
@@ -398,11 +373,9 @@ mod tests {
         let mut fixed = Pct::new(3, 2).with_length_estimate(40, false);
         sample(window_bug(), &mut fixed, 20);
         assert_eq!(fixed.length_estimate(), 40);
-        // Phases do not apply to a fixed estimate: it keeps `k` and splits
-        // by execution as it is.
-        fixed.enter_phase(Phase::Sampling { longest: 6 });
-        assert_eq!(fixed.length_estimate(), 40);
+        // A fixed estimate has no calibration to share: plain indices.
         assert_eq!(fixed.split(), Split::ByExecution);
+        assert_eq!(fixed.blocks(), Blocks::Single);
     }
 
     /// A window bug whose executions vary in length: the worker polls a
@@ -431,13 +404,13 @@ mod tests {
         b.build().unwrap()
     }
 
-    /// The calibration run alone, then the rest split into 1, 2 or 3
-    /// partitions (as `check --jobs` runs them), add up to the whole run:
-    /// the same bug, at the same execution, with the same schedule; and
-    /// the whole run's estimate stops following the runs after the
-    /// calibration.
+    /// Split into 1, 2, 3 or 7 partitions, each running the calibration
+    /// as a prologue (counted once) and its share of the rest, the run
+    /// adds up to the whole run: the same bug, at the same execution, with
+    /// the same schedule, the calibration counted once; and the whole
+    /// run's estimate stops following the runs after the calibration.
     #[test]
-    fn the_calibration_and_the_rest_run_apart_add_up_to_the_whole_run() {
+    fn the_calibration_is_a_prologue_every_partition_runs() {
         let calibration = 2;
         let build = |seed| Pct::new(seed, 2).with_calibration(calibration);
         let run = |p: &mut Pct, config: Config| {
@@ -451,7 +424,7 @@ mod tests {
                 ..Config::default()
             };
             run(&mut p, config);
-            p.longest_execution()
+            p.longest_run()
         };
         // A seed whose first bug comes after the calibration and after an
         // execution longer than the calibration's: an estimate that kept
@@ -466,31 +439,31 @@ mod tests {
             })
             .expect("a seed finds the bug after a run longer than the calibration's");
         let bug = whole.first_bug().unwrap();
-        assert_eq!(build(seed).split(), Split::Phases);
-        assert_eq!(build(seed).openings(), Some(vec![calibration]));
-        let mut opening = build(seed);
-        opening.enter_phase(Phase::Opening(0));
-        let r = run(&mut opening, Config::default());
-        assert!(r.bugs.is_empty(), "{r:?}");
-        assert_eq!(r.executions, calibration);
-        let longest = opening.longest_execution();
-        let mut sampling = build(seed);
-        sampling.enter_phase(Phase::Sampling { longest });
-        assert_eq!(sampling.length_estimate(), longest);
-        for n in 1..=3 {
-            let lowest = lowest_bug_sampled_apart(n, longest, || build(seed), run);
-            assert_eq!(
-                calibration + lowest.execution,
-                bug.execution,
-                "{n} partitions"
-            );
+        assert_eq!(build(seed).blocks(), Blocks::Prologue(calibration));
+        for n in [1, 2, 3, 7] {
+            let parts: Vec<crate::Report> = (0..n)
+                .map(|k| {
+                    let config = Config {
+                        partition: crate::Partition::new(k, n),
+                        ..Config::default()
+                    };
+                    run(&mut build(seed), config)
+                })
+                .collect();
+            let skipped: u64 = parts.iter().map(|r| r.partition_skipped).sum();
+            assert_eq!(skipped, calibration * u64::from(n - 1), "{n} partitions");
+            let lowest =
+                crate::explorer::partition::first_of(parts.iter().filter_map(|r| r.first_bug()))
+                    .expect("a partition finds the bug");
+            assert_eq!(lowest.execution, bug.execution, "{n} partitions");
             assert_eq!(lowest.schedule, bug.schedule);
         }
         // The whole run kept the calibration's longest, not the longer
         // runs seen after it.
+        let longest = longest_of(seed, calibration);
         let mut pct = build(seed);
         sample(uneven_window_bug(), &mut pct, 300);
-        assert!(pct.longest_execution() > longest);
+        assert!(pct.longest_run() > longest);
         assert_eq!(pct.length_estimate(), longest);
     }
 
