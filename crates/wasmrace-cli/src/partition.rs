@@ -78,6 +78,37 @@ pub fn splitting_strategies(jobs: bool) -> String {
     }
 }
 
+/// Refuses to split `strategy`'s work as asked (`--partition`, or `--jobs`
+/// above 1) when it cannot, in one line naming the strategies that can;
+/// `with_cache` says `--state-cache` was given.
+pub fn check_split(
+    strategy: &dyn wasmrace_explore::Strategy,
+    partition: Option<PartitionArg>,
+    jobs: u32,
+    with_cache: bool,
+) -> anyhow::Result<()> {
+    let flag = match (partition, jobs) {
+        (Some(p), _) => format!("--partition {p}"),
+        (None, 1) => return Ok(()),
+        (None, jobs) => format!("--jobs {jobs}"),
+    };
+    let split = strategy.split();
+    let threads_only = split == Split::Phases || self::threads_only(strategy);
+    if split == Split::None || (threads_only && partition.is_some()) {
+        anyhow::bail!(
+            "`{flag}` does not apply to `--strategy {}`{}: only {} split their work",
+            strategy.name(),
+            if with_cache {
+                " with `--state-cache`"
+            } else {
+                ""
+            },
+            splitting_strategies(partition.is_none())
+        );
+    }
+    Ok(())
+}
+
 /// Whether a strategy that splits by execution does so only between the
 /// threads of one run (`--jobs`), not into partitions: its blocks' sizes
 /// (procrastination's families) are learnt as they run, in memory the

@@ -106,40 +106,25 @@ fn pct_ss_and_racefuzzer_partitions_merge_to_the_single_run() {
     let chain = fixture(&dir, "chain_replication");
     let pos = fixture(&dir, "pos_example");
     let counter = fixture(&dir, "mutex_counter");
-    let runs: [(&[&str], Option<u64>); 4] = [
+    let runs = [
         (
-            &[
-                &chain,
-                "--test",
-                "chain_replication_bug",
-                "--strategy",
-                "pct",
-                "--seed",
-                "1",
-            ],
+            &chain,
+            "--test chain_replication_bug --strategy pct --seed 1",
             Some(595),
         ),
+        (&pos, "--strategy ss --explorer prr --seed 4", Some(3910)),
+        (&pos, "--strategy racefuzzer", Some(289)),
         (
-            &[&pos, "--strategy", "ss", "--explorer", "prr", "--seed", "4"],
-            Some(3910),
-        ),
-        (&[&pos, "--strategy", "racefuzzer"], Some(289)),
-        (
-            &[
-                &counter,
-                "--test",
-                "mutex_counter_3",
-                "--strategy",
-                "pct",
-                "--max-executions",
-                "700",
-            ],
+            &counter,
+            "--test mutex_counter_3 --strategy pct --max-executions 700",
             None,
         ),
     ];
-    for (args, bug) in runs {
+    for (module, tail, bug) in runs {
+        let mut args = vec![module.as_str()];
+        args.extend(tail.split(' '));
         for n in [2, 3] {
-            let files = partitions(&dir, args, n);
+            let files = partitions(&dir, &args, n);
             let (code, t) = merged(&dir, &files);
             match bug {
                 Some(execution) => {
@@ -429,6 +414,13 @@ fn jobs_print_the_one_thread_json() {
     let counter = fixture(&dir, "mutex_counter");
     let chain = fixture(&dir, "chain_replication");
     let fuzzed = fixture(&dir, "racefuzzer");
+    let procrastinated = [
+        "--test",
+        "chain_replication_bug",
+        "--strategy",
+        "procrastination",
+    ];
+    let procrastinated = [&[chain.as_str()][..], &procrastinated, &["--seed", "4"]].concat();
     let runs: [&[&str]; 18] = [
         &[&pos, "--strategy", "random", "--seed", "1"],
         // PCT: its calibration (the first 100 executions) runs alone, the
@@ -518,26 +510,8 @@ fn jobs_print_the_one_thread_json() {
         // procrastinated versions, sizes learnt as they end) dealt out,
         // numbered from their sizes. A bug in the 66th execution, a budget
         // that ends before it, and a budget-bound run with no bug.
-        &[
-            &chain,
-            "--test",
-            "chain_replication_bug",
-            "--strategy",
-            "procrastination",
-            "--seed",
-            "4",
-        ],
-        &[
-            &chain,
-            "--test",
-            "chain_replication_bug",
-            "--strategy",
-            "procrastination",
-            "--seed",
-            "4",
-            "--max-executions",
-            "60",
-        ],
+        &procrastinated,
+        &[&procrastinated[..], &["--max-executions", "60"]].concat(),
         &[
             &counter,
             "--test",
@@ -623,17 +597,11 @@ fn jobs_print_the_one_thread_json() {
         &wasmrace(&dir, &["check", &lost, "--partition", "1/2"]),
         "`--partition 1/2` does not apply to `--strategy portfolio`",
     );
+    let procrastination = ["check", &lost, "--strategy", "procrastination"];
     expect_error(
         &wasmrace(
             &dir,
-            &[
-                "check",
-                &lost,
-                "--strategy",
-                "procrastination",
-                "--partition",
-                "1/2",
-            ],
+            &[&procrastination[..], &["--partition", "1/2"]].concat(),
         ),
         "`--partition 1/2` does not apply to `--strategy procrastination`",
     );

@@ -409,30 +409,13 @@ impl CheckCommand {
                  `--partition` or `--jobs` above 1"
             );
         }
-        let split_flag = match (self.partition, jobs) {
-            (Some(p), _) => Some(format!("--partition {p}")),
-            (None, 1) => None,
-            (None, jobs) => Some(format!("--jobs {jobs}")),
-        };
-        if let Some(flag) = split_flag {
-            let built = strategy.build(self.seed);
-            let split = built.split();
-            let threads_only =
-                split == wasmrace_explore::Split::Phases || partition::threads_only(&*built);
-            if split == wasmrace_explore::Split::None || (threads_only && self.partition.is_some())
-            {
-                bail!(
-                    "`{flag}` does not apply to `--strategy {}`{}: only {} split their work",
-                    descriptor.name,
-                    if given.state_cache == Some(true) {
-                        " with `--state-cache`"
-                    } else {
-                        ""
-                    },
-                    partition::splitting_strategies(self.partition.is_none())
-                );
-            }
-        }
+        let with_cache = given.state_cache == Some(true);
+        partition::check_split(
+            &*strategy.build(self.seed),
+            self.partition,
+            jobs,
+            with_cache,
+        )?;
         if self.max_executions == 0 {
             bail!("`--max-executions` must be at least 1");
         }

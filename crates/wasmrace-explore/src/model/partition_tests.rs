@@ -246,27 +246,65 @@ fn random_partitions_deal_the_indices_of_the_whole_budget() {
     }
 }
 
-#[test]
-fn random_partition_bugs_merge_to_the_single_runs_first_bug() {
+/// For seeds 0 to 4, the first bugs of the N partitions of a run of
+/// `build(seed)` merge (by the rule) to the single run's first bug.
+fn assert_bugs_merge<S: Strategy>(build: impl Fn(u64) -> S) {
     for seed in 0..5 {
         let config = Config {
             max_executions: 1000,
             ..Config::default()
         };
-        let (single, _) = run(&racy(), &mut RandomWalk::new(seed), &config);
+        let (single, _) = run(&racy(), &mut build(seed), &config);
         let expected = single.first_bug().unwrap().clone();
         for n in COUNTS {
             let bugs = (0..n).filter_map(|k| {
-                let (r, _) = run(
-                    &racy(),
-                    &mut RandomWalk::new(seed),
-                    &partitioned(&config, k, n),
-                );
-                r.bugs.into_iter().next()
+                let config = partitioned(&config, k, n);
+                run(&racy(), &mut build(seed), &config)
+                    .0
+                    .bugs
+                    .into_iter()
+                    .next()
             });
             assert_eq!(first(bugs), Some(expected.clone()), "seed {seed}, {n}");
         }
     }
+}
+
+/// The executions the `n` partitions of a run of `build()` count, each
+/// with its global index (walked as the explorer walks its share's
+/// indices: executions of a prologue another partition owns are run, not
+/// counted), sorted; and each partition's report.
+fn counted_by_index<S: Strategy>(
+    build: impl Fn() -> S,
+    config: &Config,
+    n: u32,
+) -> (Vec<(u64, Vec<Decision>)>, Vec<Report>) {
+    let mut union = Vec::new();
+    let mut reports = Vec::new();
+    for k in 0..n {
+        let mut s = build();
+        let (r, paths) = run(&racy(), &mut s, &partitioned(config, k, n));
+        let (p, blocks) = (
+            Partition::new(k, n).unwrap(),
+            (&s as &dyn Strategy).blocks(),
+        );
+        let mut index = None;
+        for path in paths {
+            let i = p.next_owned(blocks, index, false);
+            if p.owns(blocks, i) {
+                union.push((i, path));
+            }
+            index = Some(i);
+        }
+        reports.push(r);
+    }
+    union.sort();
+    (union, reports)
+}
+
+#[test]
+fn random_partition_bugs_merge_to_the_single_runs_first_bug() {
+    assert_bugs_merge(RandomWalk::new);
 }
 
 #[test]
@@ -329,42 +367,14 @@ fn ss_partitions_deal_whole_samples_of_the_whole_budget() {
     let (single, all) = run(&racy(), &mut ss(5), &config);
     assert!(single.failing_executions > 0);
     for n in COUNTS {
-        let mut union = Vec::new();
-        let mut reports = Vec::new();
-        for k in 0..n {
-            let mut s = ss(5);
-            let (r, paths) = run(&racy(), &mut s, &partitioned(&config, k, n));
-            let p = Partition::new(k, n).unwrap();
-            let mut index = None;
-            for path in paths {
-                let i = p.next_owned(s.blocks(), index, false);
-                union.push((i, path));
-                index = Some(i);
-            }
-            reports.push(r);
-        }
-        union.sort();
+        let (union, reports) = counted_by_index(|| ss(5), &config, n);
         let single_union: Vec<_> = (0u64..).zip(all.iter().cloned()).collect();
         assert_eq!(union, single_union, "{n}");
         let merged = crate::explorer::partition::merge_reports(&reports);
         assert_eq!(merged.executions, 200, "{n}");
         assert_eq!(merged.strategy_stats, single.strategy_stats, "{n}");
     }
-    for seed in 0..5 {
-        let config = Config {
-            max_executions: 1000,
-            ..Config::default()
-        };
-        let (single, _) = run(&racy(), &mut ss(seed), &config);
-        let expected = single.first_bug().unwrap().clone();
-        for n in COUNTS {
-            let bugs = (0..n).filter_map(|k| {
-                let (r, _) = run(&racy(), &mut ss(seed), &partitioned(&config, k, n));
-                r.bugs.into_iter().next()
-            });
-            assert_eq!(first(bugs), Some(expected.clone()), "seed {seed}, {n}");
-        }
-    }
+    assert_bugs_merge(ss);
 }
 
 /// RaceFuzzer's detection phase is a prologue every partition runs and one
@@ -382,53 +392,18 @@ fn racefuzzer_partitions_share_the_detection_and_deal_the_directed_executions() 
     let (single, all) = run(&racy(), &mut RaceFuzzer::new(2), &config);
     assert!(single.failing_executions > 0 && !single.real_races.is_empty());
     for n in COUNTS {
-        let mut union = Vec::new();
-        let mut reports = Vec::new();
-        for k in 0..n {
-            let mut s = RaceFuzzer::new(2);
-            let (r, paths) = run(&racy(), &mut s, &partitioned(&config, k, n));
-            let (p, blocks) = (Partition::new(k, n).unwrap(), s.blocks());
-            let mut index = None;
-            for path in paths {
-                let i = p.next_owned(blocks, index, false);
-                if p.owns(blocks, i) {
-                    union.push((i, path));
-                }
-                index = Some(i);
-            }
-            assert_eq!(
-                r.partition_skipped,
-                10 - (0..10).filter(|&i| p.owns(blocks, i)).count() as u64
-            );
-            reports.push(r);
-        }
-        union.sort();
+        let (union, reports) = counted_by_index(|| RaceFuzzer::new(2), &config, n);
         let single_union: Vec<_> = (0u64..).zip(all.iter().cloned()).collect();
         assert_eq!(union, single_union, "{n}");
+        // Each ran the ten detection executions, and counted its own.
+        let skipped: u64 = reports.iter().map(|r| r.partition_skipped).sum();
+        assert_eq!(skipped, 10 * u64::from(n - 1), "{n}");
         let merged = crate::explorer::partition::merge_reports(&reports);
         assert_eq!(merged.executions, 300, "{n}");
         assert_eq!(merged.strategy_stats, single.strategy_stats, "{n}");
         assert_eq!(merged.real_races, single.real_races, "{n}");
     }
-    for seed in 0..5 {
-        let config = Config {
-            max_executions: 1000,
-            ..Config::default()
-        };
-        let (single, _) = run(&racy(), &mut RaceFuzzer::new(seed), &config);
-        let expected = single.first_bug().unwrap().clone();
-        for n in COUNTS {
-            let bugs = (0..n).filter_map(|k| {
-                let config = partitioned(&config, k, n);
-                run(&racy(), &mut RaceFuzzer::new(seed), &config)
-                    .0
-                    .bugs
-                    .into_iter()
-                    .next()
-            });
-            assert_eq!(first(bugs), Some(expected.clone()), "seed {seed}, {n}");
-        }
-    }
+    assert_bugs_merge(RaceFuzzer::new);
 }
 
 /// A strategy wrapped to record the index `begin` is given for each
