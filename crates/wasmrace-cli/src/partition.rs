@@ -57,8 +57,7 @@ pub fn splitting_strategies(jobs: bool) -> String {
             let strategy = (d.build)(&d.defaults, 0);
             match strategy.split() {
                 Split::None => false,
-                Split::Phases => jobs,
-                Split::ByExecution => jobs || !threads_only(&*strategy),
+                Split::Phases | Split::ByExecution => jobs || !threads_only(&*strategy),
                 Split::ByPrefix => true,
             }
         })
@@ -93,8 +92,7 @@ pub fn check_split(
         (None, jobs) => format!("--jobs {jobs}"),
     };
     let split = strategy.split();
-    let threads_only = split == Split::Phases || self::threads_only(strategy);
-    if split == Split::None || (threads_only && partition.is_some()) {
+    if split == Split::None || (threads_only(strategy) && partition.is_some()) {
         anyhow::bail!(
             "`{flag}` does not apply to `--strategy {}`{}: only {} split their work",
             strategy.name(),
@@ -109,12 +107,16 @@ pub fn check_split(
     Ok(())
 }
 
-/// Whether a strategy that splits by execution does so only between the
-/// threads of one run (`--jobs`), not into partitions: its blocks' sizes
-/// (procrastination's families) are learnt as they run, in memory the
-/// threads share.
+/// Whether a strategy splits only between the threads of one run
+/// (`--jobs`), not into partitions: its blocks' sizes (procrastination's
+/// families) are learnt as they run, in memory the threads share, or its
+/// phases have no prologue each partition could run.
 pub fn threads_only(strategy: &dyn wasmrace_explore::Strategy) -> bool {
-    strategy.blocks() == wasmrace_explore::Blocks::Open
+    match strategy.split() {
+        // Phases partition only with a prologue every partition runs.
+        Split::Phases => strategy.blocks().prologue() == 0,
+        _ => strategy.blocks() == wasmrace_explore::Blocks::Open,
+    }
 }
 
 /// How a strategy splits, in the words of the JSON output (`execution`,
@@ -175,8 +177,8 @@ mod tests {
     fn the_splitting_strategies_are_named() {
         assert_eq!(
             splitting_strategies(false),
-            "`basic-pos`, `dfs` (without `--state-cache`), `pct`, `pos`, `pos-star`, \
-             `racefuzzer`, `random` and `ss`"
+            "`basic-pos`, `dfs` (without `--state-cache`), `pct`, `portfolio`, `pos`, \
+             `pos-star`, `racefuzzer`, `random` and `ss`"
         );
         assert_eq!(
             splitting_strategies(true),

@@ -140,6 +140,102 @@ fn pct_ss_and_racefuzzer_partitions_merge_to_the_single_run() {
     }
 }
 
+/// RaceFuzzer's real races merge as one run lists them (by sites and
+/// object, counts added, the first execution the earliest), and `merge
+/// --races fail` fails on them as `check --races fail` does.
+#[test]
+fn racefuzzer_partitions_merge_their_real_races() {
+    let dir = TempDir::new("partition-races");
+    let lastzero = fixture(&dir, "lastzero");
+    let args = [
+        lastzero.as_str(),
+        "--test",
+        "lastzero_4",
+        "--strategy",
+        "racefuzzer",
+        "--max-executions",
+        "200",
+    ];
+    let (code, single) = json_of(&dir, &[&["check", "--json"][..], &args].concat());
+    assert_eq!(code, 0, "races alone are warnings");
+    let races = single["tests"][0]["races"].as_array().unwrap().clone();
+    assert!(races.len() > 1, "{races:?}");
+    let key = |r: &Value| (r["sites"].to_string(), r["object"].to_string());
+    let mut expected: Vec<_> = races.iter().map(|r| (key(r), r.clone())).collect();
+    expected.sort_by(|a, b| a.0.cmp(&b.0));
+    for n in [2, 3] {
+        let files = partitions(&dir, &args, n);
+        let (code, t) = merged(&dir, &files);
+        assert_eq!(code, 0);
+        let mut got: Vec<_> = t["races"]
+            .as_array()
+            .unwrap()
+            .iter()
+            .map(|r| (key(r), r.clone()))
+            .collect();
+        got.sort_by(|a, b| a.0.cmp(&b.0));
+        assert_eq!(got, expected, "{n} partitions");
+        let mut merge = vec!["merge", "--races", "fail"];
+        merge.extend(files.iter().map(String::as_str));
+        let text = wasmrace(&dir, &merge);
+        expect(&text, 1);
+        assert!(
+            text.stdout
+                .contains(&format!("real races ({}):", races.len())),
+            "{}",
+            text.stdout
+        );
+    }
+}
+
+/// The portfolio (the default strategy) partitions with its openings as
+/// a prologue every partition runs: the merged verdict is the single
+/// run's, for a bug of its DPOR opening, a bug only its POS member finds,
+/// a proof, and a budget-bound run.
+#[test]
+fn portfolio_partitions_merge_to_the_single_run() {
+    let dir = TempDir::new("partition-portfolio");
+    let lost = fixture(&dir, "lost_update");
+    let chain = fixture(&dir, "chain_replication");
+    let counter = fixture(&dir, "mutex_counter");
+    let runs = [
+        (&lost, "--test lost_update_3"),
+        (&chain, "--test chain_replication_bug --preemption-bound 0"),
+        (&counter, "--test mutex_counter"),
+        (
+            &counter,
+            "--test mutex_counter_3 --preemption-bound 0 --max-executions 2600",
+        ),
+    ];
+    for (module, tail) in runs {
+        let mut args = vec![module.as_str()];
+        args.extend(tail.split(' '));
+        let (code, single) = json_of(&dir, &[&["check", "--json"][..], &args].concat());
+        let single = &single["tests"][0];
+        for n in [2, 3] {
+            let files = partitions(&dir, &args, n);
+            let (merged_code, t) = merged(&dir, &files);
+            assert_eq!(merged_code, code, "{tail} {n}");
+            assert_eq!(
+                t["bug"]["execution"], single["bug"]["execution"],
+                "{tail} {n}"
+            );
+            assert_eq!(
+                t["bug"]["found_by"], single["bug"]["found_by"],
+                "{tail} {n}"
+            );
+            assert_eq!(t["exhausted"], single["exhausted"], "{tail} {n}");
+            assert_eq!(
+                t["strategy_stats"]["stats"],
+                single["strategy_stats"]["stats"]
+            );
+            if single["bug"].is_null() {
+                assert_eq!(t["executions"], single["executions"], "{tail} {n}");
+            }
+        }
+    }
+}
+
 #[test]
 fn dfs_partitions_merge_to_the_single_run() {
     let dir = TempDir::new("partition-dfs");
@@ -590,13 +686,8 @@ fn jobs_print_the_one_thread_json() {
     for jobs in ["7", "20"] {
         assert_eq!(doc(jobs), one, "--jobs {jobs}");
     }
-    // The portfolio shares threads, not machines: `--partition` is refused;
-    // so is procrastination (its families' sizes are learnt in memory the
-    // threads share).
-    expect_error(
-        &wasmrace(&dir, &["check", &lost, "--partition", "1/2"]),
-        "`--partition 1/2` does not apply to `--strategy portfolio`",
-    );
+    // Procrastination shares threads, not machines: `--partition` is
+    // refused (its families' sizes are learnt in memory the threads share).
     let procrastination = ["check", &lost, "--strategy", "procrastination"];
     expect_error(
         &wasmrace(

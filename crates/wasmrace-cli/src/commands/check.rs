@@ -203,9 +203,10 @@ pub struct CheckCommand {
     #[arg(long, value_name = "SECS")]
     time_budget: Option<u64>,
     /// Run only partition K of N of the exploration (1-based; also
-    /// `count:K/N`): random, the pos family, pct and racefuzzer take every
-    /// N-th execution of the whole --max-executions (after the calibration
-    /// or detection executions every partition runs), ss every N-th sample,
+    /// `count:K/N`): random, the pos family, pct, racefuzzer and the
+    /// portfolio take every N-th execution of the whole --max-executions
+    /// (after the calibration, detection or opening executions every
+    /// partition runs), ss every N-th sample,
     /// dfs the subtrees below --split-depth decisions whose prefix hashes
     /// to K. Write each with --json and add them up with `wasmrace merge`
     /// (docs/scale-out.md)

@@ -4,11 +4,13 @@
 //! outputs of `wasmrace bench --partition K/N` into the whole comparison.
 //!
 //! The rule for bugs: with a strategy that splits by execution (random, the
-//! pos family), the bug of the lowest global execution index, which is the
+//! pos family, pct, racefuzzer, ss, the portfolio), the bug of the lowest
+//! global execution index, which is the
 //! whole run's bug (its execution index too); with one that splits by
 //! prefix (dfs), the bug with the smallest order key, the one a single run
 //! reaches first.
 
+use super::check::RacesArg;
 use crate::output;
 use crate::report;
 use crate::Verdict;
@@ -24,10 +26,12 @@ the same module, tests, strategy, options, seed and N, each K from 1 to N
 exactly once; anything else is one error line (exit 2).
 
 The merged verdict: executions added up; exhausted only if every partition
-exhausted its share; the bounds that stopped any partition; and the bug one
-run would report: the lowest execution index (random, pos, basic-pos,
-pos-star), or the first in depth-first order (dfs). Schedule paths are
-printed as each partition wrote them.
+exhausted its share; the bounds that stopped any partition; RaceFuzzer's
+real races by sites and object (counts added, the first execution the
+earliest; with --races fail a real race counts as a bug, as in check); and
+the bug one run would report: the lowest execution index (random, the pos
+family, pct, racefuzzer, ss, the portfolio), or the first in depth-first
+order (dfs). Schedule paths are printed as each partition wrote them.
 
 The parts may instead be the `--format json` outputs of `wasmrace bench
 --partition K/N` with the same settings, tests, modules and N: the merged
@@ -57,6 +61,10 @@ pub struct MergeCommand {
     /// Print every step of a bug's interleaving
     #[arg(long)]
     full_trace: bool,
+    /// What a real race (RaceFuzzer) found by any partition does to the exit
+    /// code, as `check --races`
+    #[arg(long, value_enum, default_value_t = RacesArg::Warn)]
+    races: RacesArg,
 }
 
 /// One part: its path, its document and its `K`.
@@ -96,7 +104,10 @@ impl MergeCommand {
         let merged: Vec<Value> = (0..parts[0].tests().len())
             .map(|i| merge_test(&parts, i))
             .collect();
-        let bug = merged.iter().any(|t| !t["bug"].is_null());
+        let raced = |t: &Value| t["races"].as_array().is_some_and(|r| !r.is_empty());
+        let bug = merged
+            .iter()
+            .any(|t| !t["bug"].is_null() || (self.races == RacesArg::Fail && raced(t)));
         if self.json {
             let doc = json!({
                 "module": parts[0].doc["module"],
@@ -378,7 +389,51 @@ fn merge_test(parts: &[Part], i: usize) -> Value {
         "elapsed_ms": sum("elapsed_ms"),
         "nothing_to_interleave": t0["nothing_to_interleave"],
         "bug": first_bug(&tests),
+        "races": merge_races(&tests),
     })
+}
+
+/// The parts' real races (RaceFuzzer) as `--jobs` merges them: one per
+/// sites and object, counts added, the first execution the earliest; in
+/// the order the parts list them (each part's in its order).
+fn merge_races(tests: &[&Value]) -> Vec<Value> {
+    let mut out: Vec<Value> = Vec::new();
+    for t in tests {
+        let mut at = 0;
+        for r in t["races"].as_array().into_iter().flatten() {
+            let same = |o: &Value| o["sites"] == r["sites"] && o["object"] == r["object"];
+            let Some(i) = out.iter().position(same) else {
+                out.insert(at, r.clone());
+                at += 1;
+                continue;
+            };
+            let merged = &mut out[i];
+            for key in ["count", "executions"] {
+                let sum = merged[key].as_u64().unwrap_or(0) + r[key].as_u64().unwrap_or(0);
+                merged[key] = sum.into();
+            }
+            let first = |v: &Value| v["first_execution"].as_u64().unwrap_or(u64::MAX);
+            merged["first_execution"] = first(merged).min(first(r)).into();
+            at = i + 1;
+        }
+    }
+    out
+}
+
+/// Merged races as the host reports them, for the text block `check`
+/// prints.
+fn race_reports(t: &Value) -> Vec<wasmrace_host::RaceReport> {
+    let text = |v: &Value| v.as_str().unwrap_or_default().to_string();
+    let number = |v: &Value| v.as_u64().unwrap_or(0);
+    (t["races"].as_array().into_iter().flatten())
+        .map(|r| wasmrace_host::RaceReport {
+            sites: (text(&r["sites"][0]), text(&r["sites"][1])),
+            object: text(&r["object"]),
+            count: number(&r["count"]),
+            executions: number(&r["executions"]),
+            first_execution: number(&r["first_execution"]),
+        })
+        .collect()
 }
 
 /// The bug one run reports first, with the partition that found it, by
@@ -448,6 +503,7 @@ fn text_result(t: &Value, full_trace: bool) -> Result<String> {
             out.push_str(&format!("reproduce with: {cmd}\n"));
         }
     }
+    out.push_str(&report::races_block(&race_reports(t)));
     let secs = t["elapsed_ms"].as_u64().unwrap_or(0) as f64 / 1000.0;
     out.push_str(&format!("time: {secs:.2} s in all partitions\n"));
     Ok(out)

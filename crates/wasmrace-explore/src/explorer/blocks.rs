@@ -29,7 +29,7 @@
 //! is the single run's bug, and the sizes of the blocks below a position
 //! give its global index, its number and the budget's cut.
 
-use std::collections::BTreeMap;
+use std::collections::{BTreeMap, BTreeSet};
 use std::sync::{Arc, Mutex};
 
 /// How a strategy's executions group into blocks
@@ -198,10 +198,14 @@ struct Sizes {
     /// Sizes of ended blocks at or above `known`.
     ended: BTreeMap<u64, u64>,
     /// Every block below `known` ended, with `before` executions between
-    /// them; `starts[b]` is block `b`'s first global index, for each.
+    /// them.
     known: u64,
     before: u64,
-    starts: Vec<u64>,
+    /// Blocks a bug was found in whose start is not known yet, and the
+    /// first global index of those whose start is: only bugs are numbered
+    /// after the run, so only their blocks are remembered.
+    marked: BTreeSet<u64>,
+    starts: BTreeMap<u64, u64>,
     /// The position of the budget's last execution (global index
     /// `max - 1`), once the blocks up to it are known.
     cut: Option<u64>,
@@ -215,7 +219,8 @@ impl OpenSizes {
             ended: BTreeMap::new(),
             known: 0,
             before: 0,
-            starts: Vec::new(),
+            marked: BTreeSet::new(),
+            starts: BTreeMap::new(),
             cut: None,
         })))
     }
@@ -239,7 +244,9 @@ impl OpenSizes {
             if s.cut.is_none() && s.max > 0 && (s.before..s.before + size).contains(&last) {
                 s.cut = Some(open_position(s.known, last - s.before));
             }
-            s.starts.push(s.before);
+            if s.marked.remove(&s.known) {
+                s.starts.insert(s.known, s.before);
+            }
             s.known += 1;
             s.before += size;
         }
@@ -259,12 +266,27 @@ impl OpenSizes {
         s.before + sum + (block - s.known - count) + offset
     }
 
-    /// The global index of `position`, once every block below it ended
-    /// (as every block below a bug has, when the run ends).
+    /// A bug was found at `position`: its block's start is kept, to number
+    /// it once the blocks below it ended.
+    pub fn bug_at(&self, position: u64) {
+        let block = split_position(position).0;
+        let mut s = self.lock();
+        if block == s.known {
+            let before = s.before;
+            s.starts.insert(block, before);
+        } else if block > s.known {
+            s.marked.insert(block);
+        }
+    }
+
+    /// The global index of `position`, once every block below it ended (as
+    /// every block below a bug has, when the run ends): known for the
+    /// first block that has not ended, and for blocks a bug was found in
+    /// ([`bug_at`](Self::bug_at)).
     pub fn index(&self, position: u64) -> Option<u64> {
         let (block, offset) = split_position(position);
         let s = self.lock();
-        match usize::try_from(block).ok().and_then(|b| s.starts.get(b)) {
+        match s.starts.get(&block) {
             Some(start) => Some(start + offset),
             None => (block == s.known).then_some(s.before + offset),
         }
@@ -348,13 +370,16 @@ mod tests {
         assert_eq!(sizes.lower_bound(p(2, 1)), 1 + 1 + 1);
         assert_eq!((sizes.index(p(2, 0)), sizes.cut()), (None, None));
         assert_eq!(sizes.settled(), p(0, 0));
+        sizes.bug_at(p(3, 2));
         sizes.ended(0, 3);
         assert_eq!(sizes.index(p(2, 1)), Some(5));
-        assert_eq!(sizes.index(p(1, 0)), Some(3));
+        // Ended blocks are forgotten, but for those with a bug.
+        assert_eq!(sizes.index(p(1, 0)), None);
         assert_eq!(sizes.index(p(3, 0)), None);
         assert_eq!(sizes.lower_bound(p(2, 3)), 7);
         assert_eq!(sizes.settled(), p(2, 0));
         sizes.ended(2, 4);
+        assert_eq!(sizes.index(p(3, 2)), Some(10), "3 + 1 + 4, then 2 in");
         // Global index 5 is block 2's second execution.
         assert_eq!(sizes.cut(), Some(p(2, 1)));
         assert_eq!(sizes.last_in_budget(), p(2, 1));

@@ -368,7 +368,7 @@ impl<P: Program, O: Observer + ?Sized> Run<'_, P, O> {
             let place = self.pool.map(|pool| self.place(pool));
             self.strategy.end(&outcome);
             self.report.last_index = Some(index);
-            self.count_in_block(index);
+            self.count_in_block(index, &outcome);
             self.observer.end(&outcome, self.path.decisions());
             if let Outcome::Failed(failure) = outcome {
                 self.report.failing_executions += 1;
@@ -409,14 +409,19 @@ impl<P: Program, O: Observer + ?Sized> Run<'_, P, O> {
     }
 
     /// Counts the execution at `index` in its open block, and publishes
-    /// the block's size when the strategy ended it.
-    fn count_in_block(&mut self, index: u64) {
+    /// the block's size when the strategy ended it; a failing execution's
+    /// block is marked first, so that its bug can be numbered.
+    fn count_in_block(&mut self, index: u64, outcome: &Outcome) {
         if !matches!(self.share, Share::Indices(_, Blocks::Open)) {
             return;
         }
+        let sizes = self.cfg.open_sizes.as_ref();
+        if let (Outcome::Failed(_), Some(sizes)) = (outcome, sizes) {
+            sizes.bug_at(index);
+        }
         self.block_len += 1;
         if self.strategy.block_ended() {
-            if let Some(sizes) = &self.cfg.open_sizes {
+            if let Some(sizes) = sizes {
                 sizes.ended(blocks::split_position(index).0, self.block_len);
             }
             self.block_len = 0;

@@ -107,7 +107,8 @@ pub enum Split {
     /// the portfolio): opening members one after the other, each alone,
     /// then a sampling phase that splits by execution. `check --jobs`
     /// runs the openings side by side and shares the sampling phase's
-    /// indices; it does not split into partitions.
+    /// indices; partitions each run the openings as a prologue
+    /// ([`Blocks::Prologue`]) when the strategy gives one.
     Phases,
 }
 
@@ -137,7 +138,10 @@ impl Share {
             return Some(Share::Whole);
         };
         match split {
-            Split::None | Split::Phases => None,
+            Split::None => None,
+            // A phased strategy partitions with its phases as a prologue.
+            Split::Phases if blocks.prologue() > 0 => Some(Share::Indices(p, blocks)),
+            Split::Phases => None,
             Split::ByExecution => Some(Share::Indices(p, blocks)),
             Split::ByPrefix => Some(Share::Prefixes(p, depth)),
         }

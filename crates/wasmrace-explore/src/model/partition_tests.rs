@@ -466,15 +466,55 @@ fn procrastination_families_are_dealt_whole_and_numbered_by_their_sizes() {
             let (_, paths) = run(&racy(), &mut s, &config);
             ran.extend(s.1.into_iter().zip(paths));
         }
-        // The last partition's blocks end its run: every family below the
-        // budget's cut has ended by now.
+        // Number the positions as the sizes do: a family's executions come
+        // after all those of the families below it (every family below the
+        // budget's end ran whole, in some partition).
+        let mut size = std::collections::BTreeMap::new();
+        for (p, _) in &ran {
+            *size.entry(p >> 24).or_insert(0u64) += 1;
+        }
+        let mut start = std::collections::BTreeMap::new();
+        let mut next = 0;
+        for (family, n) in size {
+            start.insert(family, next);
+            next += n;
+        }
         let mut union: Vec<_> = ran
             .into_iter()
-            .filter_map(|(p, path)| Some((sizes.index(p)?, path)))
+            .map(|(p, path)| (start[&(p >> 24)] + (p & 0xff_ffff), path))
             .filter(|(i, _)| *i < 300)
             .collect();
         union.sort();
         let single_union: Vec<_> = (0u64..).zip(all.iter().cloned()).collect();
         assert_eq!(union, single_union, "{n}");
+    }
+    // Stopping at the first bug: the lowest failing position is numbered
+    // from the sizes as the single run numbers its bug, also when the
+    // failing execution ends its family (a failing random execution is not
+    // procrastinated), so that its family ends before the bug is known.
+    for seed in 0..5 {
+        let config = Config {
+            max_executions: 1000,
+            ..Config::default()
+        };
+        let (single, _) = run(&racy(), &mut Procrastination::new(seed), &config);
+        let expected = single.first_bug().unwrap();
+        for n in COUNTS {
+            let sizes = OpenSizes::new(1000);
+            let lowest = (0..n)
+                .filter_map(|k| {
+                    let config = Config {
+                        open_sizes: Some(sizes.clone()),
+                        ..partitioned(&config, k, n)
+                    };
+                    let (r, _) = run(&racy(), &mut Procrastination::new(seed), &config);
+                    r.bugs.into_iter().next()
+                })
+                .min_by_key(|b| b.execution)
+                .unwrap();
+            let numbered = sizes.index(lowest.execution - 1).map(|i| i + 1);
+            assert_eq!(numbered, Some(expected.execution), "seed {seed}, {n}");
+            assert_eq!(lowest.schedule, expected.schedule, "seed {seed}, {n}");
+        }
     }
 }

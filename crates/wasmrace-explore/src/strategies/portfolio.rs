@@ -24,9 +24,13 @@
 //! So the sampling phase splits by execution, and the openings depend on
 //! nothing but themselves: `check --jobs` runs the openings side by side
 //! and deals the sampling indices out ([`Split::Phases`]), and reports
-//! what this one-thread order reports.
+//! what this one-thread order reports. Partitions on other machines
+//! (`--partition`) cannot share the openings' outcome, so each runs the
+//! openings' executions itself as a prologue ([`Blocks::Prologue`], as
+//! long as the openings can be), counted by the partition that owns each
+//! index, and takes its share of the rest by index.
 
-use crate::explorer::Split;
+use crate::explorer::{Blocks, Split};
 use crate::program::StepInfo;
 use crate::strategies::registry::{Descriptor, Knob, StrategyOptions, Takes};
 use crate::strategies::{Dfs, DfsOptions, Dpor, Pct, Pos, RandomWalk};
@@ -126,6 +130,8 @@ pub struct Portfolio {
     /// In a whole run, the executions begun before the sampling phase (its
     /// execution `j` is the run's `from + j`), once it has started.
     sampling_from: Option<u64>,
+    /// The index after the last opening execution begun.
+    openings_end: u64,
     /// Steps of the current execution, and the longest opening execution.
     steps: usize,
     longest: usize,
@@ -170,6 +176,7 @@ impl Portfolio {
             current: None,
             phase: None,
             sampling_from: None,
+            openings_end: 0,
             steps: 0,
             longest: 0,
             complete: false,
@@ -201,7 +208,11 @@ impl Portfolio {
             let bound = o.strategy.bound_hit();
             self.complete = o.strategy.exhausted() && bound.is_none();
             if self.complete {
-                self.complete_stats = o.strategy.stats();
+                // What the proof covered, the same in every partition that
+                // ran the openings: merged as peaks, not added up.
+                self.complete_stats = (o.strategy.stats().into_iter())
+                    .map(|s| Stat::peak(s.name, s.value))
+                    .collect();
             }
             self.bound_hit = bound;
         }
@@ -299,6 +310,7 @@ impl Strategy for Portfolio {
         }
         if self.opening < self.openings.len() {
             if let Some(start) = self.begin_opening() {
+                self.openings_end = executions + 1;
                 return Some(start);
             }
             if self.complete {
@@ -309,7 +321,9 @@ impl Strategy for Portfolio {
             Some(from) => from,
             None => {
                 self.set_length_estimate(self.longest);
-                *self.sampling_from.insert(executions)
+                // Right after the last opening execution: in a partition,
+                // `executions` may already be past another's first index.
+                *self.sampling_from.insert(self.openings_end)
             }
         };
         self.begin_sampling(executions - from)
@@ -387,20 +401,33 @@ impl Capabilities for Portfolio {
         }
     }
 
-    /// Phases when every sampling member splits by execution (its
-    /// execution `i` depends on `i` alone): the openings run alone anyway;
+    /// Phases when every sampling member splits by execution in single
+    /// blocks (its execution `i` depends on `i` alone): the openings run alone anyway;
     /// by execution once restricted to the sampling phase.
     fn split(&self) -> Split {
+        // Execution `i` of each member on `i` alone: split by execution,
+        // in blocks of one (no prologue, no samples of several).
         let sampling = self.members.iter().all(|m| {
             m.strategy
                 .capabilities()
-                .is_some_and(|c| c.split() == Split::ByExecution)
+                .is_some_and(|c| c.split() == Split::ByExecution && c.blocks() == Blocks::Single)
         });
         match (sampling, self.phase) {
             (false, _) => Split::None,
             // The sampling phase alone splits as its members do.
             (true, Some(Phase::Sampling { .. })) => Split::ByExecution,
             (true, _) => Split::Phases,
+        }
+    }
+
+    /// For partitions: the openings' executions, at most, are a prologue
+    /// every partition runs (the sampling phase may begin inside it, if
+    /// the openings end sooner; its executions there are run by every
+    /// partition too, and counted once).
+    fn blocks(&self) -> Blocks {
+        match (self.split(), self.phase) {
+            (Split::Phases, None) => Blocks::Prologue(self.openings.iter().map(|o| o.round).sum()),
+            _ => Blocks::Single,
         }
     }
 

@@ -25,7 +25,8 @@ use wasmrace_explore::{Blocks, Explorer, LowestBug, Partition, Report, Split};
 /// partitions (partition `K` of `N` becomes partitions `K + N * j` of `N *
 /// jobs`), and its report is the one-thread run's: the failing execution
 /// with the lowest index, counted with exactly the executions below it
-/// ([`LowestBug`], [`Cuts`]). `jobs` of 1 is [`check`](super::check). The strategy must
+/// ([`LowestBug`], [`Cuts`]); so is a phased one within a partition (its
+/// phases a prologue every thread runs). `jobs` of 1 is [`check`](super::check). The strategy must
 /// split its work (`Capabilities::split`), else this is the explorer's
 /// `CannotSplit` error.
 pub fn check_jobs(
@@ -65,7 +66,7 @@ pub fn check_jobs_with_progress(
     }
     let strategy = opts.strategy.build(opts.seed);
     let (split, blocks) = (strategy.split(), strategy.blocks());
-    if split == Split::Phases {
+    if split == Split::Phases && opts.explore.partition.is_none() {
         return super::phases::check_phases(guest, test, opts, jobs, progress);
     }
     if blocks == Blocks::Open && opts.explore.partition.is_some() {
