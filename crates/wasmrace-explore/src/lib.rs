@@ -14,6 +14,7 @@ pub mod model;
 pub mod observer;
 mod prefix_tree;
 pub mod program;
+pub mod splitting;
 pub mod state_cache;
 pub mod strategies;
 pub mod strategy;
@@ -31,6 +32,7 @@ pub use strategies::{
     Replay, Ses, SesOptions, Ss, SsOptions,
 };
 pub use strategy::{
-    BoundHit, Capabilities, Context, Outcome, Phase, RealRace, Start, Stat, StatKind, Strategy,
+    BoundHit, Capabilities, Context, Outcome, Phase, RealRace, Splitting, Start, Stat, StatKind,
+    Strategy,
 };
 pub use wasmrace_trace as trace;

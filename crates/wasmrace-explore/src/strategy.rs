@@ -7,9 +7,8 @@
 
 use crate::explorer::blocks::Blocks;
 use crate::explorer::partition::Split;
-use crate::explorer::steal::SubtreePool;
 use crate::program::{StepInfo, ThreadView};
-use std::sync::Arc;
+pub use crate::splitting::{Phase, Splitting};
 use wasmrace_trace::{Decision, Failure, Oid, OpKind, Tid};
 
 /// Where the next execution starts.
@@ -286,51 +285,16 @@ pub trait Capabilities {
         Vec::new()
     }
 
-    /// How the strategy's work splits into partitions (`Config::partition`);
-    /// by default it cannot. A strategy says `ByExecution` only if execution
-    /// `i` depends on nothing but its seed and `i` (nothing carried over
-    /// from earlier executions), and `ByPrefix` only if the executions below
-    /// a prefix do not depend on other subtrees and it answers
-    /// [`order_key`](Self::order_key).
-    fn split(&self) -> Split {
-        Split::None
-    }
-
-    /// For a strategy that splits by execution: how its executions group
-    /// into blocks that depend on one another and so run on one worker, in
-    /// order ([`Blocks`]); by default each execution is its own. `begin`
-    /// is then given the indices of whole blocks, each block's in order,
-    /// and must start a block afresh whenever the index is not the one
-    /// after the last.
-    fn blocks(&self) -> Blocks {
-        Blocks::Single
-    }
-
-    /// For a strategy whose blocks are [`Blocks::Open`]: after `end`,
-    /// whether the execution that ended was its block's last (the next
-    /// `begin` starts a new block). Default: true.
-    fn block_ended(&self) -> bool {
-        true
-    }
-
-    /// The current (or last) execution's place in the strategy's
-    /// exploration order, for `Split::ByPrefix` strategies: keys compare
-    /// lexicographically, an execution explored earlier has a smaller key,
-    /// and a key depends only on the execution (not on which other subtrees
-    /// a partition skipped), so the bugs of partitions can be put back in
-    /// the order one run would have found them.
-    fn order_key(&self) -> Option<Vec<u32>> {
+    /// How the strategy's work splits between threads and partitions, if
+    /// it can ([`Splitting`]); `None` (the default): it cannot.
+    fn splitting(&self) -> Option<&dyn Splitting> {
         None
     }
 
-    /// Makes the strategy one of several workers sharing its search tree
-    /// through `pool` (work stealing, `check --jobs`), before its first
-    /// `begin`; false when it cannot (the default), and then nothing
-    /// changed. A strategy that accepts explores only subtrees it takes
-    /// from the pool (the first is the root), donates when the pool is
-    /// hungry, and ends when the pool says the run is over.
-    fn share(&mut self, _pool: Arc<SubtreePool>) -> bool {
-        false
+    /// [`splitting`](Self::splitting), to set a split up (share a pool,
+    /// enter a phase).
+    fn splitting_mut(&mut self) -> Option<&mut dyn Splitting> {
+        None
     }
 
     /// How many times the strategy's own bound ([`bound_hit`](Self::bound_hit))
@@ -340,54 +304,10 @@ pub trait Capabilities {
         u64::from(self.bound_hit().is_some())
     }
 
-    /// For a strategy sharing a pool ([`share`](Self::share)): a number
-    /// that changes whenever its next executions stop following its last
-    /// ones directly in the exploration order (it took or resumed another
-    /// subtree), so that the pool can number executions as one run does
-    /// (see [`steal`](crate::explorer::steal)). Default 0.
-    fn stretch(&self) -> u64 {
-        0
-    }
-
-    /// For a strategy that runs in phases ([`Split::Phases`], the
-    /// portfolio): the executions each opening member runs at most, in
-    /// order; `None` (the default) for the others.
-    fn openings(&self) -> Option<Vec<u64>> {
-        None
-    }
-
-    /// Restricts a phased strategy (see [`openings`](Self::openings)) to
-    /// one phase, before its first `begin`; ignored by the others.
-    fn enter_phase(&mut self, _phase: Phase) {}
-
     /// The run length (steps) a strategy that places its choices along an
     /// execution (PCT's change points) assumes from now on, fixed; ignored
     /// by the others.
     fn set_length_estimate(&mut self, _steps: usize) {}
-
-    /// For a phased strategy after an opening phase: the most decisions
-    /// one of its opening executions took, which the sampling phase is
-    /// given as `Phase::Sampling { longest }` (the strategy measures it
-    /// itself, as a whole run needs it too). Default 0.
-    fn longest_execution(&self) -> usize {
-        0
-    }
-}
-
-/// One phase of a phased strategy ([`Capabilities::enter_phase`]).
-#[derive(Clone, Copy, Debug, PartialEq, Eq)]
-pub enum Phase {
-    /// Opening member `i` alone, for at most its executions: the run ends
-    /// when it does. Its report says whether it explored its whole space
-    /// (`exhausted`, with no `strategy_bound`), which ends the whole run.
-    Opening(usize),
-    /// The sampling phase alone, the openings having run: execution `i` is
-    /// the phase's `i`-th (so it splits by execution), and `longest` is
-    /// the longest opening execution, in steps (0 when none ran).
-    Sampling {
-        /// The longest execution of the openings, in steps.
-        longest: usize,
-    },
 }
 
 /// Reading a strategy's capabilities with their defaults, whatever the
@@ -420,24 +340,29 @@ impl dyn Strategy + '_ {
         self.capabilities().map(|c| c.stats()).unwrap_or_default()
     }
 
-    /// [`Capabilities::split`], or `Split::None`.
+    /// [`Splitting`] if the strategy splits.
+    pub fn splitting(&self) -> Option<&dyn Splitting> {
+        self.capabilities().and_then(|c| c.splitting())
+    }
+
+    /// [`Splitting::split`], or `Split::None`.
     pub fn split(&self) -> Split {
-        self.capabilities().map_or(Split::None, |c| c.split())
+        self.splitting().map_or(Split::None, |s| s.split())
     }
 
-    /// [`Capabilities::blocks`], or single executions.
+    /// [`Splitting::blocks`], or single executions.
     pub fn blocks(&self) -> Blocks {
-        self.capabilities().map_or(Blocks::Single, |c| c.blocks())
+        self.splitting().map_or(Blocks::Single, |s| s.blocks())
     }
 
-    /// [`Capabilities::block_ended`], or true.
+    /// [`Splitting::block_ended`], or true.
     pub fn block_ended(&self) -> bool {
-        self.capabilities().is_none_or(|c| c.block_ended())
+        self.splitting().is_none_or(|s| s.block_ended())
     }
 
-    /// [`Capabilities::order_key`], or none.
+    /// [`Splitting::order_key`], or none.
     pub fn order_key(&self) -> Option<Vec<u32>> {
-        self.capabilities().and_then(|c| c.order_key())
+        self.splitting().and_then(|s| s.order_key())
     }
 
     /// [`Capabilities::real_races`], or none.

@@ -33,7 +33,7 @@ use std::collections::{BTreeMap, BTreeSet};
 use std::sync::{Arc, Mutex};
 
 /// How a strategy's executions group into blocks
-/// ([`Capabilities::blocks`](crate::Capabilities::blocks)), numbered from
+/// ([`Splitting::blocks`](crate::Splitting::blocks)), numbered from
 /// 0 in execution order.
 #[derive(Clone, Copy, Debug, PartialEq, Eq, Default)]
 pub enum Blocks {
@@ -54,7 +54,7 @@ pub enum Blocks {
     /// Blocks whose sizes only running them tells: the index `begin` gets
     /// is a position (`block << OPEN_SHIFT | offset`), and the strategy
     /// says when a block ended
-    /// ([`Capabilities::block_ended`](crate::Capabilities::block_ended)).
+    /// ([`Splitting::block_ended`](crate::Splitting::block_ended)).
     /// A block has fewer than `1 << OPEN_SHIFT` executions.
     Open,
 }

@@ -152,7 +152,7 @@ impl<P: Program> Explorer<P> {
     /// and cuts them at `--max-executions` as one run does (the workers
     /// run past the budget until what it keeps is explored); a time bound
     /// that stops one worker stops them all. The
-    /// strategy must accept the pool ([`Capabilities::share`](crate::Capabilities::share)),
+    /// strategy must accept the pool ([`Splitting::share`](crate::Splitting::share)),
     /// else this is [`ExploreError::CannotSplit`].
     pub fn run_shared<O: Observer + ?Sized>(
         &mut self,
@@ -174,7 +174,8 @@ impl<P: Program> Explorer<P> {
     ) -> Result<Report, ExploreError<P::Error>> {
         let shares = strategy
             .capabilities_mut()
-            .is_some_and(|c| c.share(pool.clone()));
+            .and_then(|c| c.splitting_mut())
+            .is_some_and(|s| s.share(pool.clone()));
         if !shares {
             // Not one of the workers after all: nobody must wait for it.
             pool.stop();
@@ -268,7 +269,7 @@ struct Run<'a, P: Program, O: ?Sized> {
     /// The pool shared with other workers, in a run of several.
     pool: Option<&'a SubtreePool>,
     /// With a pool: the current stretch (the strategy's
-    /// `Capabilities::stretch`, its index in the pool, its counter; see
+    /// `Splitting::stretch`, its index in the pool, its counter; see
     /// [`steal`]).
     stretch: Option<(u64, usize, Arc<AtomicU64>)>,
     /// With a pool: the strategy's `bound_prunes` after the last execution,
@@ -485,8 +486,8 @@ impl<P: Program, O: Observer + ?Sized> Run<'_, P, O> {
     /// and returns the execution's place.
     fn place(&mut self, pool: &SubtreePool) -> steal::Place {
         let caps = self.strategy.capabilities();
-        let id = caps.map_or(0, |c| c.stretch());
-        let key = || caps.and_then(|c| c.order_key()).unwrap_or_default();
+        let id = self.strategy.splitting().map_or(0, |s| s.stretch());
+        let key = || self.strategy.order_key().unwrap_or_default();
         if !matches!(&self.stretch, Some((open, ..)) if *open == id) {
             let (index, count) = pool.open_stretch(key());
             self.stretch = Some((id, index, count));

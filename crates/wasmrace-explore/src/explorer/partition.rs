@@ -89,7 +89,7 @@ impl Partition {
 }
 
 /// How a strategy's work splits into partitions
-/// ([`Capabilities::split`](crate::Capabilities::split)).
+/// ([`Splitting::split`](crate::Splitting::split)).
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
 pub enum Split {
     /// It cannot: what it explores depends on everything explored before
@@ -101,9 +101,9 @@ pub enum Split {
     /// The executions below a prefix do not depend on the rest of the
     /// search (plain depth-first search, without a state cache), and the
     /// strategy reports each execution's place in its exploration order
-    /// ([`Capabilities::order_key`](crate::Capabilities::order_key)).
+    /// ([`Splitting::order_key`](crate::Splitting::order_key)).
     ByPrefix,
-    /// It runs in phases ([`Capabilities::openings`](crate::Capabilities::openings),
+    /// It runs in phases ([`Splitting::openings`](crate::Splitting::openings),
     /// the portfolio): opening members one after the other, each alone,
     /// then a sampling phase that splits by execution. `check --jobs`
     /// runs the openings side by side and shares the sampling phase's
@@ -345,7 +345,7 @@ pub fn prefix_hash(prefix: &[Decision]) -> u64 {
 /// `longest` (as `check --jobs` runs it) and checked to split by
 /// execution, by `run`; the lowest failing execution among them.
 #[cfg(test)]
-pub(crate) fn lowest_bug_sampled_apart<S: crate::Strategy + crate::Capabilities>(
+pub(crate) fn lowest_bug_sampled_apart<S: crate::Strategy + crate::Splitting>(
     n: u32,
     longest: usize,
     build: impl Fn() -> S,

@@ -20,7 +20,7 @@ pub struct Bug {
     /// whole run).
     pub execution: u64,
     /// The execution's place in the strategy's exploration order
-    /// ([`Capabilities::order_key`](crate::Capabilities::order_key)), for
+    /// ([`Splitting::order_key`](crate::Splitting::order_key)), for
     /// strategies that answer it: the smallest key among the partitions'
     /// bugs is the bug the whole run finds first.
     pub order_key: Option<Vec<u32>>,

@@ -8,7 +8,7 @@ use super::{reg, Model, ModelBuilder};
 use crate::explorer::{Bug, Partition, Report};
 use crate::observer::Observer;
 use crate::strategies::{Dfs, RandomWalk};
-use crate::strategy::{Capabilities, Context, Outcome, Start, Strategy};
+use crate::strategy::{Capabilities, Context, Outcome, Splitting, Start, Strategy};
 use crate::{Config, ExploreError, Explorer};
 use wasmrace_trace::Decision;
 

@@ -34,7 +34,9 @@ use crate::explorer::{Blocks, Split};
 use crate::program::StepInfo;
 use crate::strategies::registry::{Descriptor, Knob, StrategyOptions, Takes};
 use crate::strategies::{Dfs, DfsOptions, Dpor, Pct, Pos, RandomWalk};
-use crate::strategy::{BoundHit, Capabilities, Context, Outcome, Phase, Start, Stat, Strategy};
+use crate::strategy::{
+    BoundHit, Capabilities, Context, Outcome, Phase, Splitting, Start, Stat, Strategy,
+};
 use wasmrace_trace::Decision;
 
 /// `portfolio` in the [registry](crate::strategies::registry), the
@@ -401,6 +403,27 @@ impl Capabilities for Portfolio {
         }
     }
 
+    fn save_request(&mut self) -> Option<u64> {
+        // Ids are the member's own: two members could pick the same id, and
+        // a member's saved state is only started by that member. Members
+        // that save belong in the opening slot, which runs alone.
+        self.member()
+            .strategy
+            .capabilities_mut()
+            .and_then(|c| c.save_request())
+    }
+
+    fn splitting(&self) -> Option<&dyn Splitting> {
+        Some(self)
+    }
+
+    fn splitting_mut(&mut self) -> Option<&mut dyn Splitting> {
+        Some(self)
+    }
+}
+
+/// In phases for threads; for partitions with the openings as a prologue.
+impl Splitting for Portfolio {
     /// Phases when every sampling member splits by execution in single
     /// blocks (its execution `i` depends on `i` alone): the openings run alone anyway;
     /// by execution once restricted to the sampling phase.
@@ -408,9 +431,7 @@ impl Capabilities for Portfolio {
         // Execution `i` of each member on `i` alone: split by execution,
         // in blocks of one (no prologue, no samples of several).
         let sampling = self.members.iter().all(|m| {
-            m.strategy
-                .capabilities()
-                .is_some_and(|c| c.split() == Split::ByExecution && c.blocks() == Blocks::Single)
+            m.strategy.split() == Split::ByExecution && m.strategy.blocks() == Blocks::Single
         });
         match (sampling, self.phase) {
             (false, _) => Split::None,
@@ -448,16 +469,6 @@ impl Capabilities for Portfolio {
                 self.set_length_estimate(longest);
             }
         }
-    }
-
-    fn save_request(&mut self) -> Option<u64> {
-        // Ids are the member's own: two members could pick the same id, and
-        // a member's saved state is only started by that member. Members
-        // that save belong in the opening slot, which runs alone.
-        self.member()
-            .strategy
-            .capabilities_mut()
-            .and_then(|c| c.save_request())
     }
 }
 

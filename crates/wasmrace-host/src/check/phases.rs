@@ -41,7 +41,7 @@ enum Settled {
 }
 
 /// An opening's report and its longest execution
-/// (`Capabilities::longest_execution`).
+/// (`Splitting::longest_execution`).
 type Opened = (Report, usize);
 
 /// The openings' reports as they finish, and what they settle.
@@ -153,8 +153,8 @@ pub(super) fn check_phases(
     let rounds = opts
         .strategy
         .build(opts.seed)
-        .capabilities()
-        .and_then(|c| c.openings())
+        .splitting()
+        .and_then(|s| s.openings())
         .unwrap_or_default();
     if opts.explore.max_executions <= rounds.iter().sum::<u64>() {
         // The openings could use up the budget: each one's then depends on
@@ -263,14 +263,12 @@ impl<'a> Run<'a> {
         let count = self.openings.reports.lock().map_or(0, |g| g.0.len());
         for i in (w..count).step_by(self.jobs) {
             let mut strategy = self.opts.strategy.build(self.opts.seed);
-            if let Some(c) = strategy.capabilities_mut() {
-                c.enter_phase(Phase::Opening(i));
-            }
+            enter(&mut *strategy, Phase::Opening(i));
             let report = explorer
                 .run_with_progress(&mut *strategy, &mut |_| (self.tick)())
                 .map_err(explore_err)?;
             executions += report.executions;
-            let longest = strategy.capabilities().map_or(0, |c| c.longest_execution());
+            let longest = strategy.splitting().map_or(0, |s| s.longest_execution());
             self.openings.finished(i, report, longest);
         }
         Ok(executions)
@@ -287,9 +285,7 @@ impl<'a> Run<'a> {
         longest: usize,
     ) -> Result<Report, HostError> {
         let mut strategy = self.opts.strategy.build(self.opts.seed);
-        if let Some(c) = strategy.capabilities_mut() {
-            c.enter_phase(Phase::Sampling { longest });
-        }
+        enter(&mut *strategy, Phase::Sampling { longest });
         explorer.config.cancel = None;
         explorer.config.partition = Some(share(w, self.jobs));
         explorer.config.lowest_bug = Some(self.lowest.clone());
@@ -302,6 +298,13 @@ impl<'a> Run<'a> {
                 (self.tick)();
             })
             .map_err(explore_err)
+    }
+}
+
+/// Restricts a phased strategy to `phase`.
+fn enter(strategy: &mut dyn wasmrace_explore::Strategy, phase: Phase) {
+    if let Some(s) = strategy.capabilities_mut().and_then(|c| c.splitting_mut()) {
+        s.enter_phase(phase);
     }
 }
 

@@ -82,7 +82,7 @@ use crate::explorer::blocks::{split_position, Blocks, OPEN_SHIFT};
 use crate::explorer::partition::Split;
 use crate::program::{Pending, StepInfo};
 use crate::strategies::registry::{Descriptor, StrategyOptions};
-use crate::strategy::{Capabilities, Context, Outcome, Start, Strategy};
+use crate::strategy::{Capabilities, Context, Outcome, Splitting, Start, Strategy};
 use rand::{Rng, SeedableRng};
 use rand_chacha::ChaCha8Rng;
 use std::collections::{BTreeSet, VecDeque};
@@ -680,12 +680,23 @@ impl Strategy for Procrastination {
     }
 }
 
-/// The seed, and families as open blocks (see the module documentation).
+/// The seed, and the split.
 impl Capabilities for Procrastination {
     fn seed(&self) -> u64 {
         self.seed
     }
 
+    fn splitting(&self) -> Option<&dyn Splitting> {
+        Some(self)
+    }
+
+    fn splitting_mut(&mut self) -> Option<&mut dyn Splitting> {
+        Some(self)
+    }
+}
+
+/// Families as open blocks (see the module documentation).
+impl Splitting for Procrastination {
     fn split(&self) -> Split {
         if self.open {
             Split::ByExecution

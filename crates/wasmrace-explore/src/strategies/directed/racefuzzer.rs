@@ -39,7 +39,7 @@ use crate::program::{StepInfo, ThreadView};
 use crate::strategies::race_detector::{HybridDetector, SitePair};
 use crate::strategies::random::RandomWalk;
 use crate::strategies::registry::{Descriptor, StrategyOptions};
-use crate::strategy::{Capabilities, Context, Outcome, Start, Stat, Strategy};
+use crate::strategy::{Capabilities, Context, Outcome, Splitting, Start, Stat, Strategy};
 use rand::{Rng, SeedableRng};
 use rand_chacha::ChaCha8Rng;
 use std::collections::{BTreeMap, BTreeSet, VecDeque};
@@ -393,16 +393,28 @@ impl Capabilities for RaceFuzzer {
         ]
     }
 
+    fn real_races(&self) -> Vec<RealRace> {
+        RaceFuzzer::real_races(self)
+    }
+
+    fn splitting(&self) -> Option<&dyn Splitting> {
+        Some(self)
+    }
+
+    fn splitting_mut(&mut self) -> Option<&mut dyn Splitting> {
+        Some(self)
+    }
+}
+
+/// By execution, after the detection phase as a prologue (see the module
+/// documentation).
+impl Splitting for RaceFuzzer {
     fn split(&self) -> Split {
         Split::ByExecution
     }
 
     fn blocks(&self) -> Blocks {
         Blocks::Prologue(self.options.phase1_executions)
-    }
-
-    fn real_races(&self) -> Vec<RealRace> {
-        RaceFuzzer::real_races(self)
     }
 }
 

@@ -52,7 +52,7 @@
 
 use crate::explorer::{Blocks, Split};
 use crate::strategies::registry::{Descriptor, Knob, StrategyOptions, Takes};
-use crate::strategy::{Capabilities, Context, Outcome, Start, Strategy};
+use crate::strategy::{Capabilities, Context, Outcome, Splitting, Start, Strategy};
 use rand::{Rng, SeedableRng};
 use rand_chacha::ChaCha8Rng;
 use std::collections::BTreeMap;
@@ -263,13 +263,28 @@ impl Strategy for Pct {
     }
 }
 
-/// The seed, and the split: by execution, after the calibration as a
-/// prologue when the estimate adapts.
+/// The seed, the fixed length a portfolio sets, and the split.
 impl Capabilities for Pct {
     fn seed(&self) -> u64 {
         self.seed
     }
 
+    fn set_length_estimate(&mut self, steps: usize) {
+        self.calibrated(steps);
+    }
+
+    fn splitting(&self) -> Option<&dyn Splitting> {
+        Some(self)
+    }
+
+    fn splitting_mut(&mut self) -> Option<&mut dyn Splitting> {
+        Some(self)
+    }
+}
+
+/// By execution, after the calibration as a prologue when the estimate
+/// adapts.
+impl Splitting for Pct {
     fn split(&self) -> Split {
         Split::ByExecution
     }
@@ -280,10 +295,6 @@ impl Capabilities for Pct {
         } else {
             Blocks::Single
         }
-    }
-
-    fn set_length_estimate(&mut self, steps: usize) {
-        self.calibrated(steps);
     }
 }
 

@@ -238,11 +238,21 @@ macro_rules! pos_strategy {
             }
         }
 
-        /// The seed.
+        /// The seed, and the split.
         impl Capabilities for $ty {
             fn seed(&self) -> u64 {
                 self.0.seed()
             }
+            fn splitting(&self) -> Option<&dyn $crate::Splitting> {
+                Some(self)
+            }
+            fn splitting_mut(&mut self) -> Option<&mut dyn $crate::Splitting> {
+                Some(self)
+            }
+        }
+
+        /// By execution.
+        impl $crate::Splitting for $ty {
             // `begin` draws execution `i` from stream `i` and clears every
             // priority: nothing is carried over between executions.
             fn split(&self) -> $crate::explorer::Split {

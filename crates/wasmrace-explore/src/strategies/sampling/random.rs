@@ -8,7 +8,7 @@
 //! snapshot policy or the length of earlier executions.
 
 use crate::strategies::registry::{Descriptor, StrategyOptions};
-use crate::strategy::{Capabilities, Context, Start, Strategy};
+use crate::strategy::{Capabilities, Context, Splitting, Start, Strategy};
 use rand::{Rng, SeedableRng};
 use rand_chacha::ChaCha8Rng;
 use wasmrace_trace::Decision;
@@ -77,13 +77,23 @@ impl Strategy for RandomWalk {
     }
 }
 
-/// The seed; execution `i` depends only on it and `i`, so partitions split
-/// the executions by index.
+/// The seed, and the split.
 impl Capabilities for RandomWalk {
     fn seed(&self) -> u64 {
         self.seed
     }
 
+    fn splitting(&self) -> Option<&dyn Splitting> {
+        Some(self)
+    }
+
+    fn splitting_mut(&mut self) -> Option<&mut dyn Splitting> {
+        Some(self)
+    }
+}
+
+/// Execution `i` depends only on the seed and `i`: by execution.
+impl Splitting for RandomWalk {
     fn split(&self) -> crate::explorer::Split {
         crate::explorer::Split::ByExecution
     }

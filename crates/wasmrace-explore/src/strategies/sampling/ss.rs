@@ -55,7 +55,7 @@ use crate::program::StepInfo;
 use crate::strategies::delaying::explorer::{DelayCursor, DelayingExplorer};
 use crate::strategies::delaying::ExplorerKind;
 use crate::strategies::registry::{Descriptor, Knob, StrategyOptions, Takes};
-use crate::strategy::{Capabilities, Context, Outcome, Start, Stat, Strategy};
+use crate::strategy::{Capabilities, Context, Outcome, Splitting, Start, Stat, Strategy};
 use rand::{Rng, SeedableRng};
 use rand_chacha::ChaCha8Rng;
 use std::collections::BTreeMap;
@@ -400,6 +400,17 @@ impl<E: DelayingExplorer + Clone> Capabilities for Ss<E> {
         ]
     }
 
+    fn splitting(&self) -> Option<&dyn Splitting> {
+        Some(self)
+    }
+
+    fn splitting_mut(&mut self) -> Option<&mut dyn Splitting> {
+        Some(self)
+    }
+}
+
+/// By execution, whole samples to a share (see the module documentation).
+impl<E: DelayingExplorer + Clone> Splitting for Ss<E> {
     fn split(&self) -> Split {
         Split::ByExecution
     }

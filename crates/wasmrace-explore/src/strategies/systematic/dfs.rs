@@ -72,7 +72,7 @@
 //! first), is exactly the order of the search. It is not the order of the
 //! decision sequences themselves: a preemption deferred at a node comes
 //! after the non-preemptive subtree below that node, though it ranks later
-//! there. [`order_key`]: Capabilities::order_key
+//! there. [`order_key`]: crate::Splitting::order_key
 //!
 //! **Order.** At each step: continue the last thread (all its alternatives,
 //! ascending), then the other threads in creation order. So the first
@@ -86,7 +86,7 @@ use crate::explorer::Split;
 use crate::prefix_tree::{NodeId, PrefixTree, NIL};
 use crate::state_cache::StateCache;
 use crate::strategies::registry::{Descriptor, Knob, StrategyOptions, Takes};
-use crate::strategy::{BoundHit, Capabilities, Context, Start, Stat, Strategy};
+use crate::strategy::{BoundHit, Capabilities, Context, Splitting, Start, Stat, Strategy};
 use std::sync::Arc;
 use wasmrace_trace::{mix64, Decision, OpKind};
 
@@ -229,7 +229,7 @@ pub struct Dfs {
     /// The pool of subtrees shared with other workers (`check --jobs`),
     /// when this search is one of several sharing the tree (`steal.rs`).
     pool: Option<Arc<SubtreePool>>,
-    /// Subtrees started so far (`Capabilities::stretch`).
+    /// Subtrees started so far (`Splitting::stretch`).
     stretch: u64,
     /// The pool said the run is over.
     left: bool,
@@ -522,7 +522,7 @@ impl Dfs {
 }
 
 /// The order key of the executions below a path with these marks, without
-/// the terminating 0 (see [`Capabilities::order_key`] on [`Dfs`]): every
+/// the terminating 0 (see [`Splitting::order_key`] on [`Dfs`]): every
 /// execution of the subtree below it explored in the same iteration has a
 /// key starting with it.
 fn key_of(marks: impl Iterator<Item = u32> + Clone) -> Vec<u32> {
@@ -668,6 +668,31 @@ impl Capabilities for Dfs {
         }
     }
 
+    fn bound_prunes(&self) -> u64 {
+        self.pruned
+    }
+
+    fn bound_hit(&self) -> Option<BoundHit> {
+        let bound = self.opts.preemption_bound?;
+        (self.pruned > 0).then_some(BoundHit {
+            bound: "preemptions",
+            value: u64::from(bound),
+            knob: "--preemption-bound",
+        })
+    }
+
+    fn splitting(&self) -> Option<&dyn Splitting> {
+        Some(self)
+    }
+
+    fn splitting_mut(&mut self) -> Option<&mut dyn Splitting> {
+        Some(self)
+    }
+}
+
+/// By prefix, or by sharing the tree with other workers (`steal.rs`);
+/// not with a state cache.
+impl Splitting for Dfs {
     fn split(&self) -> Split {
         // A state cache prunes a subtree because another one reached the
         // same state: subtrees are no longer independent.
@@ -693,10 +718,6 @@ impl Capabilities for Dfs {
         self.stretch
     }
 
-    fn bound_prunes(&self) -> u64 {
-        self.pruned
-    }
-
     fn share(&mut self, pool: Arc<SubtreePool>) -> bool {
         // Like partitions: a state cache makes subtrees depend on each other.
         if self.cache.is_some() || self.started {
@@ -704,15 +725,6 @@ impl Capabilities for Dfs {
         }
         self.pool = Some(pool);
         true
-    }
-
-    fn bound_hit(&self) -> Option<BoundHit> {
-        let bound = self.opts.preemption_bound?;
-        (self.pruned > 0).then_some(BoundHit {
-            bound: "preemptions",
-            value: u64::from(bound),
-            knob: "--preemption-bound",
-        })
     }
 }
 

@@ -12,7 +12,7 @@
 
 use super::{key_of, Dfs, NIL};
 use crate::explorer::steal::{Subtree, SubtreePool, Taken};
-use crate::strategy::{Capabilities, Start};
+use crate::strategy::{Splitting, Start};
 use wasmrace_trace::Decision;
 
 impl Dfs {
