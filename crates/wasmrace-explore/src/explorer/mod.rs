@@ -194,17 +194,10 @@ impl<P: Program> Explorer<P> {
         let cannot = || ExploreError::CannotSplit {
             strategy: strategy.name().to_string(),
         };
-        let open = blocks == Blocks::Open;
-        if open && cfg.partition.is_some() && cfg.open_sizes.is_none() {
+        if blocks == Blocks::Open && cfg.partition.is_some() && cfg.open_sizes.is_none() {
             return Err(cannot());
         }
-        match Share::of(cfg.partition, strategy.split(), cfg.split_depth, blocks) {
-            Some(Share::Whole) if open => {
-                Ok(Share::Indices(Partition::new(0, 1).expect("0 < 1"), blocks))
-            }
-            Some(share) => Ok(share),
-            None => Err(cannot()),
-        }
+        Share::of(cfg.partition, strategy.split(), cfg.split_depth, blocks).ok_or_else(cannot)
     }
 
     fn run_in<O: Observer + ?Sized>(
@@ -220,6 +213,7 @@ impl<P: Program> Explorer<P> {
             share,
             last_index: None,
             block_len: 0,
+            block_ended: true,
             pool,
             stretch: None,
             prunes: (0, None),
@@ -260,8 +254,10 @@ struct Run<'a, P: Program, O: ?Sized> {
     share: Share,
     /// The index passed to the strategy's last `begin`.
     last_index: Option<u64>,
-    /// Executions of the current open block so far.
+    /// Executions of the current open block so far, and whether the
+    /// strategy ended its block with the last execution (asked once).
     block_len: u64,
+    block_ended: bool,
     /// The current execution's ownership was checked at the split depth.
     checked: bool,
     /// The current execution was abandoned as another partition's.
@@ -306,7 +302,7 @@ impl<P: Program, O: Observer + ?Sized> Run<'_, P, O> {
             // begun and then cut by a bound is simply never run.
             let index = self.share.next_index(
                 self.last_index,
-                self.strategy.block_ended(),
+                self.block_ended,
                 self.report.executions,
                 self.report.partition_skipped,
             );
@@ -421,7 +417,8 @@ impl<P: Program, O: Observer + ?Sized> Run<'_, P, O> {
             sizes.bug_at(index);
         }
         self.block_len += 1;
-        if self.strategy.block_ended() {
+        self.block_ended = self.strategy.block_ended();
+        if self.block_ended {
             if let Some(sizes) = sizes {
                 sizes.ended(blocks::split_position(index).0, self.block_len);
             }

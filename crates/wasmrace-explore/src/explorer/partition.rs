@@ -64,12 +64,9 @@ impl Partition {
                 return next;
             }
         }
-        // The first block from `next`'s on that is this share's.
+        // The first block after `after`'s that is this share's.
         let (count, index) = (u64::from(self.count), u64::from(self.index));
-        let first = match (blocks, after) {
-            (Blocks::Open, Some(i)) => blocks.locate(i).block + 1,
-            _ => blocks.locate(next).block,
-        };
+        let first = after.map_or(0, |i| blocks.locate(i).block.saturating_add(1));
         let block = first.saturating_add((index + count - first % count) % count);
         blocks.start(block)
     }
@@ -126,8 +123,8 @@ pub(crate) enum Share {
 }
 
 impl Share {
-    /// The share of `partition` for a strategy that splits as `split`;
-    /// `None` when it cannot split.
+    /// The share of `partition` for a strategy that splits as `split` in
+    /// `blocks`; `None` when it cannot split.
     pub(crate) fn of(
         partition: Option<Partition>,
         split: Split,
@@ -135,7 +132,11 @@ impl Share {
         blocks: Blocks,
     ) -> Option<Self> {
         let Some(p) = partition else {
-            return Some(Share::Whole);
+            // Open blocks are numbered by position in every run.
+            return Some(match blocks {
+                Blocks::Open => Share::Indices(Partition { index: 0, count: 1 }, blocks),
+                _ => Share::Whole,
+            });
         };
         match split {
             Split::None => None,

@@ -69,13 +69,6 @@ pub fn check_jobs_with_progress(
     if split == Split::Phases && opts.explore.partition.is_none() {
         return super::phases::check_phases(guest, test, opts, jobs, progress);
     }
-    if blocks == Blocks::Open && opts.explore.partition.is_some() {
-        // Its blocks' sizes are learnt in this process only: another
-        // partition's would never be known here.
-        return Err(explore_err(wasmrace_explore::ExploreError::CannotSplit {
-            strategy: strategy.name().to_string(),
-        }));
-    }
     let tick = progress_ticks(progress);
     let tick = &tick;
     let pool = (split == Split::ByPrefix).then(|| SubtreePool::new(jobs as usize));
@@ -91,7 +84,11 @@ pub fn check_jobs_with_progress(
         })
         .collect();
     let lowest = LowestBug::default();
-    let open = (blocks == Blocks::Open).then(|| OpenSizes::new(opts.explore.max_executions));
+    // Sizes are learnt in this process only: within a partition of the
+    // run, other partitions' would never be known, and the explorer
+    // refuses open blocks without them.
+    let open = (blocks == Blocks::Open && opts.explore.partition.is_none())
+        .then(|| OpenSizes::new(opts.explore.max_executions));
     let frontier: Vec<AtomicU64> = shares.iter().map(|_| AtomicU64::new(0)).collect();
     let frontier = &frontier;
     let (pool_ref, lowest_ref, shares) = (pool.as_ref(), &lowest, &shares);
