@@ -476,43 +476,40 @@ impl Procrastination {
     }
 
     /// The next procrastinated run of the active job, if its limit and its
-    /// procrastinations allow one.
+    /// procrastinations allow one; taken from the job.
     fn next_run(&mut self) -> Option<Run> {
-        let limit = self.options.limit_at(self.active.as_ref()?.level);
+        let (run, next_feasible) = self.peek_run(self.active.as_ref()?)?;
         let job = self.active.as_mut()?;
-        if limit.is_some_and(|l| job.runs >= l) {
+        job.runs += 1;
+        match run {
+            Run::Probe { .. } => {
+                job.probes.pop_front();
+            }
+            _ => job.next_feasible = next_feasible,
+        }
+        Some(run)
+    }
+
+    /// The run `job` makes next, if its limit and its procrastinations
+    /// allow one, and where its feasible procrastinations then stand
+    /// (read only: [`next_run`](Self::next_run) takes it).
+    fn peek_run(&self, job: &Job) -> Option<(Run, usize)> {
+        if (self.options.limit_at(job.level)).is_some_and(|l| job.runs >= l) {
             return None;
         }
-        if let Some(i) = job.probes.pop_front() {
+        if let Some(&i) = job.probes.front() {
             let past = *job.later[i].last().expect("probes have conflicts");
-            job.runs += 1;
-            return Some(Run::Probe { i, past });
+            return Some((Run::Probe { i, past }, job.next_feasible));
         }
-        while let Some(&(i, past)) = job.feasible.get(job.next_feasible) {
-            job.next_feasible += 1;
+        let mut next = job.next_feasible;
+        while let Some(&(i, past)) = job.feasible.get(next) {
+            next += 1;
             // Moving `i` past its last conflict is the probe, already run.
             if job.later[i].last() != Some(&past) {
-                job.runs += 1;
-                return Some(Run::Swap { i, past });
+                return Some((Run::Swap { i, past }, next));
             }
         }
         None
-    }
-
-    /// Whether `job` has a procrastinated run left (what `next_run` would
-    /// find in it, read only).
-    fn can_run(&self, job: &Job) -> bool {
-        if self
-            .options
-            .limit_at(job.level)
-            .is_some_and(|l| job.runs >= l)
-        {
-            return false;
-        }
-        !job.probes.is_empty()
-            || job.feasible[job.next_feasible.min(job.feasible.len())..]
-                .iter()
-                .any(|&(i, past)| job.later[i].last() != Some(&past))
     }
 
     /// Whether the family has executions left: the active job's, or a
@@ -521,7 +518,7 @@ impl Procrastination {
         self.active
             .iter()
             .chain(&self.queue)
-            .any(|job| self.can_run(job))
+            .any(|job| self.peek_run(job).is_some())
     }
 
     fn start(&mut self, run: Run) {
