@@ -656,6 +656,13 @@ waiting:
             count: 4,
             executions: 2,
             first_execution: 11,
+            race: wasmrace_explore::RealRace {
+                sites: (3, 9),
+                obj: wasmrace_explore::trace::Oid(1),
+                count: 4,
+                executions: 2,
+                first_execution: 11,
+            },
         };
         assert_eq!(
             races_block(&[r]),

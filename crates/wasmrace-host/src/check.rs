@@ -249,6 +249,9 @@ pub struct RaceReport {
     pub executions: u64,
     /// 1-based execution that created it first.
     pub first_execution: u64,
+    /// The race as the strategy counted it (numeric sites and object), by
+    /// which partitions' races merge and sort (`wasmrace merge`).
+    pub race: wasmrace_explore::RealRace,
 }
 
 fn explore_err(e: ExploreError<HostError>) -> HostError {
@@ -340,6 +343,7 @@ fn finish_check(
                 count: r.count,
                 executions: r.executions,
                 first_execution: r.first_execution,
+                race: r.clone(),
             }
         })
         .collect();

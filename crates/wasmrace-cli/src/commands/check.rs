@@ -665,6 +665,8 @@ impl CheckCommand {
                 "count": r.count,
                 "executions": r.executions,
                 "first_execution": r.first_execution,
+                // What `wasmrace merge` merges and sorts by, as one run.
+                "key": [r.race.sites.0, r.race.sites.1, r.race.obj.0],
             })).collect::<Vec<_>>(),
         });
         if let Some(j) = json.as_object_mut() {

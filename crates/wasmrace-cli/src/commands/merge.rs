@@ -17,7 +17,8 @@ use crate::Verdict;
 use anyhow::{bail, Context, Result};
 use serde_json::{json, Map, Value};
 use std::path::{Path, PathBuf};
-use wasmrace_explore::explorer::partition::BugRank;
+use wasmrace_explore::explorer::partition::{merge_race, BugRank};
+use wasmrace_explore::RealRace;
 use wasmrace_host::bench::{self, BenchResults};
 
 const AFTER_HELP: &str = "\
@@ -393,31 +394,44 @@ fn merge_test(parts: &[Part], i: usize) -> Value {
     })
 }
 
-/// The parts' real races (RaceFuzzer) as `--jobs` merges them: one per
-/// sites and object, counts added, the first execution the earliest; in
-/// the order the parts list them (each part's in its order).
+/// The parts' real races (RaceFuzzer) merged by the rule `--jobs` merges
+/// them by ([`merge_race`]: one per sites and object, counts added, the
+/// first execution the earliest, in one run's order), each with its part's
+/// names for the sites and the object.
 fn merge_races(tests: &[&Value]) -> Vec<Value> {
-    let mut out: Vec<Value> = Vec::new();
-    for t in tests {
-        let mut at = 0;
-        for r in t["races"].as_array().into_iter().flatten() {
-            let same = |o: &Value| o["sites"] == r["sites"] && o["object"] == r["object"];
-            let Some(i) = out.iter().position(same) else {
-                out.insert(at, r.clone());
-                at += 1;
-                continue;
-            };
-            let merged = &mut out[i];
-            for key in ["count", "executions"] {
-                let sum = merged[key].as_u64().unwrap_or(0) + r[key].as_u64().unwrap_or(0);
-                merged[key] = sum.into();
-            }
-            let first = |v: &Value| v["first_execution"].as_u64().unwrap_or(u64::MAX);
-            merged["first_execution"] = first(merged).min(first(r)).into();
-            at = i + 1;
+    let mut races: Vec<RealRace> = Vec::new();
+    let mut entries: Vec<Value> = Vec::new();
+    for r in tests
+        .iter()
+        .flat_map(|t| t["races"].as_array().into_iter().flatten())
+    {
+        let race = real_race(r);
+        let before = races.len();
+        let i = merge_race(&mut races, &race);
+        if races.len() > before {
+            entries.insert(i, r.clone());
         }
+        let merged = &races[i];
+        let e = &mut entries[i];
+        e["count"] = merged.count.into();
+        e["executions"] = merged.executions.into();
+        e["first_execution"] = merged.first_execution.into();
     }
-    out
+    entries
+}
+
+/// A race of a part's JSON as the strategy counted it (`key` holds its
+/// sites and object).
+fn real_race(r: &Value) -> RealRace {
+    let number = |v: &Value| v.as_u64().unwrap_or(0);
+    let key = |i: usize| number(&r["key"][i]);
+    RealRace {
+        sites: (key(0), key(1)),
+        obj: wasmrace_explore::trace::Oid(key(2)),
+        count: number(&r["count"]),
+        executions: number(&r["executions"]),
+        first_execution: r["first_execution"].as_u64().unwrap_or(u64::MAX),
+    }
 }
 
 /// Merged races as the host reports them, for the text block `check`
@@ -432,6 +446,7 @@ fn race_reports(t: &Value) -> Vec<wasmrace_host::RaceReport> {
             count: number(&r["count"]),
             executions: number(&r["executions"]),
             first_execution: number(&r["first_execution"]),
+            race: real_race(r),
         })
         .collect()
 }
@@ -557,5 +572,24 @@ mod tests {
         assert_eq!(merged["stats"]["delay bound reached"], 3);
         assert_eq!(merged["saved_states"]["restored"], 6);
         assert_eq!(merged["peaks"], json!(["delay bound reached"]));
+    }
+
+    /// Regression: races merged in the parts' order came out as
+    /// `r2, r1, r3` for parts listing `r1, r3` and `r2, r3`; one run lists
+    /// them by sites and object.
+    #[test]
+    fn races_merge_in_one_runs_order() {
+        let race = |a: u64, n: u64, first: u64| {
+            json!({ "sites": [format!("s{a}"), "t"], "object": "cell", "count": n,
+                    "executions": n, "first_execution": first, "key": [a, 9, 1] })
+        };
+        let a = json!({ "races": [race(1, 2, 5), race(3, 1, 7)] });
+        let b = json!({ "races": [race(2, 1, 4), race(3, 4, 2)] });
+        let merged = merge_races(&[&a, &b]);
+        let sites: Vec<_> = merged.iter().map(|r| r["sites"][0].clone()).collect();
+        assert_eq!(sites, [json!("s1"), json!("s2"), json!("s3")]);
+        assert_eq!(merged[2]["count"], 5);
+        assert_eq!(merged[2]["executions"], 5);
+        assert_eq!(merged[2]["first_execution"], 2);
     }
 }

@@ -303,7 +303,7 @@ pub fn merge_reports(reports: &[Report]) -> Report {
             }
         }
         for race in &r.real_races {
-            add_race(&mut out.real_races, race);
+            merge_race(&mut out.real_races, race);
         }
         out.elapsed = out.elapsed.max(r.elapsed);
     }
@@ -314,10 +314,11 @@ pub fn merge_reports(reports: &[Report]) -> Report {
     out
 }
 
-/// Adds one partition's real race to the union, kept ordered by sites then
-/// object as one run orders them: counts added, the first execution the
-/// earliest.
-fn add_race(races: &mut Vec<crate::RealRace>, race: &crate::RealRace) {
+/// Adds one partition's (or worker's) real race to the union `races`, kept
+/// ordered by sites then object as one run orders them: counts added, the
+/// first execution the earliest. Returns where it is. The one rule for
+/// `--jobs` and `wasmrace merge`.
+pub fn merge_race(races: &mut Vec<crate::RealRace>, race: &crate::RealRace) -> usize {
     let key = |r: &crate::RealRace| (r.sites, r.obj);
     match races.binary_search_by_key(&key(race), key) {
         Ok(i) => {
@@ -325,8 +326,12 @@ fn add_race(races: &mut Vec<crate::RealRace>, race: &crate::RealRace) {
             r.count += race.count;
             r.executions += race.executions;
             r.first_execution = r.first_execution.min(race.first_execution);
+            i
         }
-        Err(i) => races.insert(i, race.clone()),
+        Err(i) => {
+            races.insert(i, race.clone());
+            i
+        }
     }
 }
 
