@@ -177,6 +177,26 @@ fn racefuzzer_partitions_merge_their_real_races() {
             text.stdout
         );
     }
+    // A part whose races lack their key (an older wasmrace's) is refused
+    // rather than merged into one race.
+    let files = partitions(&dir, &args, 2);
+    let read = |f: &str| -> Value {
+        serde_json::from_str(&std::fs::read_to_string(dir.join(f)).unwrap()).unwrap()
+    };
+    let raced = |f: &&String| !read(f)["tests"][0]["races"].as_array().unwrap().is_empty();
+    let (with, other) = match files.iter().find(raced) {
+        Some(f) if *f == files[0] => (&files[0], &files[1]),
+        _ => (&files[1], &files[0]),
+    };
+    let mut doc = read(with);
+    for r in doc["tests"][0]["races"].as_array_mut().unwrap() {
+        r.as_object_mut().unwrap().remove("key");
+    }
+    std::fs::write(dir.join("old.json"), doc.to_string()).unwrap();
+    expect_error(
+        &wasmrace(&dir, &["merge", other, "old.json"]),
+        "`old.json` lists real races without their `key`: write it again with this wasmrace",
+    );
 }
 
 /// The portfolio (the default strategy) partitions with its openings as

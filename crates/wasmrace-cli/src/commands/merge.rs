@@ -260,6 +260,21 @@ fn read_part(path: &Path, doc: Value) -> Result<Part> {
     if !well_formed {
         return Err(not_a_part());
     }
+    // Races merge by their numeric key (`merge_races`); a part without it
+    // (an older wasmrace's) would merge every race into one.
+    let keyed = |r: &Value| {
+        let key = r["key"].as_array();
+        key.is_some_and(|k| k.len() == 3 && k.iter().all(Value::is_u64))
+    };
+    let mut races = tests
+        .iter()
+        .flat_map(|t| t["races"].as_array().into_iter().flatten());
+    if !races.all(keyed) {
+        bail!(
+            "`{}` lists real races without their `key`: write it again with this wasmrace",
+            path.display()
+        );
+    }
     Ok(Part {
         path: path.to_path_buf(),
         doc,
