@@ -1,7 +1,8 @@
 //! Exact snapshots of a guest between steps: linear memory in 4 KiB pages
 //! (zero pages not stored, unchanged pages shared with the previous
-//! snapshot), the mutable globals and the host world. Also the state hash:
-//! blake3 over non-zero pages, globals and the world.
+//! snapshot, the page table itself shared in chunks), the mutable globals
+//! and the host world. Also the state hash: blake3 over non-zero pages,
+//! globals and the world.
 
 use crate::world::World;
 use std::sync::Arc;
@@ -10,6 +11,101 @@ use wasmrace_trace::{OpKind, Tid};
 use wasmtime::{Val, ValType};
 
 pub const PAGE: usize = 4096;
+
+/// Pages per chunk of a [`PageTable`].
+const CHUNK: usize = 64;
+
+type Chunk = [Option<Arc<Page>>; CHUNK];
+
+/// The pages of a memory image (`None` for a zero page), held in chunks of
+/// [`CHUNK`] pages that copies share: a snapshot that changed a few pages
+/// copies a pointer per chunk and the chunks holding them, not a pointer
+/// per page of memory (16,384 of them for 64 MiB), and a restore compares
+/// two tables a chunk at a time where they share it. Entries at or above
+/// `len` are always `None`, so that a shared chunk means equal pages.
+#[derive(Clone, Default)]
+pub struct PageTable {
+    chunks: Vec<Option<Arc<Chunk>>>,
+    len: usize,
+}
+
+impl PageTable {
+    /// Pages in the image.
+    pub fn len(&self) -> usize {
+        self.len
+    }
+
+    /// Page `i`; `None` when zero or at or above `len`.
+    pub fn get(&self, i: usize) -> Option<&Arc<Page>> {
+        if i >= self.len {
+            return None;
+        }
+        self.chunks.get(i / CHUNK)?.as_ref()?[i % CHUNK].as_ref()
+    }
+
+    /// Sets page `i` (below `len`), copying its chunk if it is shared.
+    pub fn set(&mut self, i: usize, page: Option<Arc<Page>>) {
+        debug_assert!(i < self.len);
+        let slot = &mut self.chunks[i / CHUNK];
+        let chunk = match slot {
+            Some(c) => c,
+            None if page.is_none() => return,
+            None => slot.insert(Arc::new(std::array::from_fn(|_| None))),
+        };
+        Arc::make_mut(chunk)[i % CHUNK] = page;
+    }
+
+    /// Makes the image `n` pages long: new pages are zero, pages at or
+    /// above `n` are dropped.
+    pub fn resize(&mut self, n: usize) {
+        for i in n..self.len.min(n.next_multiple_of(CHUNK)) {
+            self.set(i, None);
+        }
+        self.chunks.resize(n.div_ceil(CHUNK), None);
+        self.len = n;
+    }
+
+    /// Calls `f` with each page index below `n` where `self` and `other`
+    /// hold different pages (by pointer), skipping the chunks they share.
+    pub fn differing(&self, other: &PageTable, n: usize, mut f: impl FnMut(usize)) {
+        for c in 0..n.div_ceil(CHUNK) {
+            let a = self.chunks.get(c).and_then(Option::as_ref);
+            let b = other.chunks.get(c).and_then(Option::as_ref);
+            match (a, b) {
+                (Some(x), Some(y)) if Arc::ptr_eq(x, y) => continue,
+                (None, None) => continue,
+                _ => {}
+            }
+            for i in c * CHUNK..((c + 1) * CHUNK).min(n) {
+                let same = match (self.get(i), other.get(i)) {
+                    (Some(x), Some(y)) => Arc::ptr_eq(x, y),
+                    (None, None) => true,
+                    _ => false,
+                };
+                if !same {
+                    f(i);
+                }
+            }
+        }
+    }
+
+    /// Non-zero pages held.
+    pub fn stored(&self) -> usize {
+        self.chunks
+            .iter()
+            .flatten()
+            .map(|c| c.iter().filter(|p| p.is_some()).count())
+            .sum()
+    }
+
+    /// Bytes of the table itself (chunks shared with other tables counted
+    /// in full, to stay on the safe side), page data not included.
+    pub fn table_bytes(&self) -> usize {
+        let held = self.chunks.iter().flatten().count();
+        self.chunks.capacity() * std::mem::size_of::<Option<Arc<Chunk>>>()
+            + held * std::mem::size_of::<Chunk>()
+    }
+}
 pub type Page = [u8; PAGE];
 
 /// The dirty-page map's unit: a byte of the map per 1 KiB block of memory
@@ -27,7 +123,7 @@ pub struct Snapshot {
     pub(crate) memory_bytes: usize,
     /// Shared as a whole, so that a restore can tell by one pointer that
     /// it restores the page list memory was last synchronised with.
-    pub(crate) pages: Arc<Vec<Option<Arc<Page>>>>,
+    pub(crate) pages: Arc<PageTable>,
     pub(crate) globals: Vec<u128>,
     pub(crate) world: World,
     pub(crate) views: Vec<ThreadView>,
@@ -39,7 +135,7 @@ pub struct Snapshot {
 impl Snapshot {
     /// Bytes of page data this snapshot holds (shared pages counted).
     pub fn stored_bytes(&self) -> usize {
-        self.pages.iter().filter(|p| p.is_some()).count() * PAGE
+        self.pages.stored() * PAGE
     }
     /// The guest's linear memory size when the snapshot was taken, in
     /// bytes.
@@ -98,20 +194,15 @@ pub fn is_zero(page: &[u8]) -> bool {
 
 /// Pages of `mem`, `None` for zero ones; `known_zero[i]` marks pages known
 /// to be zero without reading them.
-pub fn capture_pages(
-    mem: &[u8],
-    prev: &[Option<Arc<Page>>],
-    known_zero: &[bool],
-) -> Vec<Option<Arc<Page>>> {
-    mem.chunks_exact(PAGE)
-        .enumerate()
-        .map(|(i, chunk)| {
-            if known_zero.get(i).copied().unwrap_or(false) {
-                return None;
-            }
-            capture_page(chunk, prev.get(i).and_then(|p| p.as_ref()))
-        })
-        .collect()
+pub fn capture_pages(mem: &[u8], prev: &PageTable, known_zero: &[bool]) -> PageTable {
+    let mut pages = PageTable::default();
+    pages.resize(mem.len() / PAGE);
+    for (i, chunk) in mem.chunks_exact(PAGE).enumerate() {
+        if !known_zero.get(i).copied().unwrap_or(false) {
+            pages.set(i, capture_page(chunk, prev.get(i)));
+        }
+    }
+    pages
 }
 
 /// One page of memory: `None` when zero, `prev` when unchanged, else a
@@ -161,13 +252,13 @@ static ZERO_PAGE: Page = [0; PAGE];
 
 /// Writes `pages` over `mem`; `skip[i]` marks pages zero both in `mem` and
 /// in `pages`, left alone.
-pub fn restore_pages(mem: &mut [u8], pages: &[Option<Arc<Page>>], skip: &[bool]) {
+pub fn restore_pages(mem: &mut [u8], pages: &PageTable, skip: &[bool]) {
     for (i, chunk) in mem.chunks_exact_mut(PAGE).enumerate() {
         if skip.get(i).copied().unwrap_or(false) {
             continue;
         }
         match pages.get(i) {
-            Some(Some(p)) => chunk.copy_from_slice(&p[..]),
+            Some(p) => chunk.copy_from_slice(&p[..]),
             // Only write zeros over non-zero pages: writing an untouched
             // copy-on-write page would fault it in for nothing.
             _ => {
@@ -224,13 +315,14 @@ mod tests {
         let mut mem = vec![0u8; PAGE * 4];
         mem[5] = 1;
         mem[PAGE * 2 + 100] = 7;
-        let a = capture_pages(&mem, &[], &[]);
-        assert!(a[0].is_some() && a[1].is_none() && a[2].is_some() && a[3].is_none());
+        let a = capture_pages(&mem, &PageTable::default(), &[]);
+        assert!(a.get(0).is_some() && a.get(1).is_none() && a.get(2).is_some());
+        assert!(a.get(3).is_none() && a.len() == 4);
         mem[5] = 2;
         let b = capture_pages(&mem, &a, &[]);
-        assert!(!Arc::ptr_eq(a[0].as_ref().unwrap(), b[0].as_ref().unwrap()));
+        assert!(!Arc::ptr_eq(a.get(0).unwrap(), b.get(0).unwrap()));
         assert!(
-            Arc::ptr_eq(a[2].as_ref().unwrap(), b[2].as_ref().unwrap()),
+            Arc::ptr_eq(a.get(2).unwrap(), b.get(2).unwrap()),
             "unchanged page is shared"
         );
         mem[PAGE * 3] = 9;
@@ -242,6 +334,47 @@ mod tests {
         mem[PAGE * 3 + 1] = 1;
         hash_memory(&mem, &[], &mut h2);
         assert_ne!(h1.finalize(), h2.finalize());
+    }
+
+    /// A copy shares the chunks it does not change; `differing` finds
+    /// exactly the pages that differ, across chunks and lengths; a shrink
+    /// drops what it cuts, so a later growth finds zero pages there.
+    #[test]
+    fn page_tables_share_chunks_and_find_their_differences() {
+        let page = |b: u8| Some(Arc::new([b; PAGE]));
+        let mut a = PageTable::default();
+        a.resize(200);
+        for i in [0, 5, 63, 64, 130, 199] {
+            a.set(i, page(i as u8 + 1));
+        }
+        let mut b = a.clone();
+        b.set(64, page(9));
+        b.set(70, page(7));
+        b.set(5, None);
+        let shared =
+            |c: usize| Arc::ptr_eq(a.chunks[c].as_ref().unwrap(), b.chunks[c].as_ref().unwrap());
+        assert_eq!(
+            (shared(0), shared(1), shared(2), shared(3)),
+            (false, false, true, true)
+        );
+        assert_eq!(a.get(64).unwrap()[0], 65, "the copy's change stays its own");
+        let mut found = Vec::new();
+        a.differing(&b, 200, |i| found.push(i));
+        assert_eq!(found, [5, 64, 70]);
+        b.resize(130);
+        assert_eq!(
+            (b.len(), b.get(130).is_none(), b.get(199).is_none()),
+            (130, true, true)
+        );
+        b.resize(200);
+        assert!(
+            b.get(130).is_none() && b.get(199).is_none(),
+            "cut pages come back zero"
+        );
+        found.clear();
+        a.differing(&b, 200, |i| found.push(i));
+        assert_eq!(found, [5, 64, 70, 130, 199]);
+        assert_eq!((a.stored(), b.stored()), (6, 4));
     }
 
     #[test]

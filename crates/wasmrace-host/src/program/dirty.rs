@@ -12,7 +12,7 @@
 use super::hash::PageDigest;
 use super::WasmProgram;
 use crate::error::HostError;
-use crate::snapshot::{self, Page, BLOCK, BLOCKS_PER_PAGE, PAGE};
+use crate::snapshot::{self, PageTable, BLOCK, BLOCKS_PER_PAGE, PAGE};
 use std::sync::Arc;
 use wasmrace_explore::Status;
 
@@ -171,10 +171,7 @@ impl WasmProgram {
 
     /// A snapshot's pages through the map: the reference's, with the pages
     /// holding marked blocks read again. `None` when the map cannot answer.
-    pub(super) fn capture_dirty(
-        &mut self,
-        memory_bytes: usize,
-    ) -> Option<Arc<Vec<Option<Arc<Page>>>>> {
+    pub(super) fn capture_dirty(&mut self, memory_bytes: usize) -> Option<Arc<PageTable>> {
         if !self.tracks() {
             return None;
         }
@@ -183,8 +180,9 @@ impl WasmProgram {
         if self.dirty.is_empty() && self.reference.len() == n {
             return Some(self.reference.clone());
         }
-        let mut pages: Vec<Option<Arc<Page>>> = (*self.reference).clone();
-        pages.resize(n, None);
+        // Shares every chunk of the reference but those the marks are in.
+        let mut pages: PageTable = (*self.reference).clone();
+        pages.resize(n);
         let data = self.ex.memory.data(&self.store);
         let mut last = None;
         for &b in &self.dirty {
@@ -200,8 +198,7 @@ impl WasmProgram {
             }
             last = Some(i);
             let chunk = &data[i * PAGE..(i + 1) * PAGE];
-            pages[i] =
-                snapshot::capture_page(chunk, self.reference.get(i).and_then(|p| p.as_ref()));
+            pages.set(i, snapshot::capture_page(chunk, self.reference.get(i)));
         }
         let pages = Arc::new(pages);
         self.reference = pages.clone();
@@ -211,7 +208,7 @@ impl WasmProgram {
     /// Restores `pages` through the map: writes the marked blocks and the
     /// pages where `pages` and the reference differ. `false` (nothing done) when
     /// the map cannot answer.
-    pub(super) fn restore_dirty(&mut self, pages: &Arc<Vec<Option<Arc<Page>>>>) -> bool {
+    pub(super) fn restore_dirty(&mut self, pages: &Arc<PageTable>) -> bool {
         if !self.tracks() {
             return false;
         }
@@ -222,28 +219,21 @@ impl WasmProgram {
         let real = data.len() / PAGE;
         if !Arc::ptr_eq(&reference, pages) {
             let n = reference.len().max(pages.len()).min(real);
-            for i in 0..n {
-                let (was, want) = (reference.get(i), pages.get(i));
-                let same = match (was, want) {
-                    (Some(Some(a)), Some(Some(b))) => Arc::ptr_eq(a, b),
-                    (Some(Some(_)), _) | (_, Some(Some(_))) => false,
-                    _ => true,
-                };
-                if !same {
-                    snapshot::restore_page(data, i, want.and_then(|p| p.as_ref()));
-                    written += 1;
-                    if let Some(d) = self.digests.get_mut(i) {
-                        *d = PageDigest::Stale;
-                    }
+            let digests = &mut self.digests;
+            reference.differing(pages, n, |i| {
+                snapshot::restore_page(data, i, pages.get(i));
+                written += 1;
+                if let Some(d) = digests.get_mut(i) {
+                    *d = PageDigest::Stale;
                 }
-            }
+            });
         }
         let mut last = None;
         for &b in &self.dirty {
             let i = b as usize / BLOCKS_PER_PAGE;
             if i < real {
                 // Marked: written since, so resident; no need to look.
-                snapshot::rewrite_block(data, b as usize, pages.get(i).and_then(|p| p.as_ref()));
+                snapshot::rewrite_block(data, b as usize, pages.get(i));
                 if last != Some(i) {
                     last = Some(i);
                     written += 1;
@@ -272,12 +262,7 @@ impl WasmProgram {
     /// zeroed after a restore (the guest's later growth must find it as
     /// fresh memory is) and carried over after a snapshot (which leaves
     /// memory as it is).
-    pub(super) fn end_full_sync(
-        &mut self,
-        pages: &Arc<Vec<Option<Arc<Page>>>>,
-        scanned: usize,
-        restored: bool,
-    ) {
+    pub(super) fn end_full_sync(&mut self, pages: &Arc<PageTable>, scanned: usize, restored: bool) {
         if self.map.is_none() {
             return;
         }

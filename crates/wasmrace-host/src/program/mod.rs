@@ -60,7 +60,7 @@ pub struct WasmProgram {
     sites: BTreeMap<u32, Option<String>>,
     /// The page list of the last snapshot or restore: memory equals it but
     /// for the pages the dirty-page map marks since, when `synced`.
-    reference: Arc<Vec<Option<Arc<snapshot::Page>>>>,
+    reference: Arc<snapshot::PageTable>,
     synced: bool,
     /// The dirty-page map, when the module is tracked and it is placed.
     map: Option<dirty::DirtyMap>,
@@ -126,7 +126,7 @@ impl WasmProgram {
             trace: Vec::new(),
             state_room: 0,
             sites: BTreeMap::new(),
-            reference: Arc::new(Vec::new()),
+            reference: Arc::default(),
             synced: false,
             map: None,
             dirty: Vec::new(),
@@ -684,7 +684,7 @@ impl Program for WasmProgram {
             .sum::<usize>()
             + s.views.capacity() * size_of::<ThreadView>();
         s.stored_bytes()
-            + s.pages.capacity() * size_of::<Option<Arc<snapshot::Page>>>()
+            + s.pages.table_bytes()
             + s.globals.capacity() * size_of::<u128>()
             + s.world.heap_bytes()
             + views
