@@ -656,13 +656,7 @@ waiting:
             count: 4,
             executions: 2,
             first_execution: 11,
-            race: wasmrace_explore::RealRace {
-                sites: (3, 9),
-                obj: wasmrace_explore::trace::Oid(1),
-                count: 4,
-                executions: 2,
-                first_execution: 11,
-            },
+            key: (3, 9, 1),
         };
         assert_eq!(
             races_block(&[r]),

@@ -249,9 +249,10 @@ pub struct RaceReport {
     pub executions: u64,
     /// 1-based execution that created it first.
     pub first_execution: u64,
-    /// The race as the strategy counted it (numeric sites and object), by
-    /// which partitions' races merge and sort (`wasmrace merge`).
-    pub race: wasmrace_explore::RealRace,
+    /// The two sites and the object as the strategy numbers them: the
+    /// order races are listed in, and what partitions' races merge by
+    /// (`wasmrace merge`).
+    pub key: (u64, u64, u64),
 }
 
 fn explore_err(e: ExploreError<HostError>) -> HostError {
@@ -343,7 +344,7 @@ fn finish_check(
                 count: r.count,
                 executions: r.executions,
                 first_execution: r.first_execution,
-                race: r.clone(),
+                key: (r.sites.0, r.sites.1, r.obj.0),
             }
         })
         .collect();

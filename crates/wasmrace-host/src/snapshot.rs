@@ -12,6 +12,17 @@ use wasmtime::{Val, ValType};
 
 pub const PAGE: usize = 4096;
 
+pub type Page = [u8; PAGE];
+
+/// The dirty-page map's unit: a byte of the map per 1 KiB block of memory
+/// (`load::DIRTY_SHIFT`). Finer than a snapshot's page, so that a restore
+/// writes back the kilobytes an execution wrote, not their whole pages:
+/// a thread's stack frames, its Asyncify buffer and a few small
+/// allocations each touch a sliver of a page.
+pub const BLOCK: usize = 1 << crate::load::DIRTY_SHIFT;
+/// Blocks in a page.
+pub const BLOCKS_PER_PAGE: usize = PAGE / BLOCK;
+
 /// Pages per chunk of a [`PageTable`].
 const CHUNK: usize = 64;
 
@@ -106,17 +117,6 @@ impl PageTable {
             + held * std::mem::size_of::<Chunk>()
     }
 }
-pub type Page = [u8; PAGE];
-
-/// The dirty-page map's unit: a byte of the map per 1 KiB block of memory
-/// (`load::DIRTY_SHIFT`). Finer than a snapshot's page, so that a restore
-/// writes back the kilobytes an execution wrote, not their whole pages:
-/// a thread's stack frames, its Asyncify buffer and a few small
-/// allocations each touch a sliver of a page.
-pub const BLOCK: usize = 1 << crate::load::DIRTY_SHIFT;
-/// Blocks in a page.
-pub const BLOCKS_PER_PAGE: usize = PAGE / BLOCK;
-
 /// The whole state of a program between two steps.
 #[derive(Clone)]
 pub struct Snapshot {

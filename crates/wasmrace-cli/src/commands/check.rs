@@ -666,7 +666,7 @@ impl CheckCommand {
                 "executions": r.executions,
                 "first_execution": r.first_execution,
                 // What `wasmrace merge` merges and sorts by, as one run.
-                "key": [r.race.sites.0, r.race.sites.1, r.race.obj.0],
+                "key": [r.key.0, r.key.1, r.key.2],
             })).collect::<Vec<_>>(),
         });
         if let Some(j) = json.as_object_mut() {

@@ -435,14 +435,20 @@ fn merge_races(tests: &[&Value]) -> Vec<Value> {
     entries
 }
 
-/// A race of a part's JSON as the strategy counted it (`key` holds its
-/// sites and object).
+/// A race's `key` in a part's JSON: its sites and object as the strategy
+/// numbers them.
+fn race_key(r: &Value) -> (u64, u64, u64) {
+    let key = |i: usize| r["key"][i].as_u64().unwrap_or(0);
+    (key(0), key(1), key(2))
+}
+
+/// A race of a part's JSON as the strategy counted it.
 fn real_race(r: &Value) -> RealRace {
     let number = |v: &Value| v.as_u64().unwrap_or(0);
-    let key = |i: usize| number(&r["key"][i]);
+    let (a, b, obj) = race_key(r);
     RealRace {
-        sites: (key(0), key(1)),
-        obj: wasmrace_explore::trace::Oid(key(2)),
+        sites: (a, b),
+        obj: wasmrace_explore::trace::Oid(obj),
         count: number(&r["count"]),
         executions: number(&r["executions"]),
         first_execution: r["first_execution"].as_u64().unwrap_or(u64::MAX),
@@ -461,7 +467,7 @@ fn race_reports(t: &Value) -> Vec<wasmrace_host::RaceReport> {
             count: number(&r["count"]),
             executions: number(&r["executions"]),
             first_execution: number(&r["first_execution"]),
-            race: real_race(r),
+            key: race_key(r),
         })
         .collect()
 }
