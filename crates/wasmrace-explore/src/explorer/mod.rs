@@ -147,10 +147,10 @@ impl<P: Program> Explorer<P> {
 
     /// Runs `strategy` with `observer` beside it as one of the workers
     /// sharing `pool` ([`steal`]): each worker runs this with its own
-    /// program instance and strategy, and [`merge_reports`](partition::merge_reports)
-    /// adds their reports up, then [`SubtreePool::settle`] numbers the bug
-    /// and cuts them at `--max-executions` as one run does (the workers
-    /// run past the budget until what it keeps is explored); a time bound
+    /// program instance and strategy, and [`SubtreePool::settle`] adds
+    /// their reports up, numbers the bugs and cuts them at
+    /// `--max-executions` as one run does (the workers run past the budget
+    /// until what it keeps is explored); a time bound
     /// that stops one worker stops them all. The
     /// strategy must accept the pool ([`Splitting::share`](crate::Splitting::share)),
     /// else this is [`ExploreError::CannotSplit`].

@@ -35,7 +35,8 @@
 //! its first key is abandoned as after a bug, and the rest is explored, so
 //! the executions the run keeps are exactly the single run's first ones.
 
-use super::Report;
+use super::partition::merge_reports;
+use super::{Bug, Report};
 use crate::strategy::BoundHit;
 use std::collections::BTreeMap;
 use std::sync::atomic::{AtomicBool, AtomicU64, AtomicUsize, Ordering};
@@ -89,6 +90,9 @@ struct State {
     idle: usize,
     /// The least order key of a bug published by `found`, and its place.
     best: Option<(Vec<u32>, Place)>,
+    /// Every bug's order key and place, in a run that goes on past its
+    /// bugs (to number them all).
+    failures: BTreeMap<Vec<u32>, Place>,
     /// The run stops at its first bug: work after `best` is abandoned.
     stop_at_best: bool,
     /// The first key of the stretch holding the last execution the budget
@@ -125,6 +129,23 @@ impl State {
             .collect();
         sorted.sort_unstable();
         sorted
+    }
+
+    /// Every worker's bugs, each numbered as one run numbers it (by its
+    /// order key's place in `failures`), in that order.
+    fn numbered(&self, reports: &[Report]) -> Vec<Bug> {
+        let mut bugs: Vec<Bug> = reports.iter().flat_map(|r| r.bugs.clone()).collect();
+        for b in &mut bugs {
+            let place = b
+                .order_key
+                .as_ref()
+                .and_then(|k| Some((k, self.failures.get(k)?)));
+            if let Some((key, place)) = place {
+                b.execution = self.number(key, *place);
+            }
+        }
+        bugs.sort_by_key(|b| b.execution);
+        bugs
     }
 
     /// The number one run gives the execution at `place`, whose key is
@@ -273,6 +294,9 @@ impl SubtreePool {
     /// abandoned.
     pub fn found(&self, key: Vec<u32>, place: Place, stops: bool) {
         let mut s = self.lock();
+        if !stops {
+            s.failures.insert(key.clone(), place);
+        }
         if s.best.as_ref().is_none_or(|b| key < b.0) {
             s.best = Some((key, place));
         }
@@ -343,18 +367,25 @@ impl SubtreePool {
         }
     }
 
-    /// Turns the workers' merged report into the single run's, once they
-    /// are all done: the bug numbered as one run numbers it, the run cut
-    /// at the budget `max` (counts, bug and the strategy's bound as one
-    /// run has them after `max` executions).
-    pub fn settle(&self, report: &mut Report, max: u64) {
+    /// The workers' reports as the single run's, once they are all done:
+    /// merged ([`merge_reports`]), every bug numbered as one run numbers it
+    /// (the first, or with `stop_on_first_bug` off every one, in search
+    /// order) and the run cut at the budget `max` (counts, bugs, failing
+    /// executions and the strategy's bound as one run has them after
+    /// `max` executions; the workers ran past it).
+    pub fn settle(&self, reports: &[Report], max: u64) -> Report {
+        let mut report = merge_reports(reports);
         let s = self.lock();
         let total: u64 = (s.stretches.iter())
             .map(|(_, c)| c.load(Ordering::Relaxed))
             .sum();
         let bug = s.best.as_ref().map(|(key, place)| s.number(key, *place));
-        if let (Some(n), Some(b)) = (bug, report.bugs.first_mut()) {
-            b.execution = n;
+        if s.stop_at_best {
+            if let (Some(n), Some(b)) = (bug, report.bugs.first_mut()) {
+                b.execution = n;
+            }
+        } else if !s.failures.is_empty() {
+            report.bugs = s.numbered(reports);
         }
         let last = match bug {
             Some(n) if n <= max && s.stop_at_best => {
@@ -377,10 +408,13 @@ impl SubtreePool {
             }
             _ => total,
         };
+        // One run makes a bug of every failing execution it counts.
+        report.failing_executions = report.bugs.len() as u64;
         let pruned = s.pruned.as_ref().map(|(key, place)| s.number(key, *place));
         if pruned.is_none_or(|p| p > last) {
             report.strategy_bound = None;
         }
+        report
     }
 
     /// Records that a worker abandoned work after the least bug key.
@@ -478,16 +512,15 @@ mod tests {
         early_count.store(3, Ordering::Relaxed);
         // The third execution of the later stretch failed: 3 + 3.
         pool.found(vec![0, 5, 9], (late, 3), true);
-        let mut report = Report {
+        let worker = Report {
             executions: 7,
             bugs: vec![],
             ..Report::default()
         };
-        pool.settle(&mut report, 100);
+        let report = pool.settle(std::slice::from_ref(&worker), 100);
         assert_eq!(report.executions, 6);
         // With a budget of 5 the bug is past it: cut at the budget.
-        let mut report = Report::default();
-        pool.settle(&mut report, 5);
+        let report = pool.settle(&[Report::default()], 5);
         assert_eq!(report.executions, 5);
         assert_eq!(report.stopped_by.map(|b| b.knob), Some("--max-executions"));
         // Counting toward a budget of 5 cuts after the later stretch's

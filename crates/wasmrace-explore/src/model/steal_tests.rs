@@ -4,7 +4,6 @@
 //! however the threads happen to interleave.
 
 use super::{reg, Model, ModelBuilder};
-use crate::explorer::partition::merge_reports;
 use crate::explorer::steal::SubtreePool;
 use crate::explorer::{Partition, Report};
 use crate::observer::Observer;
@@ -100,9 +99,7 @@ fn shared(
     });
     let reports: Vec<Report> = parts.iter().map(|(r, _)| r.clone()).collect();
     let paths = parts.into_iter().flat_map(|(_, p)| p).collect();
-    let mut report = merge_reports(&reports);
-    pool.settle(&mut report, config.max_executions);
-    (report, paths)
+    (pool.settle(&reports, config.max_executions), paths)
 }
 
 const WORKERS: [usize; 4] = [1, 2, 3, 7];
@@ -141,6 +138,12 @@ fn workers_explore_the_single_run_each_execution_once() {
                         first(&one),
                         "{what}: the first bug in search order"
                     );
+                    let bugs = |r: &Report| {
+                        (r.bugs.iter())
+                            .map(|b| (b.schedule.clone(), b.execution))
+                            .collect::<Vec<_>>()
+                    };
+                    assert_eq!(bugs(&r), bugs(&one), "{what}: every bug, numbered");
                 }
             }
         }
@@ -199,8 +202,13 @@ fn workers_cut_the_budget_where_one_run_does_and_share_a_partition() {
                 assert_eq!(r.stopped_by, one.stopped_by, "{what}");
                 assert_eq!(r.exhausted, one.exhausted, "{what}");
                 assert_eq!(r.strategy_bound, one.strategy_bound, "{what}");
-                let bug = |r: &Report| r.first_bug().map(|b| (b.schedule.clone(), b.execution));
-                assert_eq!(bug(&r), bug(&one), "{what}");
+                let bugs = |r: &Report| {
+                    (r.bugs.iter())
+                        .map(|b| (b.schedule.clone(), b.execution))
+                        .collect::<Vec<_>>()
+                };
+                assert_eq!(bugs(&r), bugs(&one), "{what}");
+                assert_eq!(r.failing_executions, one.failing_executions, "{what}");
                 paths.sort();
                 for p in &first {
                     assert!(paths.binary_search(p).is_ok(), "{what}: {p:?} not run");

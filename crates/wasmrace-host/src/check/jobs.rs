@@ -144,14 +144,16 @@ pub fn check_jobs_with_progress(
         }
         _ => parts.iter().map(|(_, r, _, _)| r.clone()).collect(),
     };
-    let mut report = merge_reports(&reports);
-    if let Some(sizes) = &open {
-        number_by_position(&mut report, sizes, max);
-    }
-    if let Some(pool) = &pool {
+    let report = match (&pool, &open) {
         // Numbered and cut at the budget as one thread numbers and cuts.
-        pool.settle(&mut report, opts.explore.max_executions);
-    }
+        (Some(pool), _) => pool.settle(&reports, max),
+        (None, Some(sizes)) => {
+            let mut report = merge_reports(&reports);
+            number_by_position(&mut report, sizes, max);
+            report
+        }
+        (None, None) => merge_reports(&reports),
+    };
     // The program of the worker that ran most says whether the test had
     // anything to interleave, and traces the bug.
     parts.sort_by_key(|(_, r, _, _)| std::cmp::Reverse(r.executions));
