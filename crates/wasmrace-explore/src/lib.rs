@@ -24,7 +24,9 @@ pub use explorer::{
     Blocks, Bug, Config, ExploreError, Explorer, LowestBug, Partition, Report, Split,
 };
 pub use observer::Observer;
-pub use program::{is_preemption, Pending, Program, Status, StepInfo, ThreadView};
+pub use program::{
+    is_preemption, Onward, OnwardFn, Pending, Program, Status, StepInfo, ThreadView,
+};
 pub use state_cache::StateCache;
 pub use strategies::{
     BuiltinExplorer, DelayCursor, DelayingExplorer, Dfs, DfsOptions, Divergence, DivergenceReason,

@@ -75,6 +75,26 @@ pub struct StepInfo {
     pub phase: Option<Arc<str>>,
 }
 
+/// What the explorer answers when a program offers it the step just taken
+/// without stopping ([`Program::step_on`]).
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum Onward {
+    /// The explorer has not taken the step in: stop, and return it.
+    Stop,
+    /// The explorer has taken the step in, and the next decision is this
+    /// one, for the thread offered: take it in place.
+    Take(Decision),
+    /// The explorer has taken the step in and will carry on with `step`
+    /// (it decided another thread, or it needs the program stopped): stop,
+    /// and return the step it took in.
+    Pause,
+}
+
+/// The callback of [`Program::step_on`]: given the step just taken, the
+/// threads after it (the status is [`Status::Running`]) and the thread that
+/// took it, which could go on in place, the explorer's answer.
+pub type OnwardFn<'a> = dyn FnMut(&StepInfo, &[ThreadView], Tid) -> Onward + 'a;
+
 /// A concurrent program that can be run one scheduling decision at a time.
 ///
 /// Contract:
@@ -101,6 +121,25 @@ pub trait Program {
     fn status(&self) -> &Status;
     /// Runs one enabled decision and says what the step did.
     fn step(&mut self, decision: Decision) -> Result<&StepInfo, Self::Error>;
+
+    /// Runs `decision` as [`step`](Self::step) does, then, while the thread
+    /// that ran is still running and the program could go on without
+    /// stopping, offers the step just taken to `onward` and takes the
+    /// decision it answers ([`Onward::Take`], always for the thread
+    /// offered and enabled) in place. Returns the last step taken: one
+    /// `onward` never saw or answered [`Onward::Stop`] for, or, after
+    /// [`Onward::Pause`], the one it took in. The explorer ends up where
+    /// the same decisions through `step` lead; the program saves the cost
+    /// of stopping (a wasm thread continues inside its hook call instead
+    /// of unwinding and being rewound). The default never offers.
+    fn step_on(
+        &mut self,
+        decision: Decision,
+        onward: &mut OnwardFn<'_>,
+    ) -> Result<&StepInfo, Self::Error> {
+        let _ = onward;
+        self.step(decision)
+    }
 
     /// A snapshot of the current state, or `None` if the program cannot
     /// take one (the default).
@@ -136,6 +175,13 @@ impl<P: Program + ?Sized> Program for &mut P {
     }
     fn step(&mut self, d: Decision) -> Result<&StepInfo, Self::Error> {
         (**self).step(d)
+    }
+    fn step_on(
+        &mut self,
+        d: Decision,
+        onward: &mut OnwardFn<'_>,
+    ) -> Result<&StepInfo, Self::Error> {
+        (**self).step_on(d, onward)
     }
     fn snapshot(&mut self) -> Result<Option<Self::Snapshot>, Self::Error> {
         (**self).snapshot()

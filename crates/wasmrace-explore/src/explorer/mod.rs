@@ -19,7 +19,7 @@ mod saved;
 pub mod steal;
 
 use crate::observer::Observer;
-use crate::program::{Program, Status};
+use crate::program::{Onward, Program, Status, StepInfo, ThreadView};
 use crate::strategy::{BoundHit, Context, Outcome, Start, Strategy};
 pub use blocks::Blocks;
 pub use config::Config;
@@ -33,6 +33,7 @@ use std::sync::atomic::{AtomicU64, Ordering};
 use std::sync::Arc;
 use std::time::Instant;
 use steal::{StopOnDrop, SubtreePool};
+use wasmrace_trace::{Decision, Tid};
 
 /// Why a run stopped without a report: the program failed to run (not a bug
 /// in the guest: the host itself failed) or the strategy broke its contract.
@@ -223,6 +224,7 @@ impl<P: Program> Explorer<P> {
             saved: SavedStates::new(&cfg),
             fair: Fairness::new(cfg.fairness_bound),
             hashes: Vec::new(),
+            ahead: None,
             program: &mut self.program,
             cfg: &cfg,
             strategy,
@@ -283,6 +285,8 @@ struct Run<'a, P: Program, O: ?Sized> {
     /// state after `i` steps of the current path (`None` where not
     /// computed), to tell a lasso from a cut at another execution's state.
     hashes: Vec<Option<[u8; 32]>>,
+    /// The next step's decision, taken while the program went on in place.
+    ahead: Option<Ahead>,
     report: Report,
     started: Instant,
 }
@@ -551,6 +555,7 @@ impl<P: Program, O: Observer + ?Sized> Run<'_, P, O> {
 
     /// Gets the program to where the execution starts.
     fn start(&mut self, start: Start) -> Result<(), ExploreError<P::Error>> {
+        self.ahead = None;
         match start {
             Start::Fresh => {
                 self.path
@@ -659,48 +664,20 @@ impl<P: Program, O: Observer + ?Sized> Run<'_, P, O> {
         }
     }
 
-    /// Asks the strategy for a decision and takes it; false when the
-    /// strategy abandoned the execution.
+    /// Asks the strategy for a decision and takes it, going on in place
+    /// while the strategy keeps the same thread ([`Program::step_on`]);
+    /// false when the strategy abandoned the execution.
     fn step(&mut self) -> Result<bool, ExploreError<P::Error>> {
-        if let Some(caps) = self.strategy.capabilities_mut() {
-            if caps.wants_state_hash() {
-                let hash = self.program.state_hash();
-                self.report.state_hashes += u64::from(hash.is_some());
-                caps.observe_state(hash);
-                let step = self.path.len();
-                self.hashes.resize(step, None);
-                self.hashes.push(hash);
-            }
-        }
         let step = self.path.len();
-        let ctx = Context {
-            step,
-            threads: self.fair.schedulable(self.program.threads()),
-            last: self.path.last(),
-            prefix: self.path.decisions(),
+        let (d, save) = match self.ahead.take() {
+            Some(Ahead::Decided { d, save }) => (d, save),
+            Some(Ahead::Invalid(d)) => return Err(self.invalid(d, step)),
+            Some(Ahead::Abandoned) => return Ok(false),
+            None => match self.decide(step)? {
+                Some(decided) => decided,
+                None => return Ok(false),
+            },
         };
-        if ctx.enabled().next().is_none() {
-            return Err(ExploreError::NoEnabledThread { step });
-        }
-        let Some(d) = self.strategy.decide(&ctx) else {
-            return Ok(false);
-        };
-        let valid = ctx
-            .thread(d.tid)
-            .is_some_and(|t| t.pending.enabled && d.alt < t.pending.alts);
-        if !valid {
-            return Err(ExploreError::InvalidDecision {
-                strategy: self.strategy.name().to_string(),
-                thread: self.program.thread_name(d.tid),
-                alt: d.alt,
-                step,
-            });
-        }
-        self.observer.decided(&ctx, d);
-        let save = self
-            .strategy
-            .capabilities_mut()
-            .and_then(|c| c.save_request());
         if let Some(id) = save {
             self.saved
                 .save(
@@ -713,16 +690,197 @@ impl<P: Program, O: Observer + ?Sized> Run<'_, P, O> {
                 .map_err(ExploreError::Program)?;
             self.observer.saved(id, step);
         }
-        let info = self.program.step(d).map_err(ExploreError::Program)?;
-        self.report.steps += 1;
-        self.strategy.observe(info);
-        self.observer.step(info);
-        let (op, cost) = (info.op, info.cost);
-        self.path
-            .push(self.program, d, op, cost, &mut self.report)
+        let mut between = Between {
+            strategy: &mut *self.strategy,
+            observer: &mut *self.observer,
+            report: &mut self.report,
+            path: &mut self.path,
+            fair: &mut self.fair,
+            ahead: &mut self.ahead,
+            cfg: self.cfg,
+            share: &self.share,
+            checked: self.checked,
+            taken: false,
+        };
+        let info = self
+            .program
+            .step_on(d, &mut |info, views, tid| between.offer(info, views, tid))
             .map_err(ExploreError::Program)?;
-        self.fair
-            .record(d.tid, op, self.program.threads(), step as u64);
+        let taken = between.taken;
+        if !taken {
+            take_in(
+                &mut *self.strategy,
+                &mut *self.observer,
+                &mut self.report,
+                info,
+            );
+            let (d, op, cost) = (Decision::new(info.tid, info.alt), info.op, info.cost);
+            let step = self.path.len();
+            self.path
+                .push(self.program, d, op, cost, &mut self.report)
+                .map_err(ExploreError::Program)?;
+            self.fair
+                .record(d.tid, op, self.program.threads(), step as u64);
+        }
         Ok(true)
     }
+
+    /// Asks the strategy for the decision of step `step` (hashing the state
+    /// first if it asks), checks it and shows it to the observer: the
+    /// decision and the strategy's save request with it, `None` when the
+    /// strategy abandoned the execution.
+    fn decide(&mut self, step: usize) -> Result<Option<Decided>, ExploreError<P::Error>> {
+        if let Some(caps) = self.strategy.capabilities_mut() {
+            if caps.wants_state_hash() {
+                let hash = self.program.state_hash();
+                self.report.state_hashes += u64::from(hash.is_some());
+                caps.observe_state(hash);
+                self.hashes.resize(step, None);
+                self.hashes.push(hash);
+            }
+        }
+        let ctx = Context {
+            step,
+            threads: self.fair.schedulable(self.program.threads()),
+            last: self.path.last(),
+            prefix: self.path.decisions(),
+        };
+        if ctx.enabled().next().is_none() {
+            return Err(ExploreError::NoEnabledThread { step });
+        }
+        let Some(d) = self.strategy.decide(&ctx) else {
+            return Ok(None);
+        };
+        if !valid(&ctx, d) {
+            return Err(self.invalid(d, step));
+        }
+        self.observer.decided(&ctx, d);
+        let save = (self.strategy.capabilities_mut()).and_then(|c| c.save_request());
+        Ok(Some((d, save)))
+    }
+
+    /// The error of a strategy that decided `d`, which the program cannot
+    /// take, at step `step`.
+    fn invalid(&self, d: Decision, step: usize) -> ExploreError<P::Error> {
+        ExploreError::InvalidDecision {
+            strategy: self.strategy.name().to_string(),
+            thread: self.program.thread_name(d.tid),
+            alt: d.alt,
+            step,
+        }
+    }
+}
+
+/// A decision and the strategy's save request with it.
+type Decided = (Decision, Option<u64>);
+
+/// A decision taken while the program went on in place
+/// ([`Program::step_on`]) and could not take it there, for the next `step`.
+enum Ahead {
+    /// Checked and shown to the observer, with the strategy's save request.
+    Decided { d: Decision, save: Option<u64> },
+    /// Not one the program can take: the next `step` reports it.
+    Invalid(Decision),
+    /// The strategy abandoned the execution.
+    Abandoned,
+}
+
+/// The explorer's side of going on in place ([`Program::step_on`]): what
+/// the loop does between two steps, done without the program.
+struct Between<'r, S, O: ?Sized> {
+    strategy: &'r mut dyn Strategy,
+    observer: &'r mut O,
+    report: &'r mut Report,
+    path: &'r mut PathSnapshots<S>,
+    fair: &'r mut Fairness,
+    ahead: &'r mut Option<Ahead>,
+    cfg: &'r Config,
+    share: &'r Share,
+    checked: bool,
+    /// Whether the last step offered was taken in.
+    taken: bool,
+}
+
+impl<S, O: Observer + ?Sized> Between<'_, S, O> {
+    /// Takes in the step `info` thread `tid` just took, and decides the
+    /// next, unless the loop would stop the program before deciding.
+    fn offer(&mut self, info: &StepInfo, views: &[ThreadView], tid: Tid) -> Onward {
+        let next = self.path.len() + 1;
+        // A snapshot, a state hash, the step bound or a partition's check
+        // (`execution`, `decide`) needs the program stopped.
+        let hashes = (self.strategy.capabilities()).is_some_and(|c| c.wants_state_hash());
+        if hashes
+            || self.path.snapshot_due(info.cost)
+            || next as u64 >= self.cfg.max_steps
+            || (!self.checked && self.share.checks_at(next))
+        {
+            self.taken = false;
+            return Onward::Stop;
+        }
+        self.taken = true;
+        take_in(self.strategy, self.observer, self.report, info);
+        let d = Decision::new(info.tid, info.alt);
+        self.path.record(d, info.op, info.cost);
+        self.fair
+            .record(info.tid, info.op, views, (next - 1) as u64);
+        match self.decide(views, next) {
+            Some(d) if d.tid == tid => {
+                self.taken = false;
+                Onward::Take(d)
+            }
+            Some(d) => {
+                *self.ahead = Some(Ahead::Decided { d, save: None });
+                Onward::Pause
+            }
+            None => Onward::Pause,
+        }
+    }
+
+    /// `Run::decide` without the program: the decision of step `step`,
+    /// or `None` with what stands for it (an abandon, an invalid decision,
+    /// one with a save request) left in `ahead`.
+    fn decide(&mut self, views: &[ThreadView], step: usize) -> Option<Decision> {
+        let ctx = Context {
+            step,
+            threads: self.fair.schedulable(views),
+            last: self.path.last(),
+            prefix: self.path.decisions(),
+        };
+        // None enabled: `Run::decide` reports it.
+        ctx.enabled().next()?;
+        let Some(d) = self.strategy.decide(&ctx) else {
+            *self.ahead = Some(Ahead::Abandoned);
+            return None;
+        };
+        if !valid(&ctx, d) {
+            *self.ahead = Some(Ahead::Invalid(d));
+            return None;
+        }
+        self.observer.decided(&ctx, d);
+        let save = (self.strategy.capabilities_mut()).and_then(|c| c.save_request());
+        if save.is_some() {
+            *self.ahead = Some(Ahead::Decided { d, save });
+            return None;
+        }
+        Some(d)
+    }
+}
+
+/// Whether the program can take `d` in the state `ctx` shows.
+fn valid(ctx: &Context<'_>, d: Decision) -> bool {
+    ctx.thread(d.tid)
+        .is_some_and(|t| t.pending.enabled && d.alt < t.pending.alts)
+}
+
+/// Takes in a step the program took: counts it, and shows it to the
+/// strategy and the observer.
+fn take_in<O: Observer + ?Sized>(
+    strategy: &mut dyn Strategy,
+    observer: &mut O,
+    report: &mut Report,
+    info: &StepInfo,
+) {
+    report.steps += 1;
+    strategy.observe(info);
+    observer.step(info);
 }

@@ -4,7 +4,7 @@
 //! shares with the path, or reset, then replay the rest).
 
 use super::Report;
-use crate::program::{Program, Status};
+use crate::program::{Onward, Program, Status};
 use wasmrace_trace::{Decision, OpKind, Tid};
 
 /// A decision and the operation it ran (for preemption accounting after a
@@ -98,33 +98,11 @@ impl<S> PathSnapshots<S> {
             }
         };
         self.costs.truncate(from);
-        for i in from..keep {
-            let d = self.decisions[i];
-            self.replay(program, d, report)?;
-        }
         self.decisions.truncate(keep);
         self.ops.truncate(keep);
-        for &(d, op) in then {
-            self.replay(program, d, report)?;
-            self.decisions.push(d);
-            self.ops.push(op);
-        }
-        Ok(())
-    }
-
-    /// Replays one step to get back to a start point.
-    fn replay<P: Program>(
-        &mut self,
-        program: &mut P,
-        d: Decision,
-        report: &mut Report,
-    ) -> Result<(), P::Error> {
-        let info = program.step(d)?;
-        report.steps += 1;
-        report.replayed_steps += 1;
-        self.costs
-            .push(self.costs.last().copied().unwrap_or(0) + info.cost);
-        Ok(())
+        self.decisions.extend(then.iter().map(|(d, _)| *d));
+        self.ops.extend(then.iter().map(|(_, op)| *op));
+        replay(program, &self.decisions[from..], &mut self.costs, report)
     }
 
     /// Starts from a restored snapshot of the state `path` leads to: the
@@ -155,18 +133,9 @@ impl<S> PathSnapshots<S> {
     where
         P: Program<Snapshot = S>,
     {
-        self.decisions.push(d);
-        self.ops.push(op);
-        let acc = self.costs.last().copied().unwrap_or(0) + cost;
-        self.costs.push(acc);
-        let Some(every) = self.every else {
-            return Ok(());
-        };
-        let since = match self.snaps.last() {
-            Some((len, _)) if *len > 0 => self.costs[*len - 1],
-            _ => 0,
-        };
-        if acc - since >= every && matches!(program.status(), Status::Running) {
+        let due = self.snapshot_due(cost);
+        self.record(d, op, cost);
+        if due && matches!(program.status(), Status::Running) {
             if let Some(s) = program.snapshot()? {
                 report.snapshots_taken += 1;
                 self.snaps.push((self.decisions.len(), s));
@@ -177,4 +146,68 @@ impl<S> PathSnapshots<S> {
         }
         Ok(())
     }
+
+    /// Records a step just taken, without a snapshot.
+    pub(crate) fn record(&mut self, d: Decision, op: Option<OpKind>, cost: u64) {
+        self.decisions.push(d);
+        self.ops.push(op);
+        let acc = self.costs.last().copied().unwrap_or(0) + cost;
+        self.costs.push(acc);
+    }
+
+    /// Whether recording a step of `cost` next would take a snapshot after
+    /// it (when the program is still running).
+    pub(crate) fn snapshot_due(&self, cost: u64) -> bool {
+        let Some(every) = self.every else {
+            return false;
+        };
+        let acc = self.costs.last().copied().unwrap_or(0) + cost;
+        let since = match self.snaps.last() {
+            Some((len, _)) if *len > 0 => self.costs[*len - 1],
+            _ => 0,
+        };
+        acc - since >= every
+    }
+}
+
+/// Replays `decisions` to get back to a start point, pushing each step's
+/// accumulated cost on `costs` and counting replayed steps in `report`. A
+/// thread that takes several decisions in a row goes on in place
+/// ([`Program::step_on`]).
+fn replay<P: Program>(
+    program: &mut P,
+    decisions: &[Decision],
+    costs: &mut Vec<u64>,
+    report: &mut Report,
+) -> Result<(), P::Error> {
+    let mut took = |cost: u64, report: &mut Report| {
+        costs.push(costs.last().copied().unwrap_or(0) + cost);
+        report.steps += 1;
+        report.replayed_steps += 1;
+    };
+    let mut k = 0;
+    while k < decisions.len() {
+        // `k` is the step the program runs; `taken` says whether the
+        // callback took in the step `step_on` returns.
+        let mut taken = false;
+        let info = program.step_on(decisions[k], &mut |info, _, tid| {
+            took(info.cost, report);
+            k += 1;
+            match decisions.get(k) {
+                Some(&d) if d.tid == tid => {
+                    taken = false;
+                    Onward::Take(d)
+                }
+                _ => {
+                    taken = true;
+                    Onward::Pause
+                }
+            }
+        })?;
+        if !taken {
+            took(info.cost, report);
+            k += 1;
+        }
+    }
+    Ok(())
 }

@@ -32,7 +32,7 @@
 //! # drop(model);
 //! ```
 
-use crate::program::{Pending, Program, Status, StepInfo, ThreadView};
+use crate::program::{Onward, OnwardFn, Pending, Program, Status, StepInfo, ThreadView};
 use std::collections::{BTreeMap, VecDeque};
 use std::fmt;
 use std::sync::Arc;
@@ -395,6 +395,8 @@ pub(crate) struct ModelDef {
 }
 
 mod builder;
+#[cfg(test)]
+mod onward_tests;
 #[cfg(test)]
 mod partition_tests;
 mod run;

@@ -59,6 +59,9 @@ pub struct Model {
     /// Live threads and their pending operations, derived from `state`.
     pub(crate) views: Vec<ThreadView>,
     pub(crate) info: StepInfo,
+    /// Whether `step_on` offers steps (see there); off to compare with
+    /// plain stepping.
+    pub(crate) offers: bool,
 }
 
 pub(crate) fn site(def: DefId, pc: usize) -> u64 {
@@ -74,9 +77,18 @@ impl Model {
             state,
             views: Vec::new(),
             info: StepInfo::default(),
+            offers: true,
         };
         m.start();
         m
+    }
+
+    /// The same model, stepped one decision at a time only (`step_on`
+    /// never offers): what going on in place must not change.
+    #[cfg(test)]
+    pub(crate) fn stepping_only(mut self) -> Model {
+        self.offers = false;
+        self
     }
 
     fn initial_state(def: &ModelDef) -> State {
@@ -649,6 +661,24 @@ impl Program for Model {
         };
         self.finish_step(failure);
         Ok(&self.info)
+    }
+
+    /// Offers every step whose thread is still live to `onward`, so that
+    /// the explorer's side of going on in place is exercised by every
+    /// model test.
+    fn step_on(&mut self, d: Decision, onward: &mut OnwardFn<'_>) -> Result<&StepInfo, ModelError> {
+        let mut d = d;
+        loop {
+            self.step(d)?;
+            let live = self.views.iter().any(|v| v.tid == d.tid);
+            if self.state.status != Status::Running || !live || !self.offers {
+                return Ok(&self.info);
+            }
+            match onward(&self.info, &self.views, d.tid) {
+                Onward::Take(next) => d = next,
+                Onward::Stop | Onward::Pause => return Ok(&self.info),
+            }
+        }
     }
 
     fn snapshot(&mut self) -> Result<Option<ModelSnapshot>, ModelError> {

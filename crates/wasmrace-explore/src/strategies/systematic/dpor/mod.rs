@@ -604,4 +604,4 @@ impl Capabilities for Dpor {
 }
 
 #[cfg(test)]
-mod tests;
+pub(crate) mod tests;
