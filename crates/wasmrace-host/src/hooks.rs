@@ -188,6 +188,8 @@ pub struct HostState {
     /// Where the dirty-page map is, once placed: the host's own writes
     /// into guest memory mark it as the guest's do.
     pub(crate) dirty_map: Option<u32>,
+    /// While a step may go on in place: what `__onward` reaches.
+    pub(crate) onward: Option<crate::program::Onward>,
 }
 
 impl HostState {
@@ -208,6 +210,7 @@ impl HostState {
             log_room: config.max_log_bytes,
             asyncify_bytes: config.asyncify_buffer_bytes,
             dirty_map: None,
+            onward: None,
         }
     }
 
@@ -355,6 +358,24 @@ pub(crate) fn make_linker(engine: &Engine) -> Result<Linker<HostState>, HostErro
     // Suspending hooks: their signatures and meaning are the operation
     // table's (`ops.rs`).
     ops::link_suspending(&mut l, suspend).map_err(runtime)?;
+
+    // The hook wrappers' offer to go on in place (`program::onward`).
+    l.func_wrap(
+        m,
+        ops::ONWARD_HOOK,
+        |c: Caller<'_, HostState>,
+         hook: i32,
+         site: i32,
+         a0: i64,
+         a1: i64,
+         a2: i64,
+         a3: i64,
+         low: i32|
+         -> wasmtime::Result<(i32, i64)> {
+            crate::program::onward(c, hook, site, [a0, a1, a2, a3], low)
+        },
+    )
+    .map_err(runtime)?;
 
     // Plain hooks: run inside the current step.
     l.func_wrap(m, "current", |c: Caller<'_, HostState>| -> i64 {

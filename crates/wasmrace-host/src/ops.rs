@@ -17,6 +17,10 @@ pub const HOOK_MODULE: &str = "wasmrace";
 /// Parameters a suspending hook has besides its site, at most.
 pub const OP_ARGS: usize = 4;
 
+/// The import the hook wrappers add (`load::trampolines`), never a guest's
+/// own: a wrapper's offer to go on in place (`program::onward`).
+pub const ONWARD_HOOK: &str = "__onward";
+
 /// Hooks that run inside the current step (implemented in `hooks.rs`).
 pub const PLAIN_HOOKS: &[&str] = &["current", "recv_take", "log", "report_panic", "thread_name"];
 

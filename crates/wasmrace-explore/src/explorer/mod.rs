@@ -574,7 +574,13 @@ impl<P: Program, O: Observer + ?Sized> Run<'_, P, O> {
                     });
                 }
                 self.path
-                    .rewind(self.program, prefix_len, &[], &mut self.report)
+                    .rewind(
+                        self.program,
+                        prefix_len,
+                        &[],
+                        self.in_place(),
+                        &mut self.report,
+                    )
                     .map_err(ExploreError::Program)?;
                 self.saved.truncate_path(prefix_len);
                 self.fair.rewind(prefix_len);
@@ -624,7 +630,13 @@ impl<P: Program, O: Observer + ?Sized> Run<'_, P, O> {
                     .take_while(|(a, (b, _))| *a == b)
                     .count();
                 self.path
-                    .rewind(self.program, lcp, &prefix[lcp..], &mut self.report)
+                    .rewind(
+                        self.program,
+                        lcp,
+                        &prefix[lcp..],
+                        self.in_place(),
+                        &mut self.report,
+                    )
                     .map_err(ExploreError::Program)?;
             }
         }
@@ -664,6 +676,15 @@ impl<P: Program, O: Observer + ?Sized> Run<'_, P, O> {
         }
     }
 
+    /// Whether steps may go on in place ([`Program::step_on`]): not for a
+    /// strategy that compares states, since a state reached in place may
+    /// differ from the same one reached step by step in bytes no execution
+    /// reads (a wasm thread's Asyncify buffer past its data), which its
+    /// hash would tell apart.
+    fn in_place(&self) -> bool {
+        !(self.strategy.capabilities()).is_some_and(|c| c.wants_state_hash())
+    }
+
     /// Asks the strategy for a decision and takes it, going on in place
     /// while the strategy keeps the same thread ([`Program::step_on`]);
     /// false when the strategy abandoned the execution.
@@ -690,6 +711,7 @@ impl<P: Program, O: Observer + ?Sized> Run<'_, P, O> {
                 .map_err(ExploreError::Program)?;
             self.observer.saved(id, step);
         }
+        let in_place = self.in_place();
         let mut between = Between {
             strategy: &mut *self.strategy,
             observer: &mut *self.observer,
@@ -702,10 +724,14 @@ impl<P: Program, O: Observer + ?Sized> Run<'_, P, O> {
             checked: self.checked,
             taken: false,
         };
-        let info = self
-            .program
-            .step_on(d, &mut |info, views, tid| between.offer(info, views, tid))
-            .map_err(ExploreError::Program)?;
+        let info = if in_place {
+            let onward =
+                &mut |info: &StepInfo, views: &[ThreadView], tid| between.offer(info, views, tid);
+            self.program.step_on(d, onward)
+        } else {
+            self.program.step(d)
+        }
+        .map_err(ExploreError::Program)?;
         let taken = between.taken;
         if !taken {
             take_in(
@@ -806,11 +832,10 @@ impl<S, O: Observer + ?Sized> Between<'_, S, O> {
     /// next, unless the loop would stop the program before deciding.
     fn offer(&mut self, info: &StepInfo, views: &[ThreadView], tid: Tid) -> Onward {
         let next = self.path.len() + 1;
-        // A snapshot, a state hash, the step bound or a partition's check
-        // (`execution`, `decide`) needs the program stopped.
-        let hashes = (self.strategy.capabilities()).is_some_and(|c| c.wants_state_hash());
-        if hashes
-            || self.path.snapshot_due(info.cost)
+        // A snapshot, the step bound or a partition's check (`execution`)
+        // needs the program stopped. (A strategy that hashes states never
+        // goes on in place: `Run::in_place`.)
+        if self.path.snapshot_due(info.cost)
             || next as u64 >= self.cfg.max_steps
             || (!self.checked && self.share.checks_at(next))
         {

@@ -71,13 +71,15 @@ impl<S> PathSnapshots<S> {
 
     /// Gets the program to the first `keep` steps of the current path
     /// followed by `then`: restores the deepest snapshot held within those
-    /// `keep` steps (or resets), then replays the rest, counting replayed
-    /// steps in `report`. The path becomes that prefix.
+    /// `keep` steps (or resets), then replays the rest (going on in place
+    /// when `in_place`), counting replayed steps in `report`. The path
+    /// becomes that prefix.
     pub(crate) fn rewind<P>(
         &mut self,
         program: &mut P,
         keep: usize,
         then: &[PathStep],
+        in_place: bool,
         report: &mut Report,
     ) -> Result<(), P::Error>
     where
@@ -102,7 +104,13 @@ impl<S> PathSnapshots<S> {
         self.ops.truncate(keep);
         self.decisions.extend(then.iter().map(|(d, _)| *d));
         self.ops.extend(then.iter().map(|(_, op)| *op));
-        replay(program, &self.decisions[from..], &mut self.costs, report)
+        replay(
+            program,
+            &self.decisions[from..],
+            in_place,
+            &mut self.costs,
+            report,
+        )
     }
 
     /// Starts from a restored snapshot of the state `path` leads to: the
@@ -171,12 +179,13 @@ impl<S> PathSnapshots<S> {
 }
 
 /// Replays `decisions` to get back to a start point, pushing each step's
-/// accumulated cost on `costs` and counting replayed steps in `report`. A
-/// thread that takes several decisions in a row goes on in place
-/// ([`Program::step_on`]).
+/// accumulated cost on `costs` and counting replayed steps in `report`.
+/// With `in_place`, a thread that takes several decisions in a row goes
+/// on in place ([`Program::step_on`]).
 fn replay<P: Program>(
     program: &mut P,
     decisions: &[Decision],
+    in_place: bool,
     costs: &mut Vec<u64>,
     report: &mut Report,
 ) -> Result<(), P::Error> {
@@ -185,6 +194,13 @@ fn replay<P: Program>(
         report.steps += 1;
         report.replayed_steps += 1;
     };
+    if !in_place {
+        for &d in decisions {
+            let cost = program.step(d)?.cost;
+            took(cost, report);
+        }
+        return Ok(());
+    }
     let mut k = 0;
     while k < decisions.len() {
         // `k` is the step the program runs; `taken` says whether the

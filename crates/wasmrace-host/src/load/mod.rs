@@ -28,7 +28,7 @@ pub(crate) use support::{check_declared, check_generated, pool_message};
 pub(crate) use trampolines::export_asyncify_globals;
 
 // The hook names and the record's size are the operation table's (`ops.rs`).
-pub use crate::ops::{HOOK_MODULE, OP_ARGS, PLAIN_HOOKS, SUSPENDING_HOOKS};
+pub use crate::ops::{HOOK_MODULE, ONWARD_HOOK, OP_ARGS, PLAIN_HOOKS, SUSPENDING_HOOKS};
 
 /// Prefix of the exports that are tests: `wasmrace_test_lost_update` is
 /// the test `lost_update`.

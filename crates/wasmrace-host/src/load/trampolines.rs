@@ -5,7 +5,8 @@
 
 use super::{
     ASYNCIFY_DATA_EXPORT, ASYNCIFY_STATE_EXPORT, DIRTY_SPAN_EXPORT, ENTER_PREFIX, HOOK_MODULE,
-    OP_ARGS, STACK_LOW_EXPORT, STACK_POINTER_EXPORT, SUSPENDING_HOOKS, TEST_PREFIX, THREAD_START,
+    ONWARD_HOOK, OP_ARGS, STACK_LOW_EXPORT, STACK_POINTER_EXPORT, SUSPENDING_HOOKS, TEST_PREFIX,
+    THREAD_START,
 };
 use crate::error::{one_line, HostError};
 
@@ -90,6 +91,7 @@ fn wrap_suspending_hooks(
     state: walrus::GlobalId,
     resume: walrus::GlobalId,
     record: &OpRecord,
+    low: Option<walrus::GlobalId>,
 ) -> bool {
     use walrus::ir::{BinaryOp, Instr, UnaryOp, Visitor, VisitorMut};
     use walrus::{ElementItems, FunctionBuilder, ImportKind, ValType};
@@ -150,6 +152,7 @@ fn wrap_suspending_hooks(
         return false;
     }
 
+    let onward = add_onward_import(module);
     let mut wrappers = std::collections::BTreeMap::new();
     for (hook, index) in hooks {
         let ty = module.funcs.get(hook).ty();
@@ -179,9 +182,43 @@ fn wrap_suspending_hooks(
                 },
                 |_| {},
             );
-        // A fresh call: record the operation, then unwind. The result is
-        // not used by an unwinding caller.
+        // A fresh call: offer the host to go on in place; if it runs the
+        // operation, return its result.
         let (site, rest) = args.split_last().expect("checked: the site is last");
+        body.i32_const(index as i32).local_get(*site);
+        for (a, t) in rest.iter().zip(&params) {
+            body.local_get(*a);
+            if *t == ValType::I32 {
+                body.unop(UnaryOp::I64ExtendUI32);
+            }
+        }
+        for _ in rest.len()..OP_ARGS {
+            body.i64_const(0);
+        }
+        match low {
+            Some(low) => body.global_get(low),
+            None => body.i32_const(0),
+        };
+        let (go, val) = (
+            module.locals.add(ValType::I32),
+            module.locals.add(ValType::I64),
+        );
+        body.call(onward).local_set(val).local_set(go);
+        body.local_get(go).if_else(
+            None,
+            |ret| {
+                ret.local_get(val);
+                if results.as_slice() == [ValType::I32] {
+                    ret.unop(UnaryOp::I32WrapI64);
+                } else if results.is_empty() {
+                    ret.drop();
+                }
+                ret.return_();
+            },
+            |_| {},
+        );
+        // Else record the operation, then unwind. The result is not used
+        // by an unwinding caller.
         for ((a, t), g) in rest.iter().zip(&params).zip(&record.args) {
             body.local_get(*a);
             if *t == ValType::I32 {
@@ -230,6 +267,17 @@ fn wrap_suspending_hooks(
     true
 }
 
+/// Imports the host's offer to go on in place, `__onward(hook, site, a0,
+/// a1, a2, a3, low) -> (go, result)` (`program::onward`), which a hook
+/// wrapper calls before it would unwind.
+fn add_onward_import(module: &mut walrus::Module) -> walrus::FunctionId {
+    use walrus::ValType::{I32, I64};
+    let ty = module
+        .types
+        .add(&[I32, I32, I64, I64, I64, I64, I32], &[I32, I64]);
+    module.add_import_func(HOOK_MODULE, ONWARD_HOOK, ty).0
+}
+
 /// Adds, for every entry function (each test and the thread start), a
 /// trampoline `__wasmrace_enter_<entry>(arg, sp, low, state, data, end,
 /// resume) -> (sp << 32 | low, hook, site, a0, a1, a2, a3)` that sets the
@@ -264,7 +312,7 @@ fn add_trampolines(module: &mut walrus::Module, state: walrus::GlobalId, data: w
         return;
     };
     let (resume, record) = add_record_globals(module);
-    if !wrap_suspending_hooks(module, state, resume, &record) {
+    if !wrap_suspending_hooks(module, state, resume, &record, low) {
         for g in [resume, record.hook, record.site]
             .into_iter()
             .chain(record.args)

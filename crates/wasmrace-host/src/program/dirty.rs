@@ -88,7 +88,7 @@ impl WasmProgram {
         self.map.is_some()
             && trampolines
             && self.synced
-            && !matches!(self.status, Status::Failed(_))
+            && !matches!(self.progress.status, Status::Failed(_))
     }
 
     /// The blocks marked since the last synchronisation (and those carried

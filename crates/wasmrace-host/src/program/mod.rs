@@ -11,6 +11,8 @@
 mod dirty;
 mod hash;
 mod instance;
+mod onward;
+mod progress;
 mod segment;
 mod views;
 
@@ -24,9 +26,11 @@ use crate::ops::Op;
 use crate::snapshot::{self, Snapshot};
 use crate::world::{Outcome, Target};
 use instance::instantiate;
+pub(crate) use onward::{onward, Onward};
+use progress::Progress;
 use std::collections::BTreeMap;
 use std::sync::Arc;
-use wasmrace_explore::{is_preemption, Program, Status, StepInfo, ThreadView};
+use wasmrace_explore::{is_preemption, OnwardFn, Program, Status, StepInfo, ThreadView};
 use wasmrace_trace::{Decision, ObjectValue, OpKind, Tid, TraceEvent};
 use wasmtime::Store;
 
@@ -47,11 +51,7 @@ pub struct WasmProgram {
     test: String,
     store: Store<HostState>,
     ex: Arc<Exports>,
-    views: Vec<ThreadView>,
-    status: Status,
-    info: StepInfo,
-    steps: u64,
-    last: Option<(Tid, Option<OpKind>)>,
+    progress: Progress,
     trace: Vec<TraceEvent>,
     /// Bytes of object states (`TraceEvent::state`) the trace may still
     /// keep: `--max-log-kib` again, a budget of its own, so that a long
@@ -83,13 +83,15 @@ pub struct WasmProgram {
     scheduling_point: bool,
     /// Some execution so far spawned a thread.
     spawned: bool,
+    /// Whether `step_on` may go on in place (`onward`); off to compare.
+    in_place: bool,
 }
 
 impl std::fmt::Debug for WasmProgram {
     fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
         f.debug_struct("WasmProgram")
             .field("test", &self.test)
-            .field("steps", &self.steps)
+            .field("steps", &self.progress.steps)
             .finish()
     }
 }
@@ -118,11 +120,7 @@ impl WasmProgram {
             test: test.into(),
             store,
             ex,
-            views: Vec::new(),
-            status: Status::Running,
-            info: StepInfo::default(),
-            steps: 0,
-            last: None,
+            progress: Progress::default(),
             trace: Vec::new(),
             state_room: 0,
             sites: BTreeMap::new(),
@@ -137,6 +135,7 @@ impl WasmProgram {
             instances: 1,
             scheduling_point: false,
             spawned: false,
+            in_place: true,
         };
         p.place_dirty_map()?;
         p.start()?;
@@ -168,7 +167,7 @@ impl WasmProgram {
 
     /// Steps taken in the current execution.
     pub fn steps(&self) -> u64 {
-        self.steps
+        self.progress.steps
     }
 
     /// Whether the test reached a scheduling point (a suspending hook)
@@ -187,7 +186,7 @@ impl WasmProgram {
     fn start_spawned(&mut self) -> Result<(), HostError> {
         let mut unstarted = std::mem::take(&mut self.store.data_mut().world.unstarted);
         for &c in &unstarted {
-            if matches!(self.status, Status::Failed(_)) {
+            if matches!(self.progress.status, Status::Failed(_)) {
                 break;
             }
             self.run_segment(c, None)?;
@@ -213,14 +212,14 @@ impl WasmProgram {
         let slot = match self.alloc_slot()? {
             Ok(s) => s,
             Err(f) => {
-                self.status = Status::Failed(f);
+                self.progress.status = Status::Failed(f);
                 return Ok(());
             }
         };
         self.store.data_mut().world.add_main(slot, sp);
-        self.status = Status::Running;
-        self.steps = 0;
-        self.last = None;
+        self.progress.status = Status::Running;
+        self.progress.steps = 0;
+        self.progress.last = None;
         self.trace.clear();
         self.state_room = self.guest.config.max_log_bytes;
         self.store.data_mut().log_room = self.guest.config.max_log_bytes;
@@ -239,14 +238,14 @@ impl WasmProgram {
             }
             if let Err(e) = r {
                 let f = self.classify(0, e);
-                self.status = Status::Failed(f);
-                self.refresh();
+                self.progress.status = Status::Failed(f);
+                self.progress.refresh(&self.store.data().world);
                 return Ok(());
             }
         }
         self.run_segment(0, None)?;
         // Deterministic, so the first start answers for every execution.
-        if matches!(self.status, Status::Running) {
+        if matches!(self.progress.status, Status::Running) {
             let first = &self.store.data().world.threads[0].pending;
             self.scheduling_point |= !matches!(first, Op::Exit);
         }
@@ -267,7 +266,7 @@ impl WasmProgram {
                 });
             }
         }
-        self.refresh();
+        self.progress.refresh(&self.store.data().world);
         Ok(())
     }
 
@@ -329,67 +328,27 @@ impl WasmProgram {
         let invalid = |thread| HostError::InvalidDecision {
             thread,
             alt: d.alt,
-            step: self.steps,
+            step: self.progress.steps,
         };
         let Some(i) = w.thread_index(d.tid) else {
             return Err(invalid(format!("{:#x}", d.tid.0)));
         };
-        if !matches!(self.status, Status::Running) || !w.enabled(i) || d.alt >= w.alts(i) {
+        if !matches!(self.progress.status, Status::Running) || !w.enabled(i) || d.alt >= w.alts(i) {
             return Err(invalid(w.thread_name(d.tid)));
         }
         Ok(i)
     }
 
     fn do_step(&mut self, d: Decision) -> Result<(), HostError> {
-        let step_no = self.steps;
+        let step_no = self.progress.steps;
         let i = self.decided_thread(d)?;
         let tracing = self.tracing();
-        let preemption = tracing && is_preemption(&self.views, self.last, d.tid);
-        self.info.tid = d.tid;
-        self.info.alt = d.alt;
-        self.info.spawned.clear();
-        self.info.message = None;
-        self.info.cost = 0;
-        self.info.phase = None;
-        let (kind, effect, site, spawn_arg) = {
-            let t = &self.store.data().world.threads[i];
-            let arg = match &t.pending {
-                Op::Spawn { arg } => Some(*arg),
-                Op::Phase { name } => {
-                    // Rare (a few per execution): one small allocation.
-                    self.info.phase = Some(String::from_utf8_lossy(name).into());
-                    None
-                }
-                _ => None,
-            };
-            (t.pending.kind(), t.pending.effect(), t.site, arg)
+        let preemption = tracing && is_preemption(&self.progress.views, self.progress.last, d.tid);
+        let (kind, site, spawn_arg) = self.progress.begin(&self.store.data().world, i, d);
+        let spawned = match spawn_arg {
+            Some(arg) => self.spawn_child(i, arg)?,
+            None => None,
         };
-        self.info.op = Some(kind);
-        self.info.site = u64::from(site);
-        let mut spawned = None;
-        if let Some(arg) = spawn_arg {
-            self.spawned = true;
-            if self.ex.thread_start.is_none() {
-                return Err(HostError::NoThreadStart {
-                    name: self.guest.name.clone(),
-                });
-            }
-            match self.alloc_slot()? {
-                Ok(slot) => {
-                    let top = self.slot_stack_top(slot);
-                    let w = &mut self.store.data_mut().world;
-                    let c = w.spawn_child(i, arg, slot, top);
-                    let tid = w.threads[c].tid;
-                    spawned = Some(tid);
-                    self.info.spawned.push(tid);
-                }
-                Err(f) => {
-                    let mut f = f;
-                    f.thread = Some(self.store.data().world.thread_label(i));
-                    self.status = Status::Failed(f);
-                }
-            }
-        }
         let mut object = None;
         let mut detail = String::new();
         // What the step touches, resolved before (a removed table key, an
@@ -397,32 +356,22 @@ impl WasmProgram {
         let mut targets = Vec::new();
         let describe = tracing && self.state_room > 0;
         let mut made = 0;
-        if describe && !matches!(self.status, Status::Failed(_)) {
+        if describe && !matches!(self.progress.status, Status::Failed(_)) {
             let w = &self.store.data().world;
             made = w.threads[i].objects;
             let mut pending = Vec::new();
             w.accesses(i, &mut pending);
             w.targets(&pending, &mut targets);
         }
-        if !matches!(self.status, Status::Failed(_)) {
-            // The view of `i` holds its pending accesses; it is at index `i`
-            // unless an earlier thread exited. The view's list is rebuilt
-            // after the step anyway, so take it rather than recompute it.
+        if !matches!(self.progress.status, Status::Failed(_)) {
             let w = &mut self.store.data_mut().world;
-            let ex = match self.views.get_mut(i).filter(|v| v.tid == d.tid) {
-                Some(v) => {
-                    std::mem::swap(&mut self.info.accesses, &mut v.pending.accesses);
-                    w.execute_with(i, d.alt, spawned, tracing, &mut self.info.accesses)
-                }
-                None => w.execute(i, d.alt, spawned, tracing, &mut self.info.accesses),
-            };
+            let ex = self.progress.execute(w, i, d, spawned, tracing);
             object = ex.object;
             detail = ex.detail;
             if describe {
-                w.targets(&self.info.accesses, &mut targets);
+                w.targets(&self.progress.info.accesses, &mut targets);
                 w.made_since(i, made, &mut targets);
             }
-            self.info.message = ex.message;
             match ex.outcome {
                 Outcome::Return(r) => self.run_segment(i, Some(r))?,
                 Outcome::Continue => {}
@@ -431,10 +380,15 @@ impl WasmProgram {
                     let slot = w.threads[i].slot;
                     w.free_slots.push(slot);
                 }
-                Outcome::Fail(f) => self.status = Status::Failed(f),
+                Outcome::Fail(f) => self.progress.status = Status::Failed(f),
             }
         } else {
-            self.info.accesses.clear();
+            self.progress.info.accesses.clear();
+        }
+        if std::mem::take(&mut self.progress.ended) {
+            // Ended inside the thread's next hook call, which went on in
+            // place (`onward`): its record is the last step's, done.
+            return Ok(());
         }
         // Newly spawned threads run up to their first hook within this step:
         // that code only touches their own state.
@@ -444,13 +398,11 @@ impl WasmProgram {
         // One comparison per step bounds everything the guest makes the
         // host hold (`World::held`).
         if self.store.data().world.held > self.guest.config.max_host_bytes
-            && !matches!(self.status, Status::Failed(_))
+            && !matches!(self.progress.status, Status::Failed(_))
         {
             let name = self.store.data().world.thread_label(i);
-            self.status = Status::Failed(self.host_memory_failure(Some(name)));
+            self.progress.status = Status::Failed(self.host_memory_failure(Some(name)));
         }
-        self.steps += 1;
-        self.last = Some((d.tid, Some(kind)));
         if tracing {
             let step = Traced {
                 step: step_no,
@@ -463,7 +415,7 @@ impl WasmProgram {
             };
             self.record(step, targets);
         }
-        self.refresh_after(i, effect);
+        self.progress.end(&self.store.data().world, i);
         // The test suite checks every incremental update against a full
         // recomputation.
         #[cfg(feature = "verify-views")]
@@ -471,6 +423,33 @@ impl WasmProgram {
             panic!("after step {step_no} ({}): {e}", kind.name());
         }
         Ok(())
+    }
+
+    /// Makes the thread a spawn by thread `i` starts (with `arg`), in a
+    /// fresh stack slot; `None` when no slot is left, which failed the
+    /// execution.
+    fn spawn_child(&mut self, i: usize, arg: u32) -> Result<Option<Tid>, HostError> {
+        self.spawned = true;
+        if self.ex.thread_start.is_none() {
+            return Err(HostError::NoThreadStart {
+                name: self.guest.name.clone(),
+            });
+        }
+        match self.alloc_slot()? {
+            Ok(slot) => {
+                let top = self.slot_stack_top(slot);
+                let w = &mut self.store.data_mut().world;
+                let c = w.spawn_child(i, arg, slot, top);
+                let tid = w.threads[c].tid;
+                self.progress.info.spawned.push(tid);
+                Ok(Some(tid))
+            }
+            Err(mut f) => {
+                f.thread = Some(self.store.data().world.thread_label(i));
+                self.progress.status = Status::Failed(f);
+                Ok(None)
+            }
+        }
     }
 
     /// Appends a traced step to the trace, with its logs and the state of
@@ -592,16 +571,20 @@ impl Program for WasmProgram {
     }
 
     fn threads(&self) -> &[ThreadView] {
-        &self.views
+        &self.progress.views
     }
 
     fn status(&self) -> &Status {
-        &self.status
+        &self.progress.status
     }
 
     fn step(&mut self, d: Decision) -> Result<&StepInfo, HostError> {
         self.do_step(d)?;
-        Ok(&self.info)
+        Ok(&self.progress.info)
+    }
+
+    fn step_on(&mut self, d: Decision, onward: &mut OnwardFn<'_>) -> Result<&StepInfo, HostError> {
+        self.step_in_place(d, onward)
     }
 
     fn snapshot(&mut self) -> Result<Option<Snapshot>, HostError> {
@@ -630,10 +613,10 @@ impl Program for WasmProgram {
             pages,
             globals,
             world: self.store.data().world.clone(),
-            views: self.views.clone(),
-            status: self.status.clone(),
-            steps: self.steps,
-            last: self.last,
+            views: self.progress.views.clone(),
+            status: self.progress.status.clone(),
+            steps: self.progress.steps,
+            last: self.progress.last,
         }))
     }
 
@@ -663,10 +646,10 @@ impl Program for WasmProgram {
         st.logs.clear();
         st.log_room = self.guest.config.max_log_bytes;
         // Keeps the views' buffer, as `assign_from` keeps the world's.
-        self.views.clone_from(&s.views);
-        self.status = s.status.clone();
-        self.steps = s.steps;
-        self.last = s.last;
+        self.progress.views.clone_from(&s.views);
+        self.progress.status = s.status.clone();
+        self.progress.steps = s.steps;
+        self.progress.last = s.last;
         self.trace.clear();
         self.state_room = self.guest.config.max_log_bytes;
         Ok(())

@@ -74,17 +74,12 @@ impl WasmProgram {
             self.enter_export(&seg, resume)?
         };
         let left = self.store.get_fuel().unwrap_or(0);
-        self.info.cost += fuel.saturating_sub(left);
-        let (sp, low) = self.stack_after(&stop);
-        if let Some(low) = low {
-            let w = &mut self.store.data_mut().world;
-            let t = &mut w.threads[i];
-            t.low = t.low.min(low);
-            if !matches!(seg.entry, Entry::Test) {
-                let s = seg.slot as usize;
-                w.slot_lows[s] = w.slot_lows[s].min(low);
-            }
+        // A step ended in its next hook call (`onward`) counted its cost.
+        if !self.progress.ended {
+            self.progress.info.cost += fuel.saturating_sub(left);
         }
+        let (sp, low) = self.stack_after(&stop);
+        self.store.data_mut().world.note_low(i, low);
         // Checked before anything else: a trap or a misuse after an
         // overflow is a consequence of the overflow, and no other thread
         // may run on a stack the overflow wrote into.
@@ -94,7 +89,10 @@ impl WasmProgram {
         let r = match stop {
             Stop::Trampoline(r) => match r {
                 Ok((_, hook, site, a0, a1, a2, a3)) => {
-                    if hook >= 0 && !self.record_stop(i, hook, site, [a0, a1, a2, a3]) {
+                    if hook >= 0 && self.progress.ended {
+                        // Recorded by `onward`, which ended the step.
+                        self.store.data_mut().mode = Mode::Unwinding;
+                    } else if hook >= 0 && !self.record_stop(i, hook, site, [a0, a1, a2, a3]) {
                         return Ok(());
                     }
                     Ok(())
@@ -141,22 +139,24 @@ impl WasmProgram {
         } else {
             (ASYNCIFY_NORMAL, 0)
         };
-        let enter = self.ex.enter.as_ref().expect("entered by trampoline");
+        let ex = self.ex.clone();
+        let enter = ex.enter.as_ref().expect("entered by trampoline");
         let (sp, low, buf, end) = (
             seg.sp as i32,
             seg.low as i32,
             seg.buf as i32,
             seg.end as i32,
         );
-        let r = match seg.entry {
-            Entry::Test => enter
-                .test
-                .call(&mut self.store, (0, sp, low, state, buf, end, val)),
+        let (f, arg) = match seg.entry {
+            Entry::Test => (&enter.test, 0),
             Entry::ThreadStart(arg) => match &enter.thread_start {
-                Some(f) => f.call(&mut self.store, (arg as i32, sp, low, state, buf, end, val)),
+                Some(f) => (f, arg as i32),
                 None => return Err(self.no_thread_start()),
             },
         };
+        self.reach_progress(seg.started);
+        let r = f.call(&mut self.store, (arg, sp, low, state, buf, end, val));
+        self.unreach_progress();
         Ok(Some(Stop::Trampoline(r)))
     }
 
@@ -253,7 +253,7 @@ impl WasmProgram {
         if current > end {
             let name = self.store.data().world.thread_label(seg.i);
             self.store.data_mut().mode = Mode::Idle;
-            self.status = Status::Failed(self.asyncify_overflow(Some(name)));
+            self.progress.status = Status::Failed(self.asyncify_overflow(Some(name)));
             return Ok(false);
         }
         Ok(true)
@@ -288,7 +288,7 @@ impl WasmProgram {
                         let bottom = st.world.slot_bases[slot as usize] + st.asyncify_bytes;
                         if sp < bottom {
                             let f = self.stack_overflow_failure(i);
-                            self.status = Status::Failed(f);
+                            self.progress.status = Status::Failed(f);
                         }
                     }
                 }
@@ -309,7 +309,7 @@ impl WasmProgram {
             Err(e) => {
                 let f = self.classify(i, e);
                 self.store.data_mut().mode = Mode::Idle;
-                self.status = Status::Failed(f);
+                self.progress.status = Status::Failed(f);
             }
         }
         Ok(())
@@ -347,7 +347,7 @@ impl WasmProgram {
         if let Some(t) = st.world.threads.get_mut(seg.i) {
             t.panic = None;
         }
-        self.status = Status::Failed(self.stack_overflow_failure(seg.i));
+        self.progress.status = Status::Failed(self.stack_overflow_failure(seg.i));
         Ok(())
     }
 
@@ -370,7 +370,8 @@ impl WasmProgram {
         let st = self.store.data_mut();
         st.mode = Mode::Idle;
         let name = st.world.thread_label(i);
-        self.status = Status::Failed(Failure::new(FailureKind::Misuse, Some(name), message));
+        self.progress.status =
+            Status::Failed(Failure::new(FailureKind::Misuse, Some(name), message));
     }
 
     /// The failure of a thread whose suspended stack overflowed its

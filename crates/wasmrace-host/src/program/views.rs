@@ -2,12 +2,13 @@
 //! step (only what the step's operation can change, as the operation table
 //! declares) and checked against a full recomputation by `verify_views`.
 
-use super::WasmProgram;
+use super::{Progress, WasmProgram};
 use crate::ops::Effect;
+use crate::world::World;
 use wasmrace_explore::{Pending, Status, ThreadView};
 use wasmrace_trace::{OpKind, Tid};
 
-impl WasmProgram {
+impl Progress {
     /// Brings the views up to date after a step of thread `i` that ran an
     /// operation with effect `effect` (declared in the operation table). Views are in thread order without the
     /// exited threads. Only `i`'s pending operation changed (a thread's next
@@ -19,11 +20,10 @@ impl WasmProgram {
     /// notify, a spawn or an exit: `Effect::Others`), and their accesses
     /// only after one that names others' objects (`Effect::OthersAccesses`:
     /// `Unregister` and `Exit` name registry entries). A failed step recomputes everything.
-    pub(super) fn refresh_after(&mut self, i: usize, effect: Effect) {
+    pub(super) fn refresh_after(&mut self, w: &World, i: usize, effect: Effect) {
         if matches!(self.status, Status::Failed(_)) {
-            return self.refresh();
+            return self.refresh(w);
         }
-        let w = &self.store.data().world;
         if w.threads[i].exited {
             let tid = w.threads[i].tid;
             if let Some(at) = self.views.iter().position(|v| v.tid == tid) {
@@ -75,39 +75,14 @@ impl WasmProgram {
         }
     }
 
-    /// Whether steps go through the module's trampolines and hook wrappers
-    /// (`load::add_trampolines`) rather than the host-side Asyncify
-    /// bookkeeping. For tests.
-    #[doc(hidden)]
-    pub fn uses_trampolines(&self) -> bool {
-        self.ex.enter.is_some()
-    }
-
-    /// The instance's real memory size in bytes: the guest's own size
-    /// plus the room it was instantiated with or grew into
-    /// (`load::headroom`). For tests.
-    #[doc(hidden)]
-    pub fn real_memory_bytes(&self) -> usize {
-        self.ex.memory.data_size(&self.store)
-    }
-
-    /// How many wasm instances this program has made: resets and restores
-    /// normally reuse the instance. For tests and benchmarks.
-    #[doc(hidden)]
-    pub fn instances(&self) -> u64 {
-        self.instances
-    }
-
-    /// Checks that the views and status kept up by `refresh_after` are what
-    /// a full recomputation gives. For tests.
-    #[doc(hidden)]
-    pub fn verify_views(&mut self) -> Result<(), String> {
+    /// Checks the views and status against a full recomputation.
+    pub(super) fn verify(&mut self, w: &World) -> Result<(), String> {
         let (views, status) = (self.views.clone(), self.status.clone());
         if matches!(status, Status::Failed(_)) {
             return Ok(());
         }
         self.status = Status::Running;
-        self.refresh();
+        self.refresh(w);
         if self.views != views || self.status != status {
             let msg = format!(
                 "incremental views {views:?} / {status:?} differ from recomputed {:?} / {:?}",
@@ -120,8 +95,7 @@ impl WasmProgram {
     }
 
     /// Recomputes the thread views and the status after a step.
-    pub(super) fn refresh(&mut self) {
-        let w = &self.store.data().world;
+    pub(super) fn refresh(&mut self, w: &World) {
         let mut views = std::mem::take(&mut self.views);
         let mut n = 0;
         for (i, t) in w.threads.iter().enumerate() {
@@ -151,6 +125,38 @@ impl WasmProgram {
             };
         }
         self.views = views;
+    }
+}
+
+impl WasmProgram {
+    /// Whether steps go through the module's trampolines and hook wrappers
+    /// (`load::add_trampolines`) rather than the host-side Asyncify
+    /// bookkeeping. For tests.
+    #[doc(hidden)]
+    pub fn uses_trampolines(&self) -> bool {
+        self.ex.enter.is_some()
+    }
+
+    /// The instance's real memory size in bytes: the guest's own size
+    /// plus the room it was instantiated with or grew into
+    /// (`load::headroom`). For tests.
+    #[doc(hidden)]
+    pub fn real_memory_bytes(&self) -> usize {
+        self.ex.memory.data_size(&self.store)
+    }
+
+    /// How many wasm instances this program has made: resets and restores
+    /// normally reuse the instance. For tests and benchmarks.
+    #[doc(hidden)]
+    pub fn instances(&self) -> u64 {
+        self.instances
+    }
+
+    /// Checks that the views and status kept up by `refresh_after` are what
+    /// a full recomputation gives. For tests.
+    #[doc(hidden)]
+    pub fn verify_views(&mut self) -> Result<(), String> {
+        self.progress.verify(&self.store.data().world)
     }
 }
 

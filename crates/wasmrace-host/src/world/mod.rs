@@ -612,6 +612,21 @@ impl World {
     /// Makes `op`, called at guest site `site`, thread `i`'s pending
     /// operation; its bytes (a message to send, a name) count as held
     /// until it runs.
+    /// Lowers thread `i`'s stack low-water mark (and its slot's, for a
+    /// spawned thread) to `low`, the lowest stack pointer its last segment
+    /// set (`None`: the module does not track it).
+    pub fn note_low(&mut self, i: usize, low: Option<u32>) {
+        let Some(low) = low else {
+            return;
+        };
+        let t = &mut self.threads[i];
+        t.low = t.low.min(low);
+        if !matches!(t.entry, Entry::Test) {
+            let s = t.slot as usize;
+            self.slot_lows[s] = self.slot_lows[s].min(low);
+        }
+    }
+
     pub fn set_pending(&mut self, i: usize, op: Op, site: u32) {
         self.held += op.heap_bytes() as u64;
         let t = &mut self.threads[i];

@@ -1,0 +1,109 @@
+//! Where the current execution stands, as strategies see it (the thread
+//! views and the status), and the step under way: how a step begins (the
+//! decided operation runs in the `World`) and how it ends (the views kept
+//! up), written once for the two places a step ends: in the host after its
+//! thread unwound, or inside its thread's next hook call (`onward`).
+
+use crate::ops::{Effect, Op};
+use crate::world::{Executed, World};
+use wasmrace_explore::{Status, StepInfo, ThreadView};
+use wasmrace_trace::{Decision, OpKind, Tid};
+
+/// See the module documentation. Kept apart from the store, so that a hook
+/// call can reach it beside the store's data.
+#[derive(Debug)]
+pub(crate) struct Progress {
+    pub(super) views: Vec<ThreadView>,
+    pub(super) status: Status,
+    pub(super) info: StepInfo,
+    pub(super) steps: u64,
+    pub(super) last: Option<(Tid, Option<OpKind>)>,
+    /// The effect of the step under way's operation (the operation table's).
+    effect: Effect,
+    /// The step under way ended inside its thread's next hook call: the
+    /// host, once the thread unwound, has nothing left to do for it.
+    pub(super) ended: bool,
+    /// A decision the explorer took inside a hook call that could not be
+    /// taken there (a spawn, which starts other threads): taken next.
+    pub(super) deferred: Option<Decision>,
+}
+
+impl Default for Progress {
+    fn default() -> Self {
+        Progress {
+            views: Vec::new(),
+            status: Status::Running,
+            info: StepInfo::default(),
+            steps: 0,
+            last: None,
+            effect: Effect::Own,
+            ended: false,
+            deferred: None,
+        }
+    }
+}
+
+impl Progress {
+    /// Begins the step `d` of thread `i` (at index `i` in `w`): the step's
+    /// record starts afresh with its operation. Returns the operation's
+    /// kind, its call site and, for a spawn, the argument of the thread to
+    /// start.
+    pub(super) fn begin(&mut self, w: &World, i: usize, d: Decision) -> (OpKind, u32, Option<u32>) {
+        let info = &mut self.info;
+        info.tid = d.tid;
+        info.alt = d.alt;
+        info.spawned.clear();
+        info.message = None;
+        info.cost = 0;
+        info.phase = None;
+        self.ended = false;
+        let t = &w.threads[i];
+        let arg = match &t.pending {
+            Op::Spawn { arg } => Some(*arg),
+            Op::Phase { name } => {
+                // Rare (a few per execution): one small allocation.
+                info.phase = Some(String::from_utf8_lossy(name).into());
+                None
+            }
+            _ => None,
+        };
+        let kind = t.pending.kind();
+        info.op = Some(kind);
+        info.site = u64::from(t.site);
+        self.effect = t.pending.effect();
+        (kind, t.site, arg)
+    }
+
+    /// Runs the begun step's operation in `w` (`spawned`: the thread a
+    /// spawn made), recording what it touched and the message it moved.
+    pub(super) fn execute(
+        &mut self,
+        w: &mut World,
+        i: usize,
+        d: Decision,
+        spawned: Option<Tid>,
+        tracing: bool,
+    ) -> Executed {
+        // The view of `i` holds its pending accesses; it is at index `i`
+        // unless an earlier thread exited. The view's list is rebuilt
+        // after the step anyway, so take it rather than recompute it.
+        let accesses = &mut self.info.accesses;
+        let ex = match self.views.get_mut(i).filter(|v| v.tid == d.tid) {
+            Some(v) => {
+                std::mem::swap(accesses, &mut v.pending.accesses);
+                w.execute_with(i, d.alt, spawned, tracing, accesses)
+            }
+            None => w.execute(i, d.alt, spawned, tracing, accesses),
+        };
+        self.info.message = ex.message;
+        ex
+    }
+
+    /// Ends the step of thread `i`: counted, and the views and status
+    /// brought up to date with `w`.
+    pub(super) fn end(&mut self, w: &World, i: usize) {
+        self.steps += 1;
+        self.last = Some((self.info.tid, self.info.op));
+        self.refresh_after(w, i, self.effect);
+    }
+}
