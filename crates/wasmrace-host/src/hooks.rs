@@ -134,7 +134,7 @@ pub(crate) struct Exports {
 /// `(arg, sp, low, asyncify state, asyncify data, buffer end, resumed
 /// hook's result) -> (sp << 32 | low, hook, site, a0, a1, a2, a3)` (see
 /// `load::add_trampolines`).
-pub(crate) type EnterFunc = TypedFunc<(i32, i32, i32, i32, i32, i32, i64), EnterRet>;
+pub(crate) type EnterFunc = TypedFunc<(i32, i32, i32, i32, i32, i32, i64, i32), EnterRet>;
 pub(crate) type EnterRet = (i64, i32, i32, i64, i64, i64, i64);
 
 pub(crate) struct Enter {

@@ -25,7 +25,7 @@ use wasmtime::{Engine, Module};
 /// entry was instrumented without it, and Asyncify ignores listed imports a
 /// module does not have. 12: entries carry a checked header ([`MAGIC`]).
 /// 16: the dirty map marks 1 KiB blocks.
-const INSTRUMENTATION_VERSION: u32 = 17;
+const INSTRUMENTATION_VERSION: u32 = 18;
 
 /// First bytes of every entry: names the file format, so a file of the
 /// unchecked format (or anything else) is never taken for an entry.

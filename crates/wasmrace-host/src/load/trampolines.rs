@@ -90,6 +90,7 @@ fn wrap_suspending_hooks(
     module: &mut walrus::Module,
     state: walrus::GlobalId,
     resume: walrus::GlobalId,
+    offer: walrus::GlobalId,
     record: &OpRecord,
     low: Option<walrus::GlobalId>,
 ) -> bool {
@@ -182,38 +183,44 @@ fn wrap_suspending_hooks(
                 },
                 |_| {},
             );
-        // A fresh call: offer the host to go on in place; if it runs the
-        // operation, return its result.
+        // A fresh call, when the trampoline says the host may go on in
+        // place: offer it; if it ran the operation, return its result.
         let (site, rest) = args.split_last().expect("checked: the site is last");
-        body.i32_const(index as i32).local_get(*site);
-        for (a, t) in rest.iter().zip(&params) {
-            body.local_get(*a);
-            if *t == ValType::I32 {
-                body.unop(UnaryOp::I64ExtendUI32);
-            }
-        }
-        for _ in rest.len()..OP_ARGS {
-            body.i64_const(0);
-        }
-        match low {
-            Some(low) => body.global_get(low),
-            None => body.i32_const(0),
-        };
         let (go, val) = (
             module.locals.add(ValType::I32),
             module.locals.add(ValType::I64),
         );
-        body.call(onward).local_set(val).local_set(go);
-        body.local_get(go).if_else(
+        body.global_get(offer).if_else(
             None,
-            |ret| {
-                ret.local_get(val);
-                if results.as_slice() == [ValType::I32] {
-                    ret.unop(UnaryOp::I32WrapI64);
-                } else if results.is_empty() {
-                    ret.drop();
+            |o| {
+                o.i32_const(index as i32).local_get(*site);
+                for (a, t) in rest.iter().zip(&params) {
+                    o.local_get(*a);
+                    if *t == ValType::I32 {
+                        o.unop(UnaryOp::I64ExtendUI32);
+                    }
                 }
-                ret.return_();
+                for _ in rest.len()..OP_ARGS {
+                    o.i64_const(0);
+                }
+                match low {
+                    Some(low) => o.global_get(low),
+                    None => o.i32_const(0),
+                };
+                o.call(onward).local_set(val).local_set(go);
+                o.local_get(go).if_else(
+                    None,
+                    |ret| {
+                        ret.local_get(val);
+                        if results.as_slice() == [ValType::I32] {
+                            ret.unop(UnaryOp::I32WrapI64);
+                        } else if results.is_empty() {
+                            ret.drop();
+                        }
+                        ret.return_();
+                    },
+                    |_| {},
+                );
             },
             |_| {},
         );
@@ -311,9 +318,9 @@ fn add_trampolines(module: &mut walrus::Module, state: walrus::GlobalId, data: w
     let Some(mem) = module.memories.iter().next().map(|m| m.id()) else {
         return;
     };
-    let (resume, record) = add_record_globals(module);
-    if !wrap_suspending_hooks(module, state, resume, &record, low) {
-        for g in [resume, record.hook, record.site]
+    let (resume, offer, record) = add_record_globals(module);
+    if !wrap_suspending_hooks(module, state, resume, offer, &record, low) {
+        for g in [resume, offer, record.hook, record.site]
             .into_iter()
             .chain(record.args)
         {
@@ -329,6 +336,7 @@ fn add_trampolines(module: &mut walrus::Module, state: walrus::GlobalId, data: w
         state,
         data,
         resume,
+        offer,
         record,
     };
     for (name, entry) in entries(module) {
@@ -354,8 +362,11 @@ fn exported_global(module: &walrus::Module, name: &str) -> Option<walrus::Global
 }
 
 /// Adds the globals the hook wrappers and trampolines share, zeroed: the
-/// resumed hook's result (`i64`) and the `OpRecord`.
-fn add_record_globals(module: &mut walrus::Module) -> (walrus::GlobalId, OpRecord) {
+/// resumed hook's result (`i64`), whether the host may go on in place
+/// (`i32`: the wrappers then offer it, `__onward`) and the `OpRecord`.
+fn add_record_globals(
+    module: &mut walrus::Module,
+) -> (walrus::GlobalId, walrus::GlobalId, OpRecord) {
     use walrus::ValType;
     let mut global = |ty: ValType| {
         let zero = match ty {
@@ -367,12 +378,13 @@ fn add_record_globals(module: &mut walrus::Module) -> (walrus::GlobalId, OpRecor
             .add_local(ty, true, false, walrus::ConstExpr::Value(zero))
     };
     let resume = global(ValType::I64);
+    let offer = global(ValType::I32);
     let record = OpRecord {
         hook: global(ValType::I32),
         site: global(ValType::I32),
         args: [0; OP_ARGS].map(|_| global(ValType::I64)),
     };
-    (resume, record)
+    (resume, offer, record)
 }
 
 /// The entry functions that get a trampoline: every test and the thread
@@ -392,10 +404,11 @@ fn entries(module: &walrus::Module) -> Vec<(String, walrus::FunctionId)> {
         .collect()
 }
 
-/// A trampoline's parameters: `(arg, sp, low, state, data, end, resume)`.
-const TRAMPOLINE_PARAMS: [walrus::ValType; 7] = {
+/// A trampoline's parameters: `(arg, sp, low, state, data, end, resume,
+/// offer)`.
+const TRAMPOLINE_PARAMS: [walrus::ValType; 8] = {
     use walrus::ValType::{I32, I64};
-    [I32, I32, I32, I32, I32, I32, I64]
+    [I32, I32, I32, I32, I32, I32, I64, I32]
 };
 
 /// A trampoline's results: `(sp << 32 | low, hook, site, a0, a1, a2, a3)`.
@@ -413,6 +426,7 @@ struct TrampolineArgs {
     data: walrus::LocalId,
     end: walrus::LocalId,
     resume: walrus::LocalId,
+    offer: walrus::LocalId,
 }
 
 /// What every trampoline of a module reads and writes.
@@ -425,6 +439,7 @@ struct Trampolines {
     state: walrus::GlobalId,
     data: walrus::GlobalId,
     resume: walrus::GlobalId,
+    offer: walrus::GlobalId,
     record: OpRecord,
 }
 
@@ -449,6 +464,7 @@ impl Trampolines {
             data: locals[4],
             end: locals[5],
             resume: locals[6],
+            offer: locals[7],
         };
         let mut body = b.func_body();
         self.set_thread_state(&mut body, &args);
@@ -478,7 +494,9 @@ impl Trampolines {
             .local_get(args.data)
             .global_set(self.data)
             .local_get(args.resume)
-            .global_set(self.resume);
+            .global_set(self.resume)
+            .local_get(args.offer)
+            .global_set(self.offer);
     }
 
     /// Writes Asyncify's buffer header `[data + 8, end]` unless the thread

@@ -249,7 +249,7 @@ pub(super) fn instantiate(
         },
     };
     let enter_of = |store: &mut Store<HostState>, export: &str| {
-        inst.get_typed_func::<(i32, i32, i32, i32, i32, i32, i64), EnterRet>(
+        inst.get_typed_func::<(i32, i32, i32, i32, i32, i32, i64, i32), EnterRet>(
             &mut *store,
             &format!("{}{export}", load::ENTER_PREFIX),
         )

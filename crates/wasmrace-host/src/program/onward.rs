@@ -96,11 +96,16 @@ impl WasmProgram {
 
     /// Lets `__onward` reach the progress during the call into wasm about
     /// to run a step's thread (`resumed`: not a thread's first segment,
-    /// which belongs to the step that spawned it).
-    pub(super) fn reach_progress(&mut self, resumed: bool) {
+    /// which belongs to the step that spawned it). Whether the hook
+    /// wrappers are to offer the host to go on in place at all.
+    pub(super) fn reach_progress(&mut self, resumed: bool) -> bool {
         let p: *mut Progress = &mut self.progress;
-        if let Some(o) = self.store.data_mut().onward.as_mut() {
-            o.progress = if resumed { p } else { std::ptr::null_mut() };
+        match self.store.data_mut().onward.as_mut() {
+            Some(o) if resumed => {
+                o.progress = p;
+                true
+            }
+            _ => false,
         }
     }
 

@@ -154,8 +154,11 @@ impl WasmProgram {
                 None => return Err(self.no_thread_start()),
             },
         };
-        self.reach_progress(seg.started);
-        let r = f.call(&mut self.store, (arg, sp, low, state, buf, end, val));
+        let offer = self.reach_progress(seg.started);
+        let r = f.call(
+            &mut self.store,
+            (arg, sp, low, state, buf, end, val, i32::from(offer)),
+        );
         self.unreach_progress();
         Ok(Some(Stop::Trampoline(r)))
     }
