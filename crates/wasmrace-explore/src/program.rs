@@ -65,8 +65,9 @@ pub struct StepInfo {
     /// sends, from 0). Race detectors draw happens-before edges from a send
     /// to its receive with it; `None` for every other step.
     pub message: Option<(Tid, u32)>,
-    /// Deterministic measure of the work the step did (instructions for wasm,
-    /// operations for models); drives the snapshot policy.
+    /// Deterministic measure of the work the step did, what replaying it
+    /// costs (for wasm, the guest's instructions plus the host's share of
+    /// a step; operations for models); drives the snapshot policy.
     pub cost: u64,
     /// For a `Phase` step, the name the guest announced
     /// (`wasmrace::phase("init-done")`); `None` for every other step.

@@ -9,6 +9,17 @@ use crate::world::{Executed, World};
 use wasmrace_explore::{Status, StepInfo, ThreadView};
 use wasmrace_trace::{Decision, OpKind, Tid};
 
+/// What a step costs besides the fuel its thread burns (`run_segment`,
+/// `onward`): the host's own work for it, about 1,000 to 2,000
+/// instructions (callgrind on `benches/peers`). A step's cost drives the
+/// explorer's snapshot policy (`Config::snapshot_every_cost`: a snapshot
+/// once replaying the steps since the last would cost that much); without
+/// this, steps taken in place, where no Asyncify rewind and unwind burn
+/// fuel, looked almost free to replay, and long executions were never
+/// snapshotted (`filesystem_18` under DFS replayed 14 times the steps, in
+/// 5 times the time).
+const STEP_COST: u64 = 1_000;
+
 /// See the module documentation. Kept apart from the store, so that a hook
 /// call can reach it beside the store's data.
 #[derive(Debug)]
@@ -54,7 +65,7 @@ impl Progress {
         info.alt = d.alt;
         info.spawned.clear();
         info.message = None;
-        info.cost = 0;
+        info.cost = STEP_COST;
         info.phase = None;
         self.ended = false;
         let t = &w.threads[i];
