@@ -8,6 +8,7 @@
 //! `partition.rs`'s (and `blocks.rs`'s), the bounds are `config.rs`'s, and
 //! what a run reports is `report.rs`'s.
 
+mod between;
 pub mod blocks;
 mod config;
 pub mod fairness;
@@ -19,8 +20,9 @@ mod saved;
 pub mod steal;
 
 use crate::observer::Observer;
-use crate::program::{Onward, Program, Status, StepInfo, ThreadView};
+use crate::program::{Program, Status, StepInfo, ThreadView};
 use crate::strategy::{BoundHit, Context, Outcome, Start, Strategy};
+use between::{take_in, valid, Ahead, Between, Decided};
 pub use blocks::Blocks;
 pub use config::Config;
 use fairness::Fairness;
@@ -33,7 +35,7 @@ use std::sync::atomic::{AtomicU64, Ordering};
 use std::sync::Arc;
 use std::time::Instant;
 use steal::{StopOnDrop, SubtreePool};
-use wasmrace_trace::{Decision, Tid};
+use wasmrace_trace::Decision;
 
 /// Why a run stopped without a report: the program failed to run (not a bug
 /// in the guest: the host itself failed) or the strategy broke its contract.
@@ -732,14 +734,9 @@ impl<P: Program, O: Observer + ?Sized> Run<'_, P, O> {
             self.program.step(d)
         }
         .map_err(ExploreError::Program)?;
-        let taken = between.taken;
-        if !taken {
-            take_in(
-                &mut *self.strategy,
-                &mut *self.observer,
-                &mut self.report,
-                info,
-            );
+        if !between.taken {
+            let report = &mut self.report;
+            take_in(&mut *self.strategy, &mut *self.observer, report, info);
             let (d, op, cost) = (Decision::new(info.tid, info.alt), info.op, info.cost);
             let step = self.path.len();
             self.path
@@ -795,117 +792,4 @@ impl<P: Program, O: Observer + ?Sized> Run<'_, P, O> {
             step,
         }
     }
-}
-
-/// A decision and the strategy's save request with it.
-type Decided = (Decision, Option<u64>);
-
-/// A decision taken while the program went on in place
-/// ([`Program::step_on`]) and could not take it there, for the next `step`.
-enum Ahead {
-    /// Checked and shown to the observer, with the strategy's save request.
-    Decided { d: Decision, save: Option<u64> },
-    /// Not one the program can take: the next `step` reports it.
-    Invalid(Decision),
-    /// The strategy abandoned the execution.
-    Abandoned,
-}
-
-/// The explorer's side of going on in place ([`Program::step_on`]): what
-/// the loop does between two steps, done without the program.
-struct Between<'r, S, O: ?Sized> {
-    strategy: &'r mut dyn Strategy,
-    observer: &'r mut O,
-    report: &'r mut Report,
-    path: &'r mut PathSnapshots<S>,
-    fair: &'r mut Fairness,
-    ahead: &'r mut Option<Ahead>,
-    cfg: &'r Config,
-    share: &'r Share,
-    checked: bool,
-    /// Whether the last step offered was taken in.
-    taken: bool,
-}
-
-impl<S, O: Observer + ?Sized> Between<'_, S, O> {
-    /// Takes in the step `info` thread `tid` just took, and decides the
-    /// next, unless the loop would stop the program before deciding.
-    fn offer(&mut self, info: &StepInfo, views: &[ThreadView], tid: Tid) -> Onward {
-        let next = self.path.len() + 1;
-        // A snapshot, the step bound or a partition's check (`execution`)
-        // needs the program stopped. (A strategy that hashes states never
-        // goes on in place: `Run::in_place`.)
-        if self.path.snapshot_due(info.cost)
-            || next as u64 >= self.cfg.max_steps
-            || (!self.checked && self.share.checks_at(next))
-        {
-            self.taken = false;
-            return Onward::Stop;
-        }
-        self.taken = true;
-        take_in(self.strategy, self.observer, self.report, info);
-        let d = Decision::new(info.tid, info.alt);
-        self.path.record(d, info.op, info.cost);
-        self.fair
-            .record(info.tid, info.op, views, (next - 1) as u64);
-        match self.decide(views, next) {
-            Some(d) if d.tid == tid => {
-                self.taken = false;
-                Onward::Take(d)
-            }
-            Some(d) => {
-                *self.ahead = Some(Ahead::Decided { d, save: None });
-                Onward::Pause
-            }
-            None => Onward::Pause,
-        }
-    }
-
-    /// `Run::decide` without the program: the decision of step `step`,
-    /// or `None` with what stands for it (an abandon, an invalid decision,
-    /// one with a save request) left in `ahead`.
-    fn decide(&mut self, views: &[ThreadView], step: usize) -> Option<Decision> {
-        let ctx = Context {
-            step,
-            threads: self.fair.schedulable(views),
-            last: self.path.last(),
-            prefix: self.path.decisions(),
-        };
-        // None enabled: `Run::decide` reports it.
-        ctx.enabled().next()?;
-        let Some(d) = self.strategy.decide(&ctx) else {
-            *self.ahead = Some(Ahead::Abandoned);
-            return None;
-        };
-        if !valid(&ctx, d) {
-            *self.ahead = Some(Ahead::Invalid(d));
-            return None;
-        }
-        self.observer.decided(&ctx, d);
-        let save = (self.strategy.capabilities_mut()).and_then(|c| c.save_request());
-        if save.is_some() {
-            *self.ahead = Some(Ahead::Decided { d, save });
-            return None;
-        }
-        Some(d)
-    }
-}
-
-/// Whether the program can take `d` in the state `ctx` shows.
-fn valid(ctx: &Context<'_>, d: Decision) -> bool {
-    ctx.thread(d.tid)
-        .is_some_and(|t| t.pending.enabled && d.alt < t.pending.alts)
-}
-
-/// Takes in a step the program took: counts it, and shows it to the
-/// strategy and the observer.
-fn take_in<O: Observer + ?Sized>(
-    strategy: &mut dyn Strategy,
-    observer: &mut O,
-    report: &mut Report,
-    info: &StepInfo,
-) {
-    report.steps += 1;
-    strategy.observe(info);
-    observer.step(info);
 }

@@ -94,19 +94,48 @@ fn wrap_suspending_hooks(
     record: &OpRecord,
     low: Option<walrus::GlobalId>,
 ) -> bool {
-    use walrus::ir::{BinaryOp, Instr, UnaryOp, Visitor, VisitorMut};
-    use walrus::{ElementItems, FunctionBuilder, ImportKind, ValType};
-    let hooks: Vec<(walrus::FunctionId, usize)> = module
+    let hooks = suspending_hooks(module);
+    if !wrappable(module, &hooks) {
+        return false;
+    }
+    let wrapping = Wrapping {
+        state,
+        resume,
+        offer,
+        record,
+        low,
+        onward: add_onward_import(module),
+    };
+    let wrappers = hooks
+        .into_iter()
+        .map(|(hook, index)| (hook, wrapping.wrapper(module, hook, index)))
+        .collect();
+    redirect_calls(module, &wrappers);
+    true
+}
+
+/// The module's imports of suspending hooks, with each hook's index in
+/// `SUSPENDING_HOOKS`.
+fn suspending_hooks(module: &walrus::Module) -> Vec<(walrus::FunctionId, usize)> {
+    module
         .imports
         .iter()
         .filter_map(|i| match i.kind {
-            ImportKind::Function(f) if i.module == HOOK_MODULE => SUSPENDING_HOOKS
+            walrus::ImportKind::Function(f) if i.module == HOOK_MODULE => SUSPENDING_HOOKS
                 .iter()
                 .position(|h| *h == i.name)
                 .map(|index| (f, index)),
             _ => None,
         })
-        .collect();
+        .collect()
+}
+
+/// Whether every call of `hooks` can go through a wrapper: each has a
+/// signature the record holds, and none is referenced other than by a
+/// direct call (a table entry, `ref.func`), which would bypass it.
+fn wrappable(module: &walrus::Module, hooks: &[(walrus::FunctionId, usize)]) -> bool {
+    use walrus::ir::{Instr, Visitor};
+    use walrus::{ElementItems, ValType};
     let recordable = |f: &walrus::FunctionId| {
         let (params, results) = module.types.params_results(module.funcs.get(*f).ty());
         params.len() <= OP_ARGS + 1
@@ -149,20 +178,52 @@ fn wrap_suspending_hooks(
     for (_, f) in module.funcs.iter_local() {
         walrus::ir::dfs_in_order(&mut find, f, f.entry_block());
     }
-    if find.found {
-        return false;
-    }
+    !find.found
+}
 
-    let onward = add_onward_import(module);
-    let mut wrappers = std::collections::BTreeMap::new();
-    for (hook, index) in hooks {
+/// What every hook wrapper reads and writes.
+struct Wrapping<'a> {
+    state: walrus::GlobalId,
+    resume: walrus::GlobalId,
+    offer: walrus::GlobalId,
+    record: &'a OpRecord,
+    low: Option<walrus::GlobalId>,
+    onward: walrus::FunctionId,
+}
+
+impl Wrapping<'_> {
+    /// Adds the wrapper of `hook` (at `index` in `SUSPENDING_HOOKS`): the
+    /// end of a rewind, else the offer to go on in place, else the record
+    /// and the unwind.
+    fn wrapper(
+        &self,
+        module: &mut walrus::Module,
+        hook: walrus::FunctionId,
+        index: usize,
+    ) -> walrus::FunctionId {
+        use walrus::ValType;
         let ty = module.funcs.get(hook).ty();
         let (params, results) = module.types.params_results(ty);
         let (params, results) = (params.to_vec(), results.to_vec());
-        let mut b = FunctionBuilder::new(&mut module.types, &params, &results);
         let args: Vec<walrus::LocalId> = params.iter().map(|t| module.locals.add(*t)).collect();
+        let (go, val) = (
+            module.locals.add(ValType::I32),
+            module.locals.add(ValType::I64),
+        );
+        let mut b = walrus::FunctionBuilder::new(&mut module.types, &params, &results);
         let mut body = b.func_body();
-        // A rewind ends here: state back to normal, and the result.
+        let (site, rest) = args.split_last().expect("checked: the site is last");
+        let rest: Vec<_> = rest.iter().copied().zip(params.iter().copied()).collect();
+        self.end_rewind(&mut body, &results);
+        self.offer_onward(&mut body, index, *site, &rest, (go, val), &results);
+        self.record_and_unwind(&mut body, index, *site, &rest, &results);
+        b.finish(args, &mut module.funcs)
+    }
+
+    /// A rewind ends here: state back to normal, and the result.
+    fn end_rewind(&self, body: &mut walrus::InstrSeqBuilder, results: &[walrus::ValType]) {
+        use walrus::ir::{BinaryOp, UnaryOp};
+        let (state, resume) = (self.state, self.resume);
         body.global_get(state)
             .i32_const(2)
             .binop(BinaryOp::I32Eq)
@@ -170,9 +231,9 @@ fn wrap_suspending_hooks(
                 None,
                 |stop| {
                     stop.i32_const(0).global_set(state);
-                    match results.as_slice() {
+                    match results {
                         [] => {}
-                        [ValType::I64] => {
+                        [walrus::ValType::I64] => {
                             stop.global_get(resume);
                         }
                         _ => {
@@ -183,18 +244,26 @@ fn wrap_suspending_hooks(
                 },
                 |_| {},
             );
-        // A fresh call, when the trampoline says the host may go on in
-        // place: offer it; if it ran the operation, return its result.
-        let (site, rest) = args.split_last().expect("checked: the site is last");
-        let (go, val) = (
-            module.locals.add(ValType::I32),
-            module.locals.add(ValType::I64),
-        );
-        body.global_get(offer).if_else(
+    }
+
+    /// A fresh call, when the trampoline says the host may go on in place:
+    /// offer it (`__onward`); if it ran the operation, return its result.
+    fn offer_onward(
+        &self,
+        body: &mut walrus::InstrSeqBuilder,
+        index: usize,
+        site: walrus::LocalId,
+        rest: &[(walrus::LocalId, walrus::ValType)],
+        (go, val): (walrus::LocalId, walrus::LocalId),
+        results: &[walrus::ValType],
+    ) {
+        use walrus::ir::UnaryOp;
+        use walrus::ValType;
+        body.global_get(self.offer).if_else(
             None,
             |o| {
-                o.i32_const(index as i32).local_get(*site);
-                for (a, t) in rest.iter().zip(&params) {
+                o.i32_const(index as i32).local_get(site);
+                for (a, t) in rest {
                     o.local_get(*a);
                     if *t == ValType::I32 {
                         o.unop(UnaryOp::I64ExtendUI32);
@@ -203,16 +272,16 @@ fn wrap_suspending_hooks(
                 for _ in rest.len()..OP_ARGS {
                     o.i64_const(0);
                 }
-                match low {
+                match self.low {
                     Some(low) => o.global_get(low),
                     None => o.i32_const(0),
                 };
-                o.call(onward).local_set(val).local_set(go);
+                o.call(self.onward).local_set(val).local_set(go);
                 o.local_get(go).if_else(
                     None,
                     |ret| {
                         ret.local_get(val);
-                        if results.as_slice() == [ValType::I32] {
+                        if results == [ValType::I32] {
                             ret.unop(UnaryOp::I32WrapI64);
                         } else if results.is_empty() {
                             ret.drop();
@@ -224,19 +293,31 @@ fn wrap_suspending_hooks(
             },
             |_| {},
         );
-        // Else record the operation, then unwind. The result is not used
-        // by an unwinding caller.
-        for ((a, t), g) in rest.iter().zip(&params).zip(&record.args) {
+    }
+
+    /// Else: record the operation, then unwind. The result is not used by
+    /// an unwinding caller.
+    fn record_and_unwind(
+        &self,
+        body: &mut walrus::InstrSeqBuilder,
+        index: usize,
+        site: walrus::LocalId,
+        rest: &[(walrus::LocalId, walrus::ValType)],
+        results: &[walrus::ValType],
+    ) {
+        use walrus::ir::UnaryOp;
+        use walrus::ValType;
+        for ((a, t), g) in rest.iter().zip(&self.record.args) {
             body.local_get(*a);
             if *t == ValType::I32 {
                 body.unop(UnaryOp::I64ExtendUI32);
             }
             body.global_set(*g);
         }
-        body.local_get(*site).global_set(record.site);
-        body.i32_const(index as i32).global_set(record.hook);
-        body.i32_const(1).global_set(state);
-        match results.as_slice() {
+        body.local_get(site).global_set(self.record.site);
+        body.i32_const(index as i32).global_set(self.record.hook);
+        body.i32_const(1).global_set(self.state);
+        match results {
             [] => {}
             [ValType::I64] => {
                 body.i64_const(0);
@@ -245,9 +326,15 @@ fn wrap_suspending_hooks(
                 body.i32_const(0);
             }
         }
-        let id = b.finish(args, &mut module.funcs);
-        wrappers.insert(hook, id);
     }
+}
+
+/// Makes every call of a hook, outside the wrappers, call its wrapper.
+fn redirect_calls(
+    module: &mut walrus::Module,
+    wrappers: &std::collections::BTreeMap<walrus::FunctionId, walrus::FunctionId>,
+) {
+    use walrus::ir::{Instr, VisitorMut};
     struct Redirect<'a> {
         wrappers: &'a std::collections::BTreeMap<walrus::FunctionId, walrus::FunctionId>,
     }
@@ -261,9 +348,7 @@ fn wrap_suspending_hooks(
         }
     }
     let wrapper_ids: Vec<walrus::FunctionId> = wrappers.values().copied().collect();
-    let mut v = Redirect {
-        wrappers: &wrappers,
-    };
+    let mut v = Redirect { wrappers };
     for (id, f) in module.funcs.iter_local_mut() {
         if wrapper_ids.contains(&id) {
             continue;
@@ -271,7 +356,6 @@ fn wrap_suspending_hooks(
         let entry = f.entry_block();
         walrus::ir::dfs_pre_order_mut(&mut v, f, entry);
     }
-    true
 }
 
 /// Imports the host's offer to go on in place, `__onward(hook, site, a0,
