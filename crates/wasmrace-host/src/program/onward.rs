@@ -73,16 +73,23 @@ impl WasmProgram {
             tracks_low: self.ex.stack_low.is_some(),
         });
         let mut d = d;
-        let r = loop {
-            if let Err(e) = self.do_step(d) {
-                break Err(e);
-            }
+        // Caught so that the callback's pointer is cleared however the step
+        // ends: a strategy's panic inside a hook call comes out here.
+        let r = std::panic::catch_unwind(std::panic::AssertUnwindSafe(|| loop {
+            self.do_step(d)?;
             match self.progress.deferred.take() {
                 Some(next) => d = next,
-                None => break Ok(()),
+                None => return Ok::<(), HostError>(()),
             }
-        };
+        }));
         self.store.data_mut().onward = None;
+        let r = r.unwrap_or_else(|panic| {
+            // The thread stopped where no trampoline marked what Asyncify
+            // wrote (the rewind's buffer header): the next restore must
+            // look at every page, not only the marked ones.
+            self.synced = false;
+            std::panic::resume_unwind(panic)
+        });
         r?;
         Ok(&self.progress.info)
     }
