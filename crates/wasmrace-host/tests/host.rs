@@ -76,28 +76,26 @@ fn wasi_and_env_imports_are_refused_by_name() {
 
 #[test]
 fn unknown_hooks_missing_memory_and_no_tests_are_refused() {
-    let e = load_wat(
-        "unknown-hook",
-        r#"(module (import "wasmrace" "teleport" (func)) (memory (export "memory") 1) (func (export "wasmrace_test_t")))"#,
-    )
-    .unwrap_err();
-    assert!(
-        matches!(e, HostError::UnknownHook { .. })
-            && e.to_string().contains("`wasmrace::teleport`"),
-        "{e}"
-    );
-    // The host's offer to go on in place is the instrumentation's import,
-    // never a guest's (it would call it outside any step).
-    let e = load_wat(
-        "onward-import",
-        r#"(module (import "wasmrace" "__onward" (func (param i32 i32 i64 i64 i64 i64 i32) (result i32 i64))) (memory (export "memory") 1) (func (export "wasmrace_test_t")))"#,
-    )
-    .unwrap_err();
-    assert!(
-        matches!(e, HostError::UnknownHook { .. })
-            && e.to_string().contains("`wasmrace::__onward`"),
-        "{e}"
-    );
+    // `__onward`, the host's offer to go on in place, is the
+    // instrumentation's import, never a guest's (it would call it outside
+    // any step).
+    for (name, import) in [
+        ("teleport", "(func)"),
+        (
+            "__onward",
+            "(func (param i32 i32 i64 i64 i64 i64 i32) (result i32 i64))",
+        ),
+    ] {
+        let wat = format!(
+            r#"(module (import "wasmrace" "{name}" {import}) (memory (export "memory") 1) (func (export "wasmrace_test_t")))"#
+        );
+        let e = load_wat(&format!("unknown-hook-{name}"), &wat).unwrap_err();
+        assert!(
+            matches!(e, HostError::UnknownHook { .. })
+                && e.to_string().contains(&format!("`wasmrace::{name}`")),
+            "{e}"
+        );
+    }
     let e = load_wat("no-memory", r#"(module (func (export "wasmrace_test_t")))"#).unwrap_err();
     assert!(matches!(e, HostError::NoMemory { .. }), "{e}");
     let e = load_wat(

@@ -181,6 +181,16 @@ fn wrappable(module: &walrus::Module, hooks: &[(walrus::FunctionId, usize)]) -> 
     !find.found
 }
 
+/// One hook's call as its wrapper sees it: the hook's index in
+/// `SUSPENDING_HOOKS`, the site, the other parameters with their types, and
+/// the hook's results.
+struct HookCall<'a> {
+    index: usize,
+    site: walrus::LocalId,
+    rest: Vec<(walrus::LocalId, walrus::ValType)>,
+    results: &'a [walrus::ValType],
+}
+
 /// What every hook wrapper reads and writes.
 struct Wrapping<'a> {
     state: walrus::GlobalId,
@@ -213,10 +223,15 @@ impl Wrapping<'_> {
         let mut b = walrus::FunctionBuilder::new(&mut module.types, &params, &results);
         let mut body = b.func_body();
         let (site, rest) = args.split_last().expect("checked: the site is last");
-        let rest: Vec<_> = rest.iter().copied().zip(params.iter().copied()).collect();
+        let call = HookCall {
+            index,
+            site: *site,
+            rest: rest.iter().copied().zip(params.iter().copied()).collect(),
+            results: &results,
+        };
         self.end_rewind(&mut body, &results);
-        self.offer_onward(&mut body, index, *site, &rest, (go, val), &results);
-        self.record_and_unwind(&mut body, index, *site, &rest, &results);
+        self.offer_onward(&mut body, &call, (go, val));
+        self.record_and_unwind(&mut body, &call);
         b.finish(args, &mut module.funcs)
     }
 
@@ -251,25 +266,22 @@ impl Wrapping<'_> {
     fn offer_onward(
         &self,
         body: &mut walrus::InstrSeqBuilder,
-        index: usize,
-        site: walrus::LocalId,
-        rest: &[(walrus::LocalId, walrus::ValType)],
+        call: &HookCall<'_>,
         (go, val): (walrus::LocalId, walrus::LocalId),
-        results: &[walrus::ValType],
     ) {
         use walrus::ir::UnaryOp;
         use walrus::ValType;
         body.global_get(self.offer).if_else(
             None,
             |o| {
-                o.i32_const(index as i32).local_get(site);
-                for (a, t) in rest {
+                o.i32_const(call.index as i32).local_get(call.site);
+                for (a, t) in &call.rest {
                     o.local_get(*a);
                     if *t == ValType::I32 {
                         o.unop(UnaryOp::I64ExtendUI32);
                     }
                 }
-                for _ in rest.len()..OP_ARGS {
+                for _ in call.rest.len()..OP_ARGS {
                     o.i64_const(0);
                 }
                 match self.low {
@@ -281,9 +293,9 @@ impl Wrapping<'_> {
                     None,
                     |ret| {
                         ret.local_get(val);
-                        if results == [ValType::I32] {
+                        if call.results == [ValType::I32] {
                             ret.unop(UnaryOp::I32WrapI64);
-                        } else if results.is_empty() {
+                        } else if call.results.is_empty() {
                             ret.drop();
                         }
                         ret.return_();
@@ -297,27 +309,21 @@ impl Wrapping<'_> {
 
     /// Else: record the operation, then unwind. The result is not used by
     /// an unwinding caller.
-    fn record_and_unwind(
-        &self,
-        body: &mut walrus::InstrSeqBuilder,
-        index: usize,
-        site: walrus::LocalId,
-        rest: &[(walrus::LocalId, walrus::ValType)],
-        results: &[walrus::ValType],
-    ) {
+    fn record_and_unwind(&self, body: &mut walrus::InstrSeqBuilder, call: &HookCall<'_>) {
         use walrus::ir::UnaryOp;
         use walrus::ValType;
-        for ((a, t), g) in rest.iter().zip(&self.record.args) {
+        for ((a, t), g) in call.rest.iter().zip(&self.record.args) {
             body.local_get(*a);
             if *t == ValType::I32 {
                 body.unop(UnaryOp::I64ExtendUI32);
             }
             body.global_set(*g);
         }
-        body.local_get(site).global_set(self.record.site);
-        body.i32_const(index as i32).global_set(self.record.hook);
+        body.local_get(call.site).global_set(self.record.site);
+        body.i32_const(call.index as i32)
+            .global_set(self.record.hook);
         body.i32_const(1).global_set(self.state);
-        match results {
+        match call.results {
             [] => {}
             [ValType::I64] => {
                 body.i64_const(0);
