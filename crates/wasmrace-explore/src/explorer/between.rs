@@ -10,7 +10,7 @@ use super::{Config, Report};
 use crate::observer::Observer;
 use crate::program::{Onward, StepInfo, ThreadView};
 use crate::strategy::{Context, Strategy};
-use wasmrace_trace::{Decision, Tid};
+use wasmrace_trace::{Decision, OpKind, Tid};
 
 /// A decision and the strategy's save request with it.
 pub(super) type Decided = (Decision, Option<u64>);
@@ -58,58 +58,54 @@ impl<S, O: Observer + ?Sized> Between<'_, S, O> {
             return Onward::Stop;
         }
         self.taken = true;
-        take_in(self.strategy, self.observer, self.report, info);
+        let (strategy, observer) = (&mut *self.strategy, &mut *self.observer);
+        take_in(strategy, observer, self.report, info);
         let d = Decision::new(info.tid, info.alt);
-        self.path.record(d, info.op, info.cost);
-        self.fair
-            .record(info.tid, info.op, views, (next - 1) as u64);
-        match self.decide(views, next) {
-            Some(d) if d.tid == tid => {
+        record(self.path, self.fair, d, (info.op, info.cost), views);
+        match decide(strategy, observer, self.fair, self.path, views, next) {
+            Some(Ahead::Decided { d, save: None }) if d.tid == tid => {
                 self.taken = false;
                 Onward::Take(d)
             }
-            Some(d) => {
-                *self.ahead = Some(Ahead::Decided { d, save: None });
+            // Left for `Run::step`, which reports a missing enabled thread
+            // (`None`) or an invalid decision, and makes a save.
+            ahead => {
+                *self.ahead = ahead;
                 Onward::Pause
             }
-            None => Onward::Pause,
         }
-    }
-
-    /// `Run::decide` without the program: the decision of step `step`,
-    /// or `None` with what stands for it (an abandon, an invalid decision,
-    /// one with a save request) left in `ahead`.
-    fn decide(&mut self, views: &[ThreadView], step: usize) -> Option<Decision> {
-        let ctx = Context {
-            step,
-            threads: self.fair.schedulable(views),
-            last: self.path.last(),
-            prefix: self.path.decisions(),
-        };
-        // None enabled: `Run::decide` reports it.
-        ctx.enabled().next()?;
-        let Some(d) = self.strategy.decide(&ctx) else {
-            *self.ahead = Some(Ahead::Abandoned);
-            return None;
-        };
-        if !valid(&ctx, d) {
-            *self.ahead = Some(Ahead::Invalid(d));
-            return None;
-        }
-        self.observer.decided(&ctx, d);
-        let save = (self.strategy.capabilities_mut()).and_then(|c| c.save_request());
-        if save.is_some() {
-            *self.ahead = Some(Ahead::Decided { d, save });
-            return None;
-        }
-        Some(d)
     }
 }
 
-/// Whether the program can take `d` in the state `ctx` shows.
-pub(super) fn valid(ctx: &Context<'_>, d: Decision) -> bool {
-    ctx.thread(d.tid)
-        .is_some_and(|t| t.pending.enabled && d.alt < t.pending.alts)
+/// Asks `strategy` for the decision of step `step` among `views` (as
+/// fairness narrows them), checks it and shows it to the observer, with the
+/// strategy's save request: `None` when no thread is enabled. The one way
+/// the explorer decides, in the loop (`Run::decide`) and inside a hook call
+/// (`Between::offer`).
+pub(super) fn decide<S, O: Observer + ?Sized>(
+    strategy: &mut dyn Strategy,
+    observer: &mut O,
+    fair: &mut Fairness,
+    path: &PathSnapshots<S>,
+    views: &[ThreadView],
+    step: usize,
+) -> Option<Ahead> {
+    let ctx = Context {
+        step,
+        threads: fair.schedulable(views),
+        last: path.last(),
+        prefix: path.decisions(),
+    };
+    ctx.enabled().next()?;
+    let Some(d) = strategy.decide(&ctx) else {
+        return Some(Ahead::Abandoned);
+    };
+    if !valid(&ctx, d) {
+        return Some(Ahead::Invalid(d));
+    }
+    observer.decided(&ctx, d);
+    let save = strategy.capabilities_mut().and_then(|c| c.save_request());
+    Some(Ahead::Decided { d, save })
 }
 
 /// Takes in a step the program took: counts it, and shows it to the
@@ -123,4 +119,25 @@ pub(super) fn take_in<O: Observer + ?Sized>(
     report.steps += 1;
     strategy.observe(info);
     observer.step(info);
+}
+
+/// Records a step taken in (`d`, its operation and cost) on the path and in
+/// the fairness state (`views`: the threads after it). The caller takes a
+/// snapshot after it if the policy asks.
+pub(super) fn record<S>(
+    path: &mut PathSnapshots<S>,
+    fair: &mut Fairness,
+    d: Decision,
+    (op, cost): (Option<OpKind>, u64),
+    views: &[ThreadView],
+) {
+    let step = path.len() as u64;
+    path.record(d, op, cost);
+    fair.record(d.tid, op, views, step);
+}
+
+/// Whether the program can take `d` in the state `ctx` shows.
+fn valid(ctx: &Context<'_>, d: Decision) -> bool {
+    ctx.thread(d.tid)
+        .is_some_and(|t| t.pending.enabled && d.alt < t.pending.alts)
 }

@@ -21,8 +21,8 @@ pub mod steal;
 
 use crate::observer::Observer;
 use crate::program::{Program, Status, StepInfo, ThreadView};
-use crate::strategy::{BoundHit, Context, Outcome, Start, Strategy};
-use between::{take_in, valid, Ahead, Between, Decided};
+use crate::strategy::{BoundHit, Outcome, Start, Strategy};
+use between::{decide, record, take_in, Ahead, Between, Decided};
 pub use blocks::Blocks;
 pub use config::Config;
 use fairness::Fairness;
@@ -735,15 +735,17 @@ impl<P: Program, O: Observer + ?Sized> Run<'_, P, O> {
         }
         .map_err(ExploreError::Program)?;
         if !between.taken {
-            let report = &mut self.report;
-            take_in(&mut *self.strategy, &mut *self.observer, report, info);
-            let (d, op, cost) = (Decision::new(info.tid, info.alt), info.op, info.cost);
-            let step = self.path.len();
-            self.path
-                .push(self.program, d, op, cost, &mut self.report)
-                .map_err(ExploreError::Program)?;
-            self.fair
-                .record(d.tid, op, self.program.threads(), step as u64);
+            let due = self.path.snapshot_due(info.cost);
+            let (strategy, observer) = (&mut *self.strategy, &mut *self.observer);
+            take_in(strategy, observer, &mut self.report, info);
+            let (d, what) = (Decision::new(info.tid, info.alt), (info.op, info.cost));
+            let views = self.program.threads();
+            record(&mut self.path, &mut self.fair, d, what, views);
+            if due {
+                self.path
+                    .snapshot(self.program, &mut self.report)
+                    .map_err(ExploreError::Program)?;
+            }
         }
         Ok(true)
     }
@@ -762,24 +764,14 @@ impl<P: Program, O: Observer + ?Sized> Run<'_, P, O> {
                 self.hashes.push(hash);
             }
         }
-        let ctx = Context {
-            step,
-            threads: self.fair.schedulable(self.program.threads()),
-            last: self.path.last(),
-            prefix: self.path.decisions(),
-        };
-        if ctx.enabled().next().is_none() {
-            return Err(ExploreError::NoEnabledThread { step });
+        let (strategy, observer) = (&mut *self.strategy, &mut *self.observer);
+        let views = self.program.threads();
+        match decide(strategy, observer, &mut self.fair, &self.path, views, step) {
+            None => Err(ExploreError::NoEnabledThread { step }),
+            Some(Ahead::Invalid(d)) => Err(self.invalid(d, step)),
+            Some(Ahead::Abandoned) => Ok(None),
+            Some(Ahead::Decided { d, save }) => Ok(Some((d, save))),
         }
-        let Some(d) = self.strategy.decide(&ctx) else {
-            return Ok(None);
-        };
-        if !valid(&ctx, d) {
-            return Err(self.invalid(d, step));
-        }
-        self.observer.decided(&ctx, d);
-        let save = (self.strategy.capabilities_mut()).and_then(|c| c.save_request());
-        Ok(Some((d, save)))
     }
 
     /// The error of a strategy that decided `d`, which the program cannot

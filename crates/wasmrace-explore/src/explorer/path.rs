@@ -128,28 +128,24 @@ impl<S> PathSnapshots<S> {
         self.costs.resize(len, 0);
     }
 
-    /// Records a step just taken, and takes a snapshot after it when the
-    /// cost since the previous one reached the policy's threshold.
-    pub(crate) fn push<P>(
+    /// Takes a snapshot at the end of the path (after the step just
+    /// recorded), if the program is still running and can take one.
+    pub(crate) fn snapshot<P>(
         &mut self,
         program: &mut P,
-        d: Decision,
-        op: Option<OpKind>,
-        cost: u64,
         report: &mut Report,
     ) -> Result<(), P::Error>
     where
         P: Program<Snapshot = S>,
     {
-        let due = self.snapshot_due(cost);
-        self.record(d, op, cost);
-        if due && matches!(program.status(), Status::Running) {
-            if let Some(s) = program.snapshot()? {
-                report.snapshots_taken += 1;
-                self.snaps.push((self.decisions.len(), s));
-                if self.snaps.len() > self.max {
-                    self.snaps.remove(0);
-                }
+        if !matches!(program.status(), Status::Running) {
+            return Ok(());
+        }
+        if let Some(s) = program.snapshot()? {
+            report.snapshots_taken += 1;
+            self.snaps.push((self.decisions.len(), s));
+            if self.snaps.len() > self.max {
+                self.snaps.remove(0);
             }
         }
         Ok(())
@@ -163,8 +159,8 @@ impl<S> PathSnapshots<S> {
         self.costs.push(acc);
     }
 
-    /// Whether recording a step of `cost` next would take a snapshot after
-    /// it (when the program is still running).
+    /// Whether the policy wants a snapshot after recording a step of
+    /// `cost` next (`Config::snapshot_every_cost` reached since the last).
     pub(crate) fn snapshot_due(&self, cost: u64) -> bool {
         let Some(every) = self.every else {
             return false;

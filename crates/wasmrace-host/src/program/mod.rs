@@ -219,8 +219,6 @@ impl WasmProgram {
         self.store.data_mut().world.add_main(slot, sp);
         self.progress.status = Status::Running;
         self.progress.steps = 0;
-        // Left set only by a step a panic cut short.
-        (self.progress.ended, self.progress.deferred) = (false, None);
         self.progress.last = None;
         self.trace.clear();
         self.state_room = self.guest.config.max_log_bytes;
@@ -581,9 +579,6 @@ impl Program for WasmProgram {
     }
 
     fn step(&mut self, d: Decision) -> Result<&StepInfo, HostError> {
-        // Left behind only by a `step_on` a panic cut short: its callback
-        // is gone, and this step offers nothing.
-        self.store.data_mut().onward = None;
         self.do_step(d)?;
         Ok(&self.progress.info)
     }
@@ -654,7 +649,6 @@ impl Program for WasmProgram {
         self.progress.views.clone_from(&s.views);
         self.progress.status = s.status.clone();
         self.progress.steps = s.steps;
-        (self.progress.ended, self.progress.deferred) = (false, None);
         self.progress.last = s.last;
         self.trace.clear();
         self.state_room = self.guest.config.max_log_bytes;

@@ -86,8 +86,10 @@ impl WasmProgram {
         let r = r.unwrap_or_else(|panic| {
             // The thread stopped where no trampoline marked what Asyncify
             // wrote (the rewind's buffer header): the next restore must
-            // look at every page, not only the marked ones.
+            // look at every page, not only the marked ones. Nor is there a
+            // step under way any more.
             self.synced = false;
+            (self.progress.ended, self.progress.deferred) = (false, None);
             std::panic::resume_unwind(panic)
         });
         r?;

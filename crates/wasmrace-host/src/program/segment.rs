@@ -139,22 +139,31 @@ impl WasmProgram {
         } else {
             (ASYNCIFY_NORMAL, 0)
         };
-        let ex = self.ex.clone();
-        let enter = ex.enter.as_ref().expect("entered by trampoline");
+        let starts_thread = matches!(seg.entry, Entry::ThreadStart(_));
+        if starts_thread
+            && self
+                .ex
+                .enter
+                .as_ref()
+                .is_some_and(|e| e.thread_start.is_none())
+        {
+            return Err(self.no_thread_start());
+        }
         let (sp, low, buf, end) = (
             seg.sp as i32,
             seg.low as i32,
             seg.buf as i32,
             seg.end as i32,
         );
+        let offer = self.reach_progress(seg.started);
+        let enter = self.ex.enter.as_ref().expect("entered by trampoline");
         let (f, arg) = match seg.entry {
             Entry::Test => (&enter.test, 0),
-            Entry::ThreadStart(arg) => match &enter.thread_start {
-                Some(f) => (f, arg as i32),
-                None => return Err(self.no_thread_start()),
-            },
+            Entry::ThreadStart(arg) => (
+                enter.thread_start.as_ref().expect("checked above"),
+                arg as i32,
+            ),
         };
-        let offer = self.reach_progress(seg.started);
         let r = f.call(
             &mut self.store,
             (arg, sp, low, state, buf, end, val, i32::from(offer)),
