@@ -59,6 +59,7 @@ pub fn splitting_strategies(jobs: bool) -> String {
                 Split::None => false,
                 Split::Phases | Split::ByExecution => jobs || !threads_only(&*strategy),
                 Split::ByPrefix => true,
+                Split::Shared => jobs,
             }
         })
         .map(|d| d.name)
@@ -67,7 +68,7 @@ pub fn splitting_strategies(jobs: bool) -> String {
     let names: Vec<String> = splitting
         .into_iter()
         .map(|name| match name {
-            "dfs" => "`dfs` (without `--state-cache`)".to_string(),
+            "dfs" if !jobs => "`dfs` (without `--state-cache`)".to_string(),
             name => format!("`{name}`"),
         })
         .collect();
@@ -115,6 +116,8 @@ pub fn threads_only(strategy: &dyn wasmrace_explore::Strategy) -> bool {
     match strategy.split() {
         // Phases partition only with a prologue every partition runs.
         Split::Phases => strategy.blocks().prologue() == 0,
+        // Partitions cannot share a state cache.
+        Split::Shared => true,
         _ => strategy.blocks() == wasmrace_explore::Blocks::Open,
     }
 }
@@ -127,6 +130,7 @@ pub fn split_name(split: Split) -> Option<&'static str> {
         Split::Phases => Some("phases"),
         Split::ByExecution => Some("execution"),
         Split::ByPrefix => Some("prefix"),
+        Split::Shared => Some("shared"),
     }
 }
 
@@ -180,10 +184,11 @@ mod tests {
             "`basic-pos`, `dfs` (without `--state-cache`), `pct`, `portfolio`, `pos`, \
              `pos-star`, `racefuzzer`, `random` and `ss`"
         );
+        // Threads share a state cache: `dfs` splits between them with one.
         assert_eq!(
             splitting_strategies(true),
-            "`basic-pos`, `dfs` (without `--state-cache`), `pct`, `portfolio`, `pos`, `pos-star`, \
-             `procrastination`, `racefuzzer`, `random` and `ss`"
+            "`basic-pos`, `dfs`, `pct`, `portfolio`, `pos`, `pos-star`, `procrastination`, \
+             `racefuzzer`, `random` and `ss`"
         );
     }
 }

@@ -135,7 +135,7 @@ pub fn no_bug_summary(report: &Report) -> String {
     let n = report.executions;
     let mut out = format!("no bug in {n} execution{}", if n == 1 { "" } else { "s" });
     // A state cache prunes interleavings that reach explored states.
-    let cached = stat(report, "cache hits").is_some_and(|n| n > 0);
+    let cached = stat(report, wasmrace_explore::state_cache::CACHE_HITS).is_some_and(|n| n > 0);
     // Partial-order reduction (dpor, which counts sleep-set-blocked
     // executions) runs one interleaving per trace.
     let reduced = stat(report, "sleep-set-blocked executions").is_some();

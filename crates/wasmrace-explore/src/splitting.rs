@@ -68,6 +68,14 @@ pub trait Splitting {
         0
     }
 
+    /// For a strategy sharing a pool and a state cache
+    /// ([`SharedVisits`](crate::explorer::visits::SharedVisits)): the last
+    /// execution as the pool logs it, so that it can count only the
+    /// executions one run has. Default `None` (not logged).
+    fn logged(&self) -> Option<crate::explorer::visits::Logged> {
+        None
+    }
+
     /// For a strategy that runs in phases ([`Split::Phases`], the
     /// portfolio): the executions each opening member runs at most, in
     /// order; `None` (the default) for the others.

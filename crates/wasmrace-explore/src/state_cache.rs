@@ -18,6 +18,14 @@
 //! our algorithm depends on cache"). `cache_mb = 0` turns the cache off:
 //! every state is new.
 
+/// The counter of states a cache took as new ([`Stat`](crate::Stat) name,
+/// the same for every strategy that caches states).
+pub const STATES_EXPLORED: &str = "states explored";
+/// The counter of visits a cache pruned.
+pub const CACHE_HITS: &str = "cache hits";
+/// The counter of states dropped at the cache's cap.
+pub const CACHE_EVICTIONS: &str = "cache evictions";
+
 /// Slots per bucket.
 pub const BUCKET: usize = 8;
 const SLOT_BYTES: u64 = 32;

@@ -863,3 +863,84 @@ fn jobs_share_an_exhaustive_dfs_tree() {
         }
     }
 }
+
+/// `check --jobs N` with `dfs --state-cache` shares the search tree and
+/// the state cache between the threads and prints, in `--json`, exactly the
+/// one-thread document (timing aside): exhaustive runs with their states
+/// and cache hits, bugs with their execution numbers, a run cut by
+/// `--max-executions`. Partitions cannot share the cache and are refused;
+/// a shared cache that fills up stops the run, naming `--cache-mb`.
+#[test]
+fn jobs_share_a_dfs_state_cache() {
+    let dir = TempDir::new("partition-jobs-state-cache");
+    let condvar = fixture(&dir, "condvar_pc");
+    let philosophers = fixture(&dir, "philosophers");
+    let queue = fixture(&dir, "work_steal_queue");
+    let counter = fixture(&dir, "mutex_counter");
+    let runs: [&[&str]; 5] = [
+        &[&condvar, "--unbounded"],
+        &[&condvar, "--unbounded", "--max-executions", "3000"],
+        &[&philosophers, "--unbounded"],
+        &[&queue, "--unbounded"],
+        &[&counter, "--test", "mutex_counter_3"],
+    ];
+    for args in runs {
+        let doc = |jobs: &str| {
+            let mut full = vec!["check", "--json", "--strategy", "dfs", "--state-cache"];
+            full.extend(["--jobs", jobs]);
+            full.extend(args);
+            let run = wasmrace(&dir, &full);
+            let mut doc: Value = serde_json::from_str(&run.stdout).unwrap();
+            super::without_elapsed(&mut doc);
+            (run.code, doc)
+        };
+        let (code, one) = doc("1");
+        let first = &one["tests"][0];
+        assert!(first["executions"].as_u64().unwrap() > 400, "{one}");
+        let stats = first["strategy_stats"].to_string();
+        assert!(stats.contains("states explored"), "{stats}");
+        for jobs in ["2", "3"] {
+            assert_eq!(doc(jobs), (code, one.clone()), "{args:?} --jobs {jobs}");
+        }
+    }
+    expect_error(
+        &wasmrace(
+            &dir,
+            &[
+                "check",
+                &condvar,
+                "--strategy",
+                "dfs",
+                "--state-cache",
+                "--partition",
+                "1/2",
+            ],
+        ),
+        "`--partition 1/2` does not apply to `--strategy dfs` with `--state-cache`",
+    );
+    let twopc = fixture(&dir, "two_phase_commit");
+    let run = wasmrace(
+        &dir,
+        &[
+            "check",
+            &twopc,
+            "--test",
+            "two_phase_commit_2",
+            "--strategy",
+            "dfs",
+            "--unbounded",
+            "--state-cache",
+            "--cache-mb",
+            "1",
+            "--jobs",
+            "2",
+        ],
+    );
+    assert_eq!(run.code, 0, "{}", run.stderr);
+    assert!(
+        run.stdout
+            .contains("not exhausted: stopped by --cache-mb 1"),
+        "{}",
+        run.stdout
+    );
+}

@@ -159,7 +159,8 @@ pub struct CheckCommand {
     delay_bound: Option<u32>,
     #[arg(long, value_name = "MIB", help = format!(
         "Memory for the cache of explored states, in MiB (ses, and dfs with --state-cache); \
-         when full, new states replace old ones; 0 turns the cache off [default: {}]",
+         when full, new states replace old ones (a cache shared by --jobs threads stops \
+         the run instead); 0 turns the cache off [default: {}]",
         shown(defaults("ses").cache_mb)
     ))]
     cache_mb: Option<u64>,
@@ -213,9 +214,10 @@ pub struct CheckCommand {
     #[arg(long, value_name = "K/N", value_parser = partition::parse_partition)]
     partition: Option<PartitionArg>,
     /// Explore on N threads, each with its own instance of the module:
-    /// dfs without --state-cache shares its search tree between them (work
-    /// stealing: the same executions, the same first bug and the same
-    /// numbers for any N);
+    /// dfs shares its search tree between them (work stealing: the same
+    /// executions, the same first bug and the same numbers for any N; with
+    /// --state-cache the threads share the cache too, which cannot evict:
+    /// a full one stops the run);
     /// random, the pos family, pct, racefuzzer and ss split into N
     /// partitions, procrastination deals out whole families, and the
     /// portfolio runs its openings side by side and then splits its
@@ -375,7 +377,7 @@ impl CheckCommand {
                 Split::ByExecution | Split::Phases => {
                     std::thread::available_parallelism().map_or(1, |n| n.get() as u32)
                 }
-                Split::None | Split::ByPrefix => 1,
+                Split::None | Split::ByPrefix | Split::Shared => 1,
             }
         })
     }

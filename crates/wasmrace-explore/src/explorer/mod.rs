@@ -18,6 +18,7 @@ mod path;
 mod report;
 mod saved;
 pub mod steal;
+pub mod visits;
 
 use crate::observer::Observer;
 use crate::program::{Program, Status, StepInfo, ThreadView};
@@ -31,7 +32,7 @@ pub use partition::{LowestBug, Partition, Split};
 use path::PathSnapshots;
 pub use report::{Bug, Report};
 use saved::{SavedStates, Taken};
-use std::sync::atomic::{AtomicU64, Ordering};
+use std::sync::atomic::Ordering;
 use std::sync::Arc;
 use std::time::Instant;
 use steal::{StopOnDrop, SubtreePool};
@@ -271,7 +272,7 @@ struct Run<'a, P: Program, O: ?Sized> {
     /// With a pool: the current stretch (the strategy's
     /// `Splitting::stretch`, its index in the pool, its counter; see
     /// [`steal`]).
-    stretch: Option<(u64, usize, Arc<AtomicU64>)>,
+    stretch: Option<(u64, steal::StretchHandle)>,
     /// With a pool: the strategy's `bound_prunes` after the last execution,
     /// and the stretch whose pruning the pool was last told of.
     prunes: (u64, Option<usize>),
@@ -489,16 +490,19 @@ impl<P: Program, O: Observer + ?Sized> Run<'_, P, O> {
     /// and returns the execution's place.
     fn place(&mut self, pool: &SubtreePool) -> steal::Place {
         let caps = self.strategy.capabilities();
-        let id = self.strategy.splitting().map_or(0, |s| s.stretch());
+        let splitting = self.strategy.splitting();
+        let id = splitting.map_or(0, |s| s.stretch());
         let key = || self.strategy.order_key().unwrap_or_default();
-        if !matches!(&self.stretch, Some((open, ..)) if *open == id) {
-            let (index, count) = pool.open_stretch(key());
-            self.stretch = Some((id, index, count));
+        if !matches!(&self.stretch, Some((open, _)) if *open == id) {
+            self.stretch = Some((id, pool.open_stretch(key())));
         }
-        let Some((_, index, count)) = &self.stretch else {
+        let Some((_, stretch)) = &self.stretch else {
             unreachable!("opened above")
         };
-        let (index, at) = (*index, count.fetch_add(1, Ordering::Relaxed) + 1);
+        let (index, at) = (
+            stretch.index,
+            stretch.count.fetch_add(1, Ordering::Relaxed) + 1,
+        );
         // Within a stretch keys grow: its first pruning execution is the
         // only one of it the pool could need.
         let prunes = caps.map_or(0, |c| c.bound_prunes());
@@ -507,6 +511,10 @@ impl<P: Program, O: Observer + ?Sized> Run<'_, P, O> {
                 pool.pruned_at(key(), (index, at));
             }
             self.prunes = (prunes, Some(index));
+        }
+        if let Some(logged) = splitting.and_then(|s| s.logged()) {
+            let mut log = stretch.log.lock().unwrap_or_else(|e| e.into_inner());
+            log.push(logged);
         }
         pool.counted(self.cfg.max_executions);
         (index, at)

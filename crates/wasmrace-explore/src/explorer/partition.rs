@@ -100,6 +100,12 @@ pub enum Split {
     /// strategy reports each execution's place in its exploration order
     /// ([`Splitting::order_key`](crate::Splitting::order_key)).
     ByPrefix,
+    /// Like `ByPrefix`, but subtrees depend on each other through a state
+    /// cache (`dfs --state-cache`): the threads of one process share the
+    /// tree and the cache ([`SubtreePool`](super::steal::SubtreePool),
+    /// [`SharedVisits`](super::visits::SharedVisits)); partitions, which
+    /// cannot share the cache, are refused.
+    Shared,
     /// It runs in phases ([`Splitting::openings`](crate::Splitting::openings),
     /// the portfolio): opening members one after the other, each alone,
     /// then a sampling phase that splits by execution. `check --jobs`
@@ -139,7 +145,7 @@ impl Share {
             });
         };
         match split {
-            Split::None => None,
+            Split::None | Split::Shared => None,
             // A phased strategy partitions with its phases as a prologue.
             Split::Phases if blocks.prologue() > 0 => Some(Share::Indices(p, blocks)),
             Split::Phases => None,

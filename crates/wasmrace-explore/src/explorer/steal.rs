@@ -34,13 +34,27 @@
 //! last one the budget allows is found by the same count, the work after
 //! its first key is abandoned as after a bug, and the rest is explored, so
 //! the executions the run keeps are exactly the single run's first ones.
+//!
+//! **With a shared state cache** ([`SharedVisits`], `dfs --state-cache`)
+//! subtrees are no longer independent: an expansion may be killed later,
+//! and the executions below it are not one thread's. Every execution is
+//! then logged in its stretch ([`Logged`]), and the counting above counts
+//! them as one thread has them (`ledger.rs`, [`Logged::fate`]). Kills can
+//! still lower the count before the budget's cut after it was computed,
+//! so work after the cut is *parked* rather than dropped: once everything
+//! else is done the cut is computed again from final counts, and the
+//! parked subtrees it still needs are explored.
+
+mod ledger;
 
 use super::partition::merge_reports;
+use super::visits::{ExpId, Logged, SharedVisits};
 use super::{Bug, Report};
+use crate::state_cache::{CACHE_HITS, STATES_EXPLORED};
 use crate::strategy::BoundHit;
 use std::collections::BTreeMap;
 use std::sync::atomic::{AtomicBool, AtomicU64, AtomicUsize, Ordering};
-use std::sync::{Arc, Condvar, Mutex, MutexGuard};
+use std::sync::{Arc, Condvar, Mutex, MutexGuard, OnceLock};
 use wasmrace_trace::Decision;
 
 /// Executions between two computations of the budget's cut once it is
@@ -58,6 +72,9 @@ pub struct Subtree {
     pub iteration: u32,
     /// Every execution of the subtree has an order key starting with this.
     pub key: Vec<u32>,
+    /// With a shared state cache, the deepest expansion on `steps`
+    /// ([`NO_EXPANSION`](super::visits::NO_EXPANSION) otherwise).
+    pub exp: ExpId,
 }
 
 /// What a worker gets when it asks the pool for work.
@@ -79,6 +96,29 @@ pub enum Taken {
 /// its 1-based place in it.
 pub type Place = (usize, u64);
 
+/// A worker's executions that are consecutive in the search order (see
+/// the module documentation).
+#[derive(Debug)]
+struct Stretch {
+    /// The order key of its first execution.
+    first: Vec<u32>,
+    /// Its executions so far.
+    count: Arc<AtomicU64>,
+    /// Each execution, with a shared state cache (empty otherwise).
+    log: Arc<Mutex<Vec<Logged>>>,
+}
+
+/// What the worker running a stretch holds of it.
+#[derive(Clone, Debug)]
+pub struct StretchHandle {
+    /// Its index in the pool.
+    pub index: usize,
+    /// Its executions so far.
+    pub count: Arc<AtomicU64>,
+    /// Its executions, with a shared state cache.
+    pub log: Arc<Mutex<Vec<Logged>>>,
+}
+
 /// What the lock guards: the subtrees waiting, the least bug key, the
 /// stretches and the budget's cut.
 #[derive(Debug, Default)]
@@ -99,8 +139,19 @@ struct State {
     /// allows, once the workers have run as many (see the module
     /// documentation).
     cut: Option<Vec<u32>>,
-    /// Each stretch's first key and its count of executions.
-    stretches: Vec<(Vec<u32>, Arc<AtomicU64>)>,
+    /// Each stretch's first key and its executions.
+    stretches: Vec<Stretch>,
+    /// With a shared state cache: subtrees after the budget's cut, kept
+    /// in case kills move the cut later (see the module documentation).
+    parked: BTreeMap<Vec<u32>, Subtree>,
+    /// With a shared state cache: the executions counted when the cut is
+    /// next computed.
+    next_recut: u64,
+    /// The budget the cut was last computed for.
+    budget: u64,
+    /// The bound that stopped the run for every worker (a full shared
+    /// state cache).
+    stopped_by: Option<BoundHit>,
     /// The least key of an execution during which a strategy's own bound
     /// pruned, and its place.
     pruned: Option<(Vec<u32>, Place)>,
@@ -125,24 +176,45 @@ impl State {
         let mut sorted: Vec<_> = self
             .stretches
             .iter()
-            .map(|(k, c)| (k, c.load(Ordering::Relaxed)))
+            .map(|t| (&t.first, t.count.load(Ordering::Relaxed)))
             .collect();
         sorted.sort_unstable();
         sorted
     }
 
+    /// The first key of the stretch holding the `max`-th execution, given
+    /// the stretches by first key with their counts.
+    fn cut_at<'k>(
+        sorted: impl IntoIterator<Item = (&'k Vec<u32>, u64)>,
+        max: u64,
+    ) -> Option<Vec<u32>> {
+        let mut total = 0;
+        for (first, count) in sorted {
+            total += count;
+            if total >= max {
+                return Some(first.clone());
+            }
+        }
+        None
+    }
+
     /// Every worker's bugs, each numbered as one run numbers it (by its
-    /// order key's place in `failures`), in that order.
-    fn numbered(&self, reports: &[Report]) -> Vec<Bug> {
-        let mut bugs: Vec<Bug> = reports.iter().flat_map(|r| r.bugs.clone()).collect();
-        for b in &mut bugs {
+    /// order key's place in `failures`), in that order; those one run does
+    /// not find (below a killed expansion) left out.
+    fn numbered(&self, numbers: &ledger::Numbers<'_>, reports: &[Report]) -> Vec<Bug> {
+        let mut bugs: Vec<Bug> = Vec::new();
+        for mut b in reports.iter().flat_map(|r| r.bugs.clone()) {
             let place = b
                 .order_key
                 .as_ref()
                 .and_then(|k| Some((k, self.failures.get(k)?)));
             if let Some((key, place)) = place {
-                b.execution = self.number(key, *place);
+                match numbers.number(key, *place) {
+                    Some(n) => b.execution = n,
+                    None => continue,
+                }
             }
+            bugs.push(b);
         }
         bugs.sort_by_key(|b| b.execution);
         bugs
@@ -156,8 +228,8 @@ impl State {
             .stretches
             .iter()
             .enumerate()
-            .filter(|(i, (first, _))| *i != stretch && first.as_slice() < key)
-            .map(|(_, (_, c))| c.load(Ordering::Relaxed))
+            .filter(|(i, t)| *i != stretch && t.first.as_slice() < key)
+            .map(|(_, t)| t.count.load(Ordering::Relaxed))
             .sum();
         before + at
     }
@@ -181,6 +253,8 @@ pub struct SubtreePool {
     executions: AtomicU64,
     /// Always hungry (see [`SubtreePool::eager`]).
     eager: bool,
+    /// The state cache the workers share, when they cache states.
+    visits: OnceLock<Arc<SharedVisits>>,
 }
 
 impl SubtreePool {
@@ -191,6 +265,7 @@ impl SubtreePool {
             steps: Vec::new(),
             iteration: 0,
             key: vec![0],
+            exp: super::visits::NO_EXPANSION,
         };
         let mut waiting = BTreeMap::new();
         waiting.insert(root.key.clone(), root);
@@ -208,6 +283,7 @@ impl SubtreePool {
             stopped: AtomicBool::new(false),
             executions: AtomicU64::new(0),
             eager: false,
+            visits: OnceLock::new(),
         })
     }
 
@@ -225,6 +301,39 @@ impl SubtreePool {
         // A worker that panicked holding the lock left the state whole
         // (every update is one assignment); the run ends anyway.
         self.state.lock().unwrap_or_else(|e| e.into_inner())
+    }
+
+    /// The state cache the workers share, made by the first to ask with
+    /// its `cache_mb`: from then on the pool counts by logs, and parks
+    /// work after the budget's cut (see the module documentation).
+    pub fn visits(&self, cache_mb: u64) -> Arc<SharedVisits> {
+        self.visits
+            .get_or_init(|| Arc::new(SharedVisits::new(cache_mb)))
+            .clone()
+    }
+
+    /// Makes the workers share `visits` (tests: a small cap); before any
+    /// worker starts. False when a cache is already shared.
+    pub fn share_visits(&self, visits: SharedVisits) -> bool {
+        self.visits.set(Arc::new(visits)).is_ok()
+    }
+
+    /// The shared state cache, if the workers cache states.
+    pub fn cached(&self) -> Option<&SharedVisits> {
+        self.visits.get().map(|v| &**v)
+    }
+
+    /// Where a subtree after the threshold goes: dropped after the least
+    /// bug (nothing after it is needed), parked after the budget's cut
+    /// when the workers share a state cache (kills may still move the cut
+    /// later), dropped otherwise.
+    fn set_aside(&self, s: &mut State, t: Subtree) {
+        let after_bug = s.stop_at_best && s.best.as_ref().is_some_and(|b| t.key > b.0);
+        if self.cached().is_some() && !after_bug {
+            s.parked.insert(t.key.clone(), t);
+        } else {
+            s.abandoned = true;
+        }
     }
 
     /// Whether a busy worker should donate: some worker waits for work and
@@ -245,7 +354,7 @@ impl SubtreePool {
         let mut s = self.lock();
         for t in subtrees {
             if s.threshold().is_some_and(|b| t.key > *b) {
-                s.abandoned = true;
+                self.set_aside(&mut s, t);
                 continue;
             }
             s.waiting.insert(t.key.clone(), t);
@@ -268,11 +377,16 @@ impl SubtreePool {
             if let Some((_, t)) = s.waiting.pop_first() {
                 if s.threshold().is_some_and(|b| t.key > *b) {
                     // Every other waiting subtree comes later still.
-                    s.waiting.clear();
-                    s.abandoned = true;
+                    for t in std::iter::once(t).chain(std::mem::take(&mut s.waiting).into_values())
+                    {
+                        self.set_aside(&mut s, t);
+                    }
                     continue;
                 }
                 break Taken::Subtree(t);
+            }
+            if !s.done && s.idle == self.workers && self.unpark(&mut s) {
+                continue;
             }
             if s.done || s.idle == self.workers {
                 s.done = true;
@@ -294,7 +408,9 @@ impl SubtreePool {
     /// abandoned.
     pub fn found(&self, key: Vec<u32>, place: Place, stops: bool) {
         let mut s = self.lock();
-        if !stops {
+        // With a shared cache every bug is kept: one found below a killed
+        // expansion is not one thread's, and is left out when counting.
+        if !stops || self.cached().is_some() {
             s.failures.insert(key.clone(), place);
         }
         if s.best.as_ref().is_none_or(|b| key < b.0) {
@@ -323,11 +439,20 @@ impl SubtreePool {
 
     /// Starts a stretch (see the module documentation) whose first
     /// execution has order key `key`: returns its index and its counter.
-    pub fn open_stretch(&self, key: Vec<u32>) -> (usize, Arc<AtomicU64>) {
+    pub fn open_stretch(&self, key: Vec<u32>) -> StretchHandle {
         let count = Arc::new(AtomicU64::new(0));
+        let log = Arc::default();
         let mut s = self.lock();
-        s.stretches.push((key, count.clone()));
-        (s.stretches.len() - 1, count)
+        s.stretches.push(Stretch {
+            first: key,
+            count: count.clone(),
+            log: Arc::clone(&log),
+        });
+        StretchHandle {
+            index: s.stretches.len() - 1,
+            count,
+            log,
+        }
     }
 
     /// Counts an execution of all workers' against the budget `max`; once
@@ -341,15 +466,16 @@ impl SubtreePool {
             return;
         }
         let mut s = self.lock();
-        let mut total = 0;
-        let mut cut = None;
-        for (first, count) in s.sorted() {
-            total += count;
-            if total >= max {
-                cut = Some(first.clone());
-                break;
+        let cut = match self.cached() {
+            None => State::cut_at(s.sorted(), max),
+            // Counting by logs walks every execution: less and less often.
+            Some(_) if n < s.next_recut => return,
+            Some(visits) => {
+                s.next_recut = n + (n / 8).max(RECUT_EVERY);
+                s.budget = max;
+                ledger::Ledger::new(&s, &visits.dead()).cut(max)
             }
-        }
+        };
         if let Some(cut) = cut {
             if s.cut.as_ref().is_none_or(|c| cut < *c) {
                 s.cut = Some(cut);
@@ -376,17 +502,31 @@ impl SubtreePool {
     pub fn settle(&self, reports: &[Report], max: u64) -> Report {
         let mut report = merge_reports(reports);
         let s = self.lock();
-        let total: u64 = (s.stretches.iter())
-            .map(|(_, c)| c.load(Ordering::Relaxed))
-            .sum();
-        let bug = s.best.as_ref().map(|(key, place)| s.number(key, *place));
-        if s.stop_at_best {
-            if let (Some(n), Some(b)) = (bug, report.bugs.first_mut()) {
-                b.execution = n;
+        let dead = self.cached().map(|v| v.dead().clone());
+        let numbers = match &dead {
+            None => ledger::Numbers::Plain(&s),
+            Some(dead) => ledger::Numbers::Logged(ledger::Ledger::new(&s, dead)),
+        };
+        let total = numbers.total();
+        let bug = match &numbers {
+            ledger::Numbers::Plain(_) => {
+                let bug = (s.best.as_ref()).and_then(|(key, place)| numbers.number(key, *place));
+                if s.stop_at_best {
+                    if let (Some(n), Some(b)) = (bug, report.bugs.first_mut()) {
+                        b.execution = n;
+                    }
+                } else if !s.failures.is_empty() {
+                    report.bugs = s.numbered(&numbers, reports);
+                }
+                bug
             }
-        } else if !s.failures.is_empty() {
-            report.bugs = s.numbered(reports);
-        }
+            // Every bug is numbered, and those one run does not find
+            // dropped; the least left is one run's first.
+            ledger::Numbers::Logged(_) => {
+                report.bugs = s.numbered(&numbers, reports);
+                report.bugs.first().map(|b| b.execution)
+            }
+        };
         let last = match bug {
             Some(n) if n <= max && s.stop_at_best => {
                 report.executions = n;
@@ -406,20 +546,75 @@ impl SubtreePool {
                 });
                 max
             }
-            _ => total,
+            _ => {
+                report.executions = total;
+                total
+            }
         };
+        if let (Some(hit), None) = (&s.stopped_by, &report.stopped_by) {
+            report.stopped_by = Some(hit.clone());
+        }
         // One run makes a bug of every failing execution it counts.
         report.failing_executions = report.bugs.len() as u64;
-        let pruned = s.pruned.as_ref().map(|(key, place)| s.number(key, *place));
-        if pruned.is_none_or(|p| p > last) {
+        if numbers.first_pruned().is_none_or(|p| p > last) {
             report.strategy_bound = None;
         }
+        if let ledger::Numbers::Logged(ledger) = &numbers {
+            let (states, hits) = ledger.tally(last);
+            for stat in &mut report.strategy_stats {
+                match stat.name {
+                    STATES_EXPLORED => stat.value = states,
+                    CACHE_HITS => stat.value = hits,
+                    _ => {}
+                }
+            }
+        }
         report
+    }
+
+    /// With a shared state cache, once every worker is idle: the work
+    /// before the budget's cut is done, so its counts are final (later
+    /// kills come from smaller keys); computes the cut again from them and
+    /// moves the parked subtrees still needed back to waiting. False when
+    /// none is needed (the rest is dropped).
+    fn unpark(&self, s: &mut State) -> bool {
+        let Some(visits) = self.cached() else {
+            return false;
+        };
+        if s.parked.is_empty() {
+            return false;
+        }
+        let cut = ledger::Ledger::new(s, &visits.dead()).cut(s.budget);
+        let parked = std::mem::take(&mut s.parked);
+        for (key, t) in parked {
+            if cut.as_ref().is_some_and(|c| key > *c) {
+                s.parked.insert(key, t);
+            } else {
+                s.waiting.insert(key, t);
+            }
+        }
+        s.cut = cut;
+        let threshold = s.threshold().is_some();
+        self.has_threshold.store(threshold, Ordering::Release);
+        if s.waiting.is_empty() {
+            s.parked.clear();
+            s.abandoned = true;
+            return false;
+        }
+        self.waiting.store(s.waiting.len(), Ordering::Relaxed);
+        true
     }
 
     /// Records that a worker abandoned work after the least bug key.
     pub fn abandoned(&self) {
         self.lock().abandoned = true;
+    }
+
+    /// Ends the run for every worker because `hit` was reached (a full
+    /// shared state cache); the settled report says so.
+    pub fn stop_at(&self, hit: BoundHit) {
+        self.lock().stopped_by.get_or_insert(hit);
+        self.stop();
     }
 
     /// Ends the run for every worker (a bound was hit, or a worker failed).
@@ -458,6 +653,7 @@ mod tests {
             steps: Vec::new(),
             iteration: 0,
             key: key.to_vec(),
+            exp: 0,
         }
     }
 
@@ -506,8 +702,9 @@ mod tests {
     #[test]
     fn stretches_number_the_bug_and_cut_the_budget_in_search_order() {
         let pool = SubtreePool::new(2);
-        let (late, late_count) = pool.open_stretch(vec![0, 5]);
-        let (_, early_count) = pool.open_stretch(vec![0, 2]);
+        let late = pool.open_stretch(vec![0, 5]);
+        let (late, late_count) = (late.index, late.count);
+        let early_count = pool.open_stretch(vec![0, 2]).count;
         late_count.store(4, Ordering::Relaxed);
         early_count.store(3, Ordering::Relaxed);
         // The third execution of the later stretch failed: 3 + 3.
@@ -526,8 +723,8 @@ mod tests {
         // Counting toward a budget of 5 cuts after the later stretch's
         // first key: the 5th execution is its second.
         let budget = SubtreePool::new(1);
-        let (_, a) = budget.open_stretch(vec![0, 1]);
-        let (_, b) = budget.open_stretch(vec![0, 3]);
+        let a = budget.open_stretch(vec![0, 1]).count;
+        let b = budget.open_stretch(vec![0, 3]).count;
         a.store(3, Ordering::Relaxed);
         b.store(2, Ordering::Relaxed);
         for _ in 0..4 {

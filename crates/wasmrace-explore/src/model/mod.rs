@@ -401,6 +401,8 @@ mod onward_tests;
 mod partition_tests;
 mod run;
 #[cfg(test)]
+mod shared_cache_tests;
+#[cfg(test)]
 mod steal_tests;
 #[cfg(test)]
 mod tests;

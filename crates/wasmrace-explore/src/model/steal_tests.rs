@@ -17,7 +17,7 @@ use super::partition_tests::racy;
 /// A thread adds to `y` under a lock, another increments it without one
 /// and reads it once more: hundreds of schedules, those that split the
 /// read and its write by the addition losing an update.
-fn three() -> Model {
+pub(super) fn three() -> Model {
     let mut b = ModelBuilder::new();
     let y = b.var("y", 0);
     let l = b.mutex("l");

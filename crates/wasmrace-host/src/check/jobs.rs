@@ -21,7 +21,9 @@ use wasmrace_explore::{Blocks, Explorer, LowestBug, Partition, Report, Split};
 /// work stealing ([`SubtreePool`]), within `opts.explore.partition` when
 /// one is given, and its report is the one-thread run's too (the pool
 /// numbers the bug and cuts the budget in the search order,
-/// [`SubtreePool::settle`]); one that splits by execution is split into `jobs`
+/// [`SubtreePool::settle`]); one that shares its tree (`dfs` with a state
+/// cache, [`Split::Shared`]) does the same and shares the cache as well;
+/// one that splits by execution is split into `jobs`
 /// partitions (partition `K` of `N` becomes partitions `K + N * j` of `N *
 /// jobs`), and its report is the one-thread run's: the failing execution
 /// with the lowest index, counted with exactly the executions below it
@@ -71,7 +73,8 @@ pub fn check_jobs_with_progress(
     }
     let tick = progress_ticks(progress);
     let tick = &tick;
-    let pool = (split == Split::ByPrefix).then(|| SubtreePool::new(jobs as usize));
+    let shares_tree = matches!(split, Split::ByPrefix | Split::Shared);
+    let pool = shares_tree.then(|| SubtreePool::new(jobs as usize));
     let outer = opts
         .explore
         .partition

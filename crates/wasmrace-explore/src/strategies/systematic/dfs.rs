@@ -54,7 +54,10 @@
 //! depend on the path (each frame tries every enabled decision), so nothing
 //! else needs to go into the key. Cycles in the state graph (a `yield_now`
 //! spin loop) are cut at the repeated state instead of running into the step
-//! limit. Evictions at the cap only cost re-exploration.
+//! limit. Evictions at the cap only cost re-exploration. Workers sharing the
+//! tree (`check --jobs`) share the cache too (`Split::Shared`,
+//! `shared_cache.rs`): it keeps each state's least order key, so that they
+//! report what one search reports (`explorer/visits.rs`).
 //!
 //! **Partitions** (`Split::ByPrefix`, without a state cache): the subtree
 //! below a prefix is explored the same whichever other subtrees are, so
@@ -82,6 +85,7 @@
 //! execution.
 
 use crate::explorer::steal::SubtreePool;
+use crate::explorer::visits::{ExpId, Logged, NO_EXPANSION};
 use crate::explorer::Split;
 use crate::prefix_tree::{NodeId, PrefixTree, NIL};
 use crate::state_cache::StateCache;
@@ -90,6 +94,7 @@ use crate::strategy::{BoundHit, Capabilities, Context, Splitting, Start, Stat, S
 use std::sync::Arc;
 use wasmrace_trace::{mix64, Decision, OpKind};
 
+mod shared_cache;
 mod steal;
 
 /// Options of [`Dfs`].
@@ -178,6 +183,17 @@ struct Frame {
     /// Arena node of the path through `alts[next - 1]`, interned only when a
     /// deferred alternative below needs it (bounded search).
     node: NodeId,
+    /// The deepest expansion of a shared state cache on the path to this
+    /// depth, this one's if it made one (`shared_cache.rs`).
+    exp: ExpId,
+}
+
+/// A deferred subtree: its prefix's arena node, and the deepest expansion
+/// of a shared state cache on it.
+#[derive(Clone, Copy, Debug)]
+struct Deferred {
+    node: NodeId,
+    exp: ExpId,
 }
 
 impl Frame {
@@ -204,6 +220,8 @@ pub struct Dfs {
     forced: Vec<Decision>,
     /// Arena node of `forced` (held), `NIL` when empty.
     base_node: NodeId,
+    /// The deepest expansion of a shared state cache on `forced`.
+    base_exp: ExpId,
     /// `frames[i]` is depth `forced.len() + i`.
     frames: Vec<Frame>,
     /// The next `decide` continues `frames.last()` with its next alternative.
@@ -212,15 +230,20 @@ pub struct Dfs {
     /// preemptions (bounded search only).
     iteration: u32,
     /// Deferred prefixes of this iteration, popped from the end.
-    s_current: Vec<NodeId>,
+    s_current: Vec<Deferred>,
     /// Deferred prefixes for the next iteration, in deferral order.
-    s_next: Vec<NodeId>,
+    s_next: Vec<Deferred>,
     arena: Arena,
     pruned: u64,
     deferred: u64,
     nondeterministic: u64,
     /// Visited states, when state caching is on.
     cache: Option<StateCache>,
+    /// Its size in MiB.
+    cache_mb: u64,
+    /// The state cache shared with other workers, in place of `cache`
+    /// (`check --jobs`).
+    shared: Option<shared_cache::SharedCache>,
     /// The hash of the state the next `decide` is about.
     hash: Option<[u8; 32]>,
     cache_hits: u64,
@@ -248,6 +271,7 @@ impl Dfs {
             marks: Vec::new(),
             forced: Vec::new(),
             base_node: NIL,
+            base_exp: NO_EXPANSION,
             frames: Vec::new(),
             resuming: false,
             iteration: 0,
@@ -258,6 +282,8 @@ impl Dfs {
             deferred: 0,
             nondeterministic: 0,
             cache: None,
+            cache_mb: 0,
+            shared: None,
             hash: None,
             cache_hits: 0,
             cache_states: 0,
@@ -287,6 +313,7 @@ impl Dfs {
     pub fn with_state_cache(mut self, cache_mb: u64) -> Self {
         let cache = StateCache::new(cache_mb);
         self.cache = cache.enabled().then_some(cache);
+        self.cache_mb = cache_mb;
         self
     }
 
@@ -435,8 +462,9 @@ impl Dfs {
         }
     }
 
-    /// A new frame at the current depth; returns the decision to take.
-    fn push_frame(&mut self, ctx: &Context<'_>) -> Option<Decision> {
+    /// A new frame at the current depth, whose deepest expansion is `exp`;
+    /// returns the decision to take.
+    fn push_frame(&mut self, ctx: &Context<'_>, exp: ExpId) -> Option<Decision> {
         let ordered = Self::ordered(ctx);
         let alts = match self.opts.preemption_bound {
             None => ordered,
@@ -449,10 +477,11 @@ impl Dfs {
                         for (rank, d) in preemptive.into_iter().enumerate() {
                             self.deferred += 1;
                             let node = self.arena.push(parent, (d, ((rank as u32) << 1) | 1));
-                            self.s_next.push(node);
+                            self.s_next.push(Deferred { node, exp });
                         }
                     } else {
                         self.pruned += preemptive.len() as u64;
+                        self.note_bound_pruned();
                     }
                 }
                 free
@@ -463,6 +492,7 @@ impl Dfs {
             alts,
             next: 1,
             node: NIL,
+            exp,
         });
         first
     }
@@ -497,11 +527,12 @@ impl Dfs {
                 self.stretch += 1;
                 self.forced = self
                     .arena
-                    .prefix(entry)
+                    .prefix(entry.node)
                     .into_iter()
                     .map(|(d, _)| d)
                     .collect();
-                self.base_node = entry;
+                self.base_node = entry.node;
+                self.base_exp = entry.exp;
                 return Some(self.enter_forced());
             }
             let more = self
@@ -545,7 +576,7 @@ impl Strategy for Dfs {
     }
 
     fn begin(&mut self, _executions: u64) -> Option<Start> {
-        if self.exhausted || self.left {
+        if self.exhausted || self.left || !self.log_next() {
             return None;
         }
         self.resuming = false;
@@ -603,18 +634,24 @@ impl Strategy for Dfs {
             while self.frames.len() > depth - base {
                 self.pop_frame();
             }
+            let mut exp = self.leaf();
             if let (Some(hash), true) = (self.hash.take(), self.cache.is_some()) {
                 let key = self.cache_key(hash, ctx);
-                if self.cache.as_mut().is_some_and(|c| c.insert(key)) {
-                    self.cache_states += 1;
-                } else {
-                    // Explored from an earlier visit: prune the subtree.
-                    self.cache_hits += 1;
-                    self.path.truncate(depth);
-                    return None;
+                match self.visit(key, depth) {
+                    Some(made) => {
+                        self.cache_states += 1;
+                        exp = made;
+                    }
+                    None => {
+                        // Explored from an earlier visit: prune the subtree
+                        // (or the shared cache is full: the run ends).
+                        self.cache_hits += u64::from(!self.left);
+                        self.path.truncate(depth);
+                        return None;
+                    }
                 }
             }
-            (self.push_frame(ctx)?, 0)
+            (self.push_frame(ctx, exp)?, 0)
         };
         let valid = ctx
             .thread(d.tid)
@@ -661,9 +698,9 @@ impl Capabilities for Dfs {
         match &self.cache {
             None => Vec::new(),
             Some(c) => vec![
-                Stat::new("states explored", self.cache_states),
-                Stat::new("cache hits", self.cache_hits),
-                Stat::new("cache evictions", c.evictions()),
+                Stat::new(crate::state_cache::STATES_EXPLORED, self.cache_states),
+                Stat::new(crate::state_cache::CACHE_HITS, self.cache_hits),
+                Stat::new(crate::state_cache::CACHE_EVICTIONS, c.evictions()),
             ],
         }
     }
@@ -695,10 +732,11 @@ impl Capabilities for Dfs {
 impl Splitting for Dfs {
     fn split(&self) -> Split {
         // A state cache prunes a subtree because another one reached the
-        // same state: subtrees are no longer independent.
+        // same state: subtrees are no longer independent, and only workers
+        // sharing the cache can split the tree.
         match self.cache {
             None => Split::ByPrefix,
-            Some(_) => Split::None,
+            Some(_) => Split::Shared,
         }
     }
 
@@ -719,12 +757,22 @@ impl Splitting for Dfs {
     }
 
     fn share(&mut self, pool: Arc<SubtreePool>) -> bool {
-        // Like partitions: a state cache makes subtrees depend on each other.
-        if self.cache.is_some() || self.started {
+        if self.started {
             return false;
+        }
+        if self.cache.is_some() {
+            self.shared = Some(shared_cache::SharedCache::new(pool.visits(self.cache_mb)));
         }
         self.pool = Some(pool);
         true
+    }
+
+    fn logged(&self) -> Option<Logged> {
+        let shared = self.shared.as_ref()?;
+        Some(Logged {
+            leaf: self.leaf(),
+            ..shared.logged
+        })
     }
 }
 

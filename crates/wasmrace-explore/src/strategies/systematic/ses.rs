@@ -439,9 +439,9 @@ impl<E: DelayingExplorer + Clone> Capabilities for Ses<E> {
 
     fn stats(&self) -> Vec<Stat> {
         vec![
-            Stat::new("states explored", self.states),
-            Stat::new("cache hits", self.cache_hits),
-            Stat::new("cache evictions", self.cache.evictions()),
+            Stat::new(crate::state_cache::STATES_EXPLORED, self.states),
+            Stat::new(crate::state_cache::CACHE_HITS, self.cache_hits),
+            Stat::new(crate::state_cache::CACHE_EVICTIONS, self.cache.evictions()),
             Stat::peak("delay bound reached", u64::from(self.db)),
             Stat::new("frontier entries", self.frontier_total),
             Stat::peak("frontier peak", self.frontier_peak),

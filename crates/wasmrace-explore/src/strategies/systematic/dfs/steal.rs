@@ -19,6 +19,7 @@ impl Dfs {
     /// Between two executions: drops the work a published bug makes
     /// useless, and donates when another worker waits for work.
     pub(super) fn share_work(&mut self, pool: &SubtreePool) {
+        self.drop_dead();
         if let Some(threshold) = pool.threshold() {
             self.abandon_after(&threshold, pool);
         }
@@ -36,28 +37,41 @@ impl Dfs {
     fn abandon_after(&mut self, best: &[u32], pool: &SubtreePool) {
         let untried = self.frames.iter().any(|f| f.next < f.alts.len());
         if untried && self.order_key().is_some_and(|k| k.as_slice() > best) {
-            while !self.frames.is_empty() {
-                self.pop_frame();
+            if self.shared.is_some() {
+                self.park_frames(pool);
+            } else {
+                while !self.frames.is_empty() {
+                    self.pop_frame();
+                }
+                pool.abandoned();
             }
-            pool.abandoned();
         }
         if self.filtered_for.as_deref() == Some(best) {
             return;
         }
         self.filtered_for = Some(best.to_vec());
         let before = self.s_current.len() + self.s_next.len();
-        for list in [&mut self.s_current, &mut self.s_next] {
+        let mut parked = Vec::new();
+        for (next, list) in [(0, &mut self.s_current), (1, &mut self.s_next)] {
             let entries = std::mem::take(list);
-            for node in entries {
-                let marks = self.arena.prefix(node).into_iter().map(|(_, m)| m);
-                if key_of(marks).as_slice() > best {
-                    self.arena.release(node);
+            for entry in entries {
+                let marks = self.arena.prefix(entry.node).into_iter().map(|(_, m)| m);
+                if key_of(marks).as_slice() <= best {
+                    list.push(entry);
+                } else if self.shared.is_some() {
+                    parked.push((entry, self.iteration + next));
                 } else {
-                    list.push(node);
+                    self.arena.release(entry.node);
                 }
             }
         }
-        if self.s_current.len() + self.s_next.len() < before {
+        if !parked.is_empty() {
+            // With a shared cache the pool parks them (see `shared_cache.rs`).
+            let given = (parked.into_iter())
+                .map(|(entry, iteration)| self.deferred_subtree(entry, iteration))
+                .collect();
+            pool.give(given);
+        } else if self.s_current.len() + self.s_next.len() < before {
             pool.abandoned();
         }
     }
@@ -83,25 +97,16 @@ impl Dfs {
         };
         // Popped from the end: the front is what this worker runs last.
         let half = list.len().div_ceil(2);
-        let nodes: Vec<_> = list.drain(..half).collect();
-        nodes
+        let entries: Vec<_> = list.drain(..half).collect();
+        entries
             .into_iter()
-            .map(|node| {
-                let steps = self.arena.prefix(node);
-                self.arena.release(node);
-                let key = key_of(steps.iter().map(|(_, m)| *m));
-                Subtree {
-                    steps,
-                    iteration,
-                    key,
-                }
-            })
+            .map(|entry| self.deferred_subtree(entry, iteration))
             .collect()
     }
 
     /// Donates the alternatives of frame `i` from `from` on: each the
     /// subtree below the current path's first decisions plus it.
-    fn donate_alternatives(&mut self, i: usize, from: usize) -> Vec<Subtree> {
+    pub(super) fn donate_alternatives(&mut self, i: usize, from: usize) -> Vec<Subtree> {
         let depth = self.forced.len() + i;
         let prefix: Vec<(Decision, u32)> = self.path[..depth]
             .iter()
@@ -109,6 +114,7 @@ impl Dfs {
             .zip(self.marks[..depth].iter().copied())
             .collect();
         let frame = &mut self.frames[i];
+        let exp = frame.exp;
         let given = frame.alts.split_off(from);
         given
             .into_iter()
@@ -122,6 +128,7 @@ impl Dfs {
                     steps,
                     iteration: self.iteration,
                     key,
+                    exp,
                 }
             })
             .collect()
@@ -147,6 +154,7 @@ impl Dfs {
                     node = child;
                 }
                 self.base_node = node;
+                self.base_exp = t.exp;
                 self.forced = t.steps.iter().map(|(d, _)| *d).collect();
                 Some(self.enter_forced())
             }
