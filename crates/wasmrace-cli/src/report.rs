@@ -331,17 +331,20 @@ pub fn strategy_stats_json(report: &Report) -> serde_json::Value {
 
 /// The one line with wall-clock figures. It always starts with `time:` so
 /// that comparisons of runs can drop it (`grep -v '^time:'`); nothing else
-/// printed on stdout depends on timing.
-pub fn timing_line(executions: u64, elapsed: Duration) -> String {
+/// printed on stdout depends on timing. `ran` is what the threads of a run
+/// sharing its tree ran in all ([`Report::executions_run`]), said when it
+/// is more than the run reports.
+pub fn timing_line(executions: u64, ran: u64, elapsed: Duration) -> String {
     let secs = elapsed.as_secs_f64();
+    let mut line = format!("time: {secs:.2} s");
     if secs > 0.0 {
-        format!(
-            "time: {secs:.2} s, {:.0} executions/s\n",
-            executions as f64 / secs
-        )
-    } else {
-        format!("time: {secs:.2} s\n")
+        line.push_str(&format!(", {:.0} executions/s", executions as f64 / secs));
     }
+    if ran > executions {
+        line.push_str(&format!(" (the threads ran {ran} executions in all)"));
+    }
+    line.push('\n');
+    line
 }
 
 /// Milliseconds for JSON, whole numbers so the field is easy to drop or
@@ -667,9 +670,13 @@ waiting:
 
     #[test]
     fn timing_is_one_line_starting_with_time() {
-        let t = timing_line(300, Duration::from_millis(1500));
+        let t = timing_line(300, 0, Duration::from_millis(1500));
         assert_eq!(t, "time: 1.50 s, 200 executions/s\n");
-        assert_eq!(timing_line(0, Duration::ZERO), "time: 0.00 s\n");
+        assert_eq!(timing_line(0, 0, Duration::ZERO), "time: 0.00 s\n");
+        assert_eq!(
+            timing_line(300, 450, Duration::from_millis(1500)),
+            "time: 1.50 s, 200 executions/s (the threads ran 450 executions in all)\n"
+        );
     }
 
     #[test]

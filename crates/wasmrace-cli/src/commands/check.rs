@@ -552,7 +552,11 @@ impl CheckCommand {
         }
         out.push_str(&report::strategy_stats_block(r));
         out.push_str(&report::races_block(&outcome.races));
-        out.push_str(&report::timing_line(r.executions, r.elapsed));
+        out.push_str(&report::timing_line(
+            r.executions,
+            r.executions_run,
+            r.elapsed,
+        ));
         out
     }
 

@@ -85,6 +85,11 @@ pub struct Report {
     pub last_index: Option<u64>,
     /// Wall-clock time of the run (not deterministic: never compare it).
     pub elapsed: Duration,
+    /// Executions the workers of a run sharing its tree ran in all
+    /// (`check --jobs` with `dfs`): past the bug or the budget until they
+    /// heard of it, and below expansions a shared state cache killed; 0
+    /// when no pool settled the run. Timing-dependent, like `elapsed`.
+    pub executions_run: u64,
 }
 
 impl Report {

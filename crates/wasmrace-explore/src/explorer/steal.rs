@@ -501,6 +501,7 @@ impl SubtreePool {
     /// `max` executions; the workers ran past it).
     pub fn settle(&self, reports: &[Report], max: u64) -> Report {
         let mut report = merge_reports(reports);
+        report.executions_run = report.executions;
         let s = self.lock();
         let dead = self.cached().map(|v| v.dead().clone());
         let numbers = match &dead {
