@@ -8,7 +8,7 @@
 //! iteration it belongs to. A worker explores one subtree at a time, below
 //! its prefix only (reaching it by replaying the prefix). When some worker
 //! is idle and the pool holds fewer subtrees than there are idle workers,
-//! a busy worker donates its shallowest untried alternatives between two
+//! a busy worker donates some of its untried alternatives between two
 //! executions. The subtrees are disjoint and each is explored the same
 //! whichever worker explores it, so the executions of the run do not
 //! depend on the number of workers, only their distribution does.
@@ -24,8 +24,9 @@
 //!
 //! **Numbers.** A worker's executions come in *stretches*: those of one
 //! subtree it explores (from taking or resuming it until it moves to
-//! another), which are consecutive in the search order, since what it
-//! donates meanwhile all comes after what it keeps. Stretches are disjoint
+//! another, or moves past what it donated: the strategy says so by
+//! changing [`Splitting::stretch`](crate::Splitting::stretch)), which are
+//! consecutive in the search order. Stretches are disjoint
 //! intervals of the order, so sorted by their first key and counted
 //! ([`SubtreePool::settle`]) they number every execution as one run does:
 //! the bug's number is the count of the stretches before its own plus its

@@ -186,6 +186,8 @@ struct Frame {
     /// The deepest expansion of a shared state cache on the path to this
     /// depth, this one's if it made one (`shared_cache.rs`).
     exp: ExpId,
+    /// Some of its alternatives were donated to other workers (`steal.rs`).
+    donated: bool,
 }
 
 /// A deferred subtree: its prefix's arena node, and the deepest expansion
@@ -254,6 +256,10 @@ pub struct Dfs {
     pool: Option<Arc<SubtreePool>>,
     /// Subtrees started so far (`Splitting::stretch`).
     stretch: u64,
+    /// A frame some of whose alternatives were donated was dropped: the
+    /// next executions follow the donated subtrees in the search order, so
+    /// they start a new stretch.
+    jumped: bool,
     /// The pool said the run is over.
     left: bool,
     /// The bug key local deferred subtrees were last filtered by.
@@ -289,6 +295,7 @@ impl Dfs {
             cache_states: 0,
             pool: None,
             stretch: 0,
+            jumped: false,
             left: false,
             filtered_for: None,
         }
@@ -456,6 +463,7 @@ impl Dfs {
 
     fn pop_frame(&mut self) {
         if let Some(f) = self.frames.pop() {
+            self.jumped |= f.donated;
             if f.node != NIL {
                 self.arena.release(f.node);
             }
@@ -493,6 +501,7 @@ impl Dfs {
             next: 1,
             node: NIL,
             exp,
+            donated: false,
         });
         first
     }
@@ -525,6 +534,7 @@ impl Dfs {
         loop {
             if let Some(entry) = self.s_current.pop() {
                 self.stretch += 1;
+                self.jumped = false;
                 self.forced = self
                     .arena
                     .prefix(entry.node)
@@ -598,6 +608,9 @@ impl Strategy for Dfs {
             }
             if f.next < f.alts.len() {
                 self.resuming = true;
+                if std::mem::take(&mut self.jumped) {
+                    self.stretch += 1;
+                }
                 let prefix_len = self.forced.len() + self.frames.len() - 1;
                 // Keep `path` equal to the explorer's decisions even if this
                 // execution were to end before its first `decide`.
