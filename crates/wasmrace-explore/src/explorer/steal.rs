@@ -697,6 +697,41 @@ mod tests {
         assert!(matches!(stopped.take(), Taken::Stopped));
     }
 
+    /// With a shared state cache, work after the budget's cut is parked,
+    /// not dropped: a kill after the cut was computed can leave fewer of
+    /// one run's executions before it, and the parked work is then
+    /// explored after all.
+    #[test]
+    fn work_after_the_cut_is_parked_until_kills_have_settled_the_counts() {
+        use crate::explorer::visits::{Logged, SharedVisits, Visit};
+        let pool = SubtreePool::new(1);
+        assert!(pool.share_visits(SharedVisits::new(1)));
+        let visits = pool.cached().unwrap();
+        let (a, b) = (SharedVisits::id(1, 0), SharedVisits::id(2, 0));
+        assert_eq!(visits.visit([7; 32], &[0, 1, 1], a), Visit::Expand(a));
+        assert!(matches!(pool.take(), Taken::Subtree(t) if t.key == [0]));
+        // Three executions below expansion `a`: the budget of 3 is spent.
+        let stretch = pool.open_stretch(vec![0, 1, 1, 0]);
+        for _ in 0..3 {
+            stretch.count.fetch_add(1, Ordering::Relaxed);
+            let below_a = Logged {
+                leaf: a,
+                ..Logged::new()
+            };
+            stretch.log.lock().unwrap().push(below_a);
+            pool.counted(3);
+        }
+        assert_eq!(pool.threshold(), Some(vec![0, 1, 1, 0]));
+        pool.give(vec![subtree(&[0, 2])]);
+        // A smaller key reaches `a`'s state: none of the three counts.
+        assert_eq!(visits.visit([7; 32], &[0, 0, 5], b), Visit::Expand(b));
+        match pool.take() {
+            Taken::Subtree(t) => assert_eq!(t.key, [0, 2], "unparked"),
+            other => panic!("the parked subtree is needed: {other:?}"),
+        }
+        assert_eq!(pool.threshold(), None);
+    }
+
     /// Stretches number executions as one run: the bug's number counts the
     /// stretches ordered before its own, whoever ran them and when; the
     /// budget's cut is the first key of the stretch holding its last
