@@ -6,7 +6,7 @@
 //! expansions later (see `explorer/visits.rs`).
 
 use super::steal_tests::three;
-use super::{reg, Model, ModelBuilder};
+use super::{reg, DefId, Model, ModelBuilder, ThreadBuilder};
 use crate::explorer::steal::SubtreePool;
 use crate::explorer::visits::SharedVisits;
 use crate::explorer::Report;
@@ -31,16 +31,23 @@ fn converging() -> Model {
         t.read(x, 0).write(w, reg(0));
     });
     b.main(|t| {
-        t.spawn(a, 0)
-            .spawn(bt, 1)
-            .spawn(c, 2)
-            .join(reg(0))
-            .join(reg(1))
-            .join(reg(2))
+        all_of(t, &[a, bt, c])
             .read(w, 3)
             .assert(reg(3).not_equals(1), "read x between its writes");
     });
     b.build().unwrap()
+}
+
+/// Spawns a thread of each of `defs` (its tid in register `i`) and joins
+/// them all.
+fn all_of<'t>(t: &'t mut ThreadBuilder, defs: &[DefId]) -> &'t mut ThreadBuilder {
+    for (i, def) in defs.iter().enumerate() {
+        t.spawn(*def, i as u8);
+    }
+    for i in 0..defs.len() {
+        t.join(reg(i as u8));
+    }
+    t
 }
 
 /// A thread spinning with `yield_now` on a flag two others set: cycles
@@ -60,12 +67,7 @@ fn spinning() -> Model {
         t.fetch_add(flag, 1, 0).fetch_add(z, 1, 1);
     });
     b.main(|t| {
-        t.spawn(spin, 0)
-            .spawn(set, 1)
-            .spawn(set, 2)
-            .join(reg(0))
-            .join(reg(1))
-            .join(reg(2));
+        all_of(t, &[spin, set, set]);
     });
     b.build().unwrap()
 }
