@@ -270,8 +270,8 @@ struct Run<'a, P: Program, O: ?Sized> {
     /// The pool shared with other workers, in a run of several.
     pool: Option<&'a SubtreePool>,
     /// With a pool: the current stretch (the strategy's
-    /// `Splitting::stretch`, its index in the pool, its counter; see
-    /// [`steal`]).
+    /// `Splitting::stretch`, and the pool's handle of it: index, counter,
+    /// log; see [`steal`]).
     stretch: Option<(u64, steal::StretchHandle)>,
     /// With a pool: the strategy's `bound_prunes` after the last execution,
     /// and the stretch whose pruning the pool was last told of.
@@ -487,7 +487,8 @@ impl<P: Program, O: Observer + ?Sized> Run<'_, P, O> {
     /// With a pool: counts the execution just ended in its stretch (opening
     /// a stretch when the strategy started another) and against the
     /// budget, tells the pool when the strategy's bound pruned during it,
-    /// and returns the execution's place.
+    /// logs it when the strategy does (`Splitting::logged`: a shared state
+    /// cache), and returns the execution's place.
     fn place(&mut self, pool: &SubtreePool) -> steal::Place {
         let caps = self.strategy.capabilities();
         let splitting = self.strategy.splitting();
