@@ -55,10 +55,12 @@ impl Partition {
         if next < blocks.prologue() {
             return next;
         }
-        if let Some(i) = after {
+        // Located once: with rounds of samples it walks the rounds.
+        let place = after.map(|i| (i, blocks.locate(i)));
+        if let Some((i, p)) = &place {
             let ends = match blocks {
                 Blocks::Open => ended,
-                _ => blocks.locate(i).is_last(i),
+                _ => p.is_last(*i),
             };
             if !ends {
                 return next;
@@ -66,7 +68,7 @@ impl Partition {
         }
         // The first block after `after`'s that is this share's.
         let (count, index) = (u64::from(self.count), u64::from(self.index));
-        let first = after.map_or(0, |i| blocks.locate(i).block.saturating_add(1));
+        let first = place.map_or(0, |(_, p)| p.block.saturating_add(1));
         let block = first.saturating_add((index + count - first % count) % count);
         blocks.start(block)
     }
