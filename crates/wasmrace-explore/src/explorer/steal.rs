@@ -42,9 +42,10 @@
 //! then logged in its stretch ([`Logged`]), and the counting above counts
 //! them as one thread has them (`ledger.rs`, [`Logged::fate`]). Kills can
 //! still lower the count before the budget's cut after it was computed,
-//! so work after the cut is *parked* rather than dropped: once everything
-//! else is done the cut is computed again from final counts, and the
-//! parked subtrees it still needs are explored.
+//! or show a published bug to be one one thread never meets, so work
+//! after either is *parked* rather than dropped: once everything else is
+//! done both are computed again from final counts, and the parked
+//! subtrees still needed are explored.
 
 mod ledger;
 
@@ -324,13 +325,12 @@ impl SubtreePool {
         self.visits.get().map(|v| &**v)
     }
 
-    /// Where a subtree after the threshold goes: dropped after the least
-    /// bug (nothing after it is needed), parked after the budget's cut
-    /// when the workers share a state cache (kills may still move the cut
-    /// later), dropped otherwise.
+    /// Where a subtree after the threshold goes: parked when the workers
+    /// share a state cache (a kill may still lower the count before the
+    /// budget's cut, or show the bug to be one one thread never meets),
+    /// dropped otherwise.
     fn set_aside(&self, s: &mut State, t: Subtree) {
-        let after_bug = s.stop_at_best && s.best.as_ref().is_some_and(|b| t.key > b.0);
-        if self.cached().is_some() && !after_bug {
+        if self.cached().is_some() {
             s.parked.insert(t.key.clone(), t);
         } else {
             s.abandoned = true;
@@ -562,6 +562,13 @@ impl SubtreePool {
             report.strategy_bound = None;
         }
         if let ledger::Numbers::Logged(ledger) = &numbers {
+            // Workers that heard of a bug one thread never meets did not
+            // call the space exhausted.
+            let stopped_at_bug = s.stop_at_best && bug.is_some();
+            let whole = s.done && !s.abandoned && !self.is_stopped();
+            if report.stopped_by.is_none() {
+                report.exhausted = whole && !stopped_at_bug;
+            }
             let (states, hits) = ledger.tally(last);
             for stat in &mut report.strategy_stats {
                 match stat.name {
@@ -575,10 +582,13 @@ impl SubtreePool {
     }
 
     /// With a shared state cache, once every worker is idle: the work
-    /// before the budget's cut is done, so its counts are final (later
-    /// kills come from smaller keys); computes the cut again from them and
-    /// moves the parked subtrees still needed back to waiting. False when
-    /// none is needed (the rest is dropped).
+    /// before the threshold is done, so its counts are final (later kills
+    /// come from smaller keys). Computes the threshold again from them (the
+    /// budget's cut, and the least bug one thread meets: a bug found below
+    /// a killed expansion may depend on the path, the livelock of a cycle
+    /// through a state above it, and have no twin at a smaller key), and
+    /// moves the parked subtrees before it back to waiting. False when
+    /// none is before it (the rest is dropped).
     fn unpark(&self, s: &mut State) -> bool {
         let Some(visits) = self.cached() else {
             return false;
@@ -586,18 +596,29 @@ impl SubtreePool {
         if s.parked.is_empty() {
             return false;
         }
-        let cut = ledger::Ledger::new(s, &visits.dead()).cut(s.budget);
+        let dead = visits.dead();
+        let ledger = ledger::Ledger::new(s, &dead);
+        let cut = s.cut.as_ref().and_then(|_| ledger.cut(s.budget));
+        let best = (s.failures.iter())
+            .find(|(_, place)| ledger.number(**place).is_some())
+            .map(|(key, place)| (key.clone(), *place));
+        drop(ledger);
+        drop(dead);
+        s.cut = cut;
+        s.best = best;
+        self.has_best
+            .store(s.stop_at_best && s.best.is_some(), Ordering::Release);
+        let threshold = s.threshold().cloned();
+        self.has_threshold
+            .store(threshold.is_some(), Ordering::Release);
         let parked = std::mem::take(&mut s.parked);
         for (key, t) in parked {
-            if cut.as_ref().is_some_and(|c| key > *c) {
+            if threshold.as_ref().is_some_and(|c| key > *c) {
                 s.parked.insert(key, t);
             } else {
                 s.waiting.insert(key, t);
             }
         }
-        s.cut = cut;
-        let threshold = s.threshold().is_some();
-        self.has_threshold.store(threshold, Ordering::Release);
         if s.waiting.is_empty() {
             s.parked.clear();
             s.abandoned = true;
@@ -729,6 +750,38 @@ mod tests {
             Taken::Subtree(t) => assert_eq!(t.key, [0, 2], "unparked"),
             other => panic!("the parked subtree is needed: {other:?}"),
         }
+        assert_eq!(pool.threshold(), None);
+    }
+
+    /// With a shared state cache, a bug found below an expansion killed
+    /// later is not one thread's (and may have no twin: a livelock's cycle
+    /// can pass above the killed expansion), so the work after it is
+    /// parked, and explored once the bug turns out not to count.
+    #[test]
+    fn work_after_a_bug_one_thread_never_meets_is_explored_after_all() {
+        use crate::explorer::visits::{Logged, SharedVisits, Visit};
+        let pool = SubtreePool::new(1);
+        assert!(pool.share_visits(SharedVisits::new(1)));
+        let visits = pool.cached().unwrap();
+        let (a, b) = (SharedVisits::id(1, 0), SharedVisits::id(2, 0));
+        assert_eq!(visits.visit([7; 32], &[0, 1], a), Visit::Expand(a));
+        assert!(matches!(pool.take(), Taken::Subtree(_)));
+        let stretch = pool.open_stretch(vec![0, 1, 1, 0]);
+        stretch.count.fetch_add(1, Ordering::Relaxed);
+        let below_a = Logged {
+            leaf: a,
+            ..Logged::new()
+        };
+        stretch.log.lock().unwrap().push(below_a);
+        pool.found(vec![0, 1, 1, 0], (stretch.index, 1), true);
+        assert!(pool.has_bug());
+        pool.give(vec![subtree(&[0, 2])]);
+        assert_eq!(visits.visit([7; 32], &[0, 0, 3], b), Visit::Expand(b));
+        match pool.take() {
+            Taken::Subtree(t) => assert_eq!(t.key, [0, 2], "unparked"),
+            other => panic!("the bug does not count: {other:?}"),
+        }
+        assert!(!pool.has_bug());
         assert_eq!(pool.threshold(), None);
     }
 

@@ -29,9 +29,24 @@
 //! first killed expansion it made when that one hangs from a live one
 //! (one thread visits the state there, seen before); and runs nothing of
 //! it below a killed expansion made by an earlier execution
-//! ([`Logged::fate`]). A bug found below a killed expansion is found again
-//! at a smaller key, so the least bug key published is one thread's first
-//! bug.
+//! ([`Logged::fate`]). A bug found below a killed expansion is not trusted:
+//! one that depends on the state alone is found again at a smaller key,
+//! but a livelock closes a cycle on its own path, which may pass above
+//! the killed expansion, and the step limit counts the path's length; so
+//! the pool parks the work after a published bug until it knows whether
+//! one thread meets it (`steal.rs`).
+//!
+//! **The assumption.** All of this rests on the subtree below a state
+//! depending on its cache key alone. Two things on the path also shape it:
+//! the step limit (`--max-steps`), and fair scheduling, which narrows the
+//! enabled threads by how often each has yielded in the execution
+//! (`--fairness-bound`, default 2), which the program state does not
+//! record. One thread's cache prunes regardless of either; so could
+//! threads reach a different result on a program whose threads yield past
+//! the fairness bound in states the cache tells apart, or whose executions
+//! reach the step limit? The tests (models with waits past the fairness
+//! bound and a livelock) and `scripts/jobs-same-output.sh` (every fixture)
+//! found no difference; no argument rules it out.
 //!
 //! Executions are logged ([`Logged`]) so that the pool can count them as
 //! one thread has them (`steal/ledger.rs`).

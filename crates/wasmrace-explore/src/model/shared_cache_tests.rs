@@ -72,6 +72,72 @@ fn spinning() -> Model {
     b.build().unwrap()
 }
 
+/// A waiter yielding until three bumps of a flag, while two other threads
+/// bump it between writes of their own: the waiter yields more often than
+/// fairness lets pass for free, in many different states.
+fn waiting() -> Model {
+    let mut b = ModelBuilder::new();
+    let (flag, x) = (b.var("flag", 0), b.var("x", 0));
+    let waiter = b.thread("waiter", |t| {
+        t.label("top")
+            .read(flag, 0)
+            .when(reg(0).lt(3), |t| {
+                t.yield_now();
+            })
+            .jump_if(reg(0).lt(3), "top")
+            .read(x, 1)
+            .assert(reg(1).lt(4), "x ran ahead");
+    });
+    let bump = b.thread("bump", |t| {
+        t.fetch_add(flag, 1, 0)
+            .fetch_add(x, 1, 1)
+            .fetch_add(flag, 1, 2);
+    });
+    let other = b.thread("other", |t| {
+        t.fetch_add(x, 1, 0)
+            .fetch_add(flag, 1, 1)
+            .fetch_add(x, 1, 2);
+    });
+    b.main(|t| {
+        all_of(t, &[waiter, bump, other]);
+    });
+    b.build().unwrap()
+}
+
+/// Two threads each yielding until the other's flag is set, which neither
+/// ever sets: a livelock the cache finds as a cycle on a path.
+fn livelocked() -> Model {
+    let mut b = ModelBuilder::new();
+    let (a, c, z) = (b.var("a", 0), b.var("c", 0), b.var("z", 0));
+    let left = b.thread("left", |t| {
+        t.fetch_add(z, 1, 1)
+            .label("top")
+            .read(c, 0)
+            .when(reg(0).equals(0), |t| {
+                t.yield_now();
+            })
+            .jump_if(reg(0).equals(0), "top")
+            .write(a, 1);
+    });
+    let right = b.thread("right", |t| {
+        t.fetch_add(z, 1, 1)
+            .label("top")
+            .read(a, 0)
+            .when(reg(0).equals(0), |t| {
+                t.yield_now();
+            })
+            .jump_if(reg(0).equals(0), "top")
+            .write(c, 1);
+    });
+    let busy = b.thread("busy", |t| {
+        t.fetch_add(z, 1, 0).fetch_add(z, 1, 1).fetch_add(z, 1, 2);
+    });
+    b.main(|t| {
+        all_of(t, &[left, right, busy]);
+    });
+    b.build().unwrap()
+}
+
 fn cached(bound: Option<u32>) -> Dfs {
     Dfs::new(DfsOptions {
         preemption_bound: bound,
@@ -148,7 +214,14 @@ const BOUNDS: [Option<u32>; 3] = [None, Some(0), Some(1)];
 /// seen in all.
 fn compare(config: &Config) -> u64 {
     let mut kills = 0;
-    for model in [racy(), three(), converging(), spinning()] {
+    for model in [
+        racy(),
+        three(),
+        converging(),
+        spinning(),
+        waiting(),
+        livelocked(),
+    ] {
         for bound in BOUNDS {
             let one = verdict(&single(&model, bound, config));
             for n in WORKERS {
