@@ -670,6 +670,7 @@ impl Drop for StopOnDrop<'_> {
 #[cfg(test)]
 mod tests {
     use super::*;
+    use crate::explorer::visits::Visit;
 
     fn subtree(key: &[u32]) -> Subtree {
         Subtree {
@@ -718,19 +719,27 @@ mod tests {
         assert!(matches!(stopped.take(), Taken::Stopped));
     }
 
+    /// A one-worker pool sharing a state cache, its root taken, where
+    /// expansion `a` (returned with another id, `b`) holds state `[7; 32]`
+    /// at order key `key`.
+    fn cached_pool(key: &[u32]) -> (Arc<SubtreePool>, ExpId, ExpId) {
+        let pool = SubtreePool::new(1);
+        assert!(pool.share_visits(SharedVisits::new(1)));
+        let (a, b) = (SharedVisits::id(1, 0), SharedVisits::id(2, 0));
+        let visits = pool.cached().unwrap();
+        assert_eq!(visits.visit([7; 32], key, a), Visit::Expand(a));
+        assert!(matches!(pool.take(), Taken::Subtree(t) if t.key == [0]));
+        (pool, a, b)
+    }
+
     /// With a shared state cache, work after the budget's cut is parked,
     /// not dropped: a kill after the cut was computed can leave fewer of
     /// one run's executions before it, and the parked work is then
     /// explored after all.
     #[test]
     fn work_after_the_cut_is_parked_until_kills_have_settled_the_counts() {
-        use crate::explorer::visits::{Logged, SharedVisits, Visit};
-        let pool = SubtreePool::new(1);
-        assert!(pool.share_visits(SharedVisits::new(1)));
+        let (pool, a, b) = cached_pool(&[0, 1, 1]);
         let visits = pool.cached().unwrap();
-        let (a, b) = (SharedVisits::id(1, 0), SharedVisits::id(2, 0));
-        assert_eq!(visits.visit([7; 32], &[0, 1, 1], a), Visit::Expand(a));
-        assert!(matches!(pool.take(), Taken::Subtree(t) if t.key == [0]));
         // Three executions below expansion `a`: the budget of 3 is spent.
         let stretch = pool.open_stretch(vec![0, 1, 1, 0]);
         for _ in 0..3 {
@@ -759,13 +768,8 @@ mod tests {
     /// parked, and explored once the bug turns out not to count.
     #[test]
     fn work_after_a_bug_one_thread_never_meets_is_explored_after_all() {
-        use crate::explorer::visits::{Logged, SharedVisits, Visit};
-        let pool = SubtreePool::new(1);
-        assert!(pool.share_visits(SharedVisits::new(1)));
+        let (pool, a, b) = cached_pool(&[0, 1]);
         let visits = pool.cached().unwrap();
-        let (a, b) = (SharedVisits::id(1, 0), SharedVisits::id(2, 0));
-        assert_eq!(visits.visit([7; 32], &[0, 1], a), Visit::Expand(a));
-        assert!(matches!(pool.take(), Taken::Subtree(_)));
         let stretch = pool.open_stretch(vec![0, 1, 1, 0]);
         stretch.count.fetch_add(1, Ordering::Relaxed);
         let below_a = Logged {

@@ -109,26 +109,21 @@ fn waiting() -> Model {
 fn livelocked() -> Model {
     let mut b = ModelBuilder::new();
     let (a, c, z) = (b.var("a", 0), b.var("c", 0), b.var("z", 0));
-    let left = b.thread("left", |t| {
-        t.fetch_add(z, 1, 1)
-            .label("top")
-            .read(c, 0)
-            .when(reg(0).equals(0), |t| {
-                t.yield_now();
-            })
-            .jump_if(reg(0).equals(0), "top")
-            .write(a, 1);
-    });
-    let right = b.thread("right", |t| {
-        t.fetch_add(z, 1, 1)
-            .label("top")
-            .read(a, 0)
-            .when(reg(0).equals(0), |t| {
-                t.yield_now();
-            })
-            .jump_if(reg(0).equals(0), "top")
-            .write(c, 1);
-    });
+    // Yields until `wait_on` is set, then sets `set`.
+    let waiter = |wait_on, set| {
+        move |t: &mut ThreadBuilder| {
+            t.fetch_add(z, 1, 1)
+                .label("top")
+                .read(wait_on, 0)
+                .when(reg(0).equals(0), |t| {
+                    t.yield_now();
+                })
+                .jump_if(reg(0).equals(0), "top")
+                .write(set, 1);
+        }
+    };
+    let left = b.thread("left", waiter(c, a));
+    let right = b.thread("right", waiter(a, c));
     let busy = b.thread("busy", |t| {
         t.fetch_add(z, 1, 0).fetch_add(z, 1, 1).fetch_add(z, 1, 2);
     });
