@@ -514,8 +514,7 @@ impl<P: Program, O: Observer + ?Sized> Run<'_, P, O> {
             self.prunes = (prunes, Some(index));
         }
         if let Some(logged) = splitting.and_then(|s| s.logged()) {
-            let mut log = stretch.log.lock().unwrap_or_else(|e| e.into_inner());
-            log.push(logged);
+            visits::lock(&stretch.log).push(logged);
         }
         pool.counted(self.cfg.max_executions);
         (index, at)

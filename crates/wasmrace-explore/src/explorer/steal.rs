@@ -504,7 +504,7 @@ impl SubtreePool {
         let mut report = merge_reports(reports);
         report.executions_run = report.executions;
         let s = self.lock();
-        let dead = self.cached().map(|v| v.dead().clone());
+        let dead = self.cached().map(|v| v.dead());
         let numbers = match &dead {
             None => ledger::Numbers::Plain(&s),
             Some(dead) => ledger::Numbers::Logged(ledger::Ledger::new(&s, dead)),

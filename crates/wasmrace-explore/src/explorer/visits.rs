@@ -350,9 +350,10 @@ impl SharedVisits {
     }
 }
 
-fn lock<T>(m: &Mutex<T>) -> MutexGuard<'_, T> {
-    // Every update is whole before the lock is let go; a worker that
-    // panicked ends the run anyway.
+/// Locks `m`, poisoned or not: every update of the pool's and the cache's
+/// shared data is whole before its lock is let go, and a worker that
+/// panicked ends the run anyway.
+pub(crate) fn lock<T>(m: &Mutex<T>) -> MutexGuard<'_, T> {
     m.lock().unwrap_or_else(|e| e.into_inner())
 }
 

@@ -55,8 +55,7 @@ impl<'a> Ledger<'a> {
     }
 
     fn log(&self, stretch: usize) -> std::sync::MutexGuard<'_, Vec<Logged>> {
-        let log = &self.s.stretches[stretch].log;
-        log.lock().unwrap_or_else(|e| e.into_inner())
+        crate::explorer::visits::lock(&self.s.stretches[stretch].log)
     }
 
     /// One thread's executions.

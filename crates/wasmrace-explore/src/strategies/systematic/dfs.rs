@@ -651,14 +651,10 @@ impl Strategy for Dfs {
             if let (Some(hash), true) = (self.hash.take(), self.cache.is_some()) {
                 let key = self.cache_key(hash, ctx);
                 match self.visit(key, depth) {
-                    Some(made) => {
-                        self.cache_states += 1;
-                        exp = made;
-                    }
+                    Some(made) => exp = made,
                     None => {
                         // Explored from an earlier visit: prune the subtree
                         // (or the shared cache is full: the run ends).
-                        self.cache_hits += u64::from(!self.left);
                         self.path.truncate(depth);
                         return None;
                     }

@@ -45,13 +45,17 @@ impl Dfs {
         self.frames.last().map_or(self.base_exp, |f| f.exp)
     }
 
-    /// The visit at depth `depth` of the state whose cache key is `key`:
-    /// the deepest expansion on the path once it is expanded (its own
-    /// with a shared cache), `None` when it is pruned (or the shared cache
-    /// is full, which stops the run).
+    /// The visit at depth `depth` of the state whose cache key is `key`,
+    /// counted as a state explored or a cache hit: the deepest expansion
+    /// on the path once it is expanded (its own with a shared cache),
+    /// `None` when it is pruned (or the shared cache is full, which stops
+    /// the run).
     pub(super) fn visit(&mut self, key: [u8; 32], depth: usize) -> Option<ExpId> {
+        let parent = self.leaf();
         let Some(shared) = &mut self.shared else {
             let new = self.cache.as_mut().is_some_and(|c| c.insert(key));
+            self.cache_states += u64::from(new);
+            self.cache_hits += u64::from(!new);
             return new.then_some(NO_EXPANSION);
         };
         let id = SharedVisits::id(shared.slot, shared.made);
@@ -61,13 +65,15 @@ impl Dfs {
                 shared.made += 1;
                 if shared.logged.created == 0 {
                     shared.logged.first = id;
-                    shared.logged.parent = self.frames.last().map_or(self.base_exp, |f| f.exp);
+                    shared.logged.parent = parent;
                 }
                 shared.logged.created += 1;
+                self.cache_states += 1;
                 Some(id)
             }
             Visit::Prune => {
                 shared.logged.flags |= Logged::CACHE_HIT;
+                self.cache_hits += 1;
                 None
             }
             Visit::Full => {
