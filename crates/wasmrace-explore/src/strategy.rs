@@ -257,8 +257,10 @@ pub trait Capabilities {
 
     /// The hash of the state the next `decide` is about (`Program::
     /// state_hash`: memory, globals, host objects and thread states for
-    /// wasm), or `None` when the program cannot hash. Called right before
-    /// `decide`, only when `wants_state_hash()` said yes.
+    /// wasm, with the fairness state folded in once fair scheduling knows
+    /// something about a thread, since it decides which threads may run
+    /// from here), or `None` when the program cannot hash. Called right
+    /// before `decide`, only when `wants_state_hash()` said yes.
     fn observe_state(&mut self, _hash: Option<[u8; 32]>) {}
 
     /// Called after each `decide` that returned a decision, before the step

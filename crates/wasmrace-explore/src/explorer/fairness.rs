@@ -104,6 +104,46 @@ impl FairState {
         bits
     }
 
+    /// Folds into `hash` (a program state's) what of this state decides
+    /// which threads fairness lets run from here on, so that a state cache
+    /// keyed by the result never prunes a state reached with more threads
+    /// free under one explored with fewer (see [`Fairness::key`]). Per
+    /// thread, by tid and skipping threads fairness knows nothing about:
+    /// its yields up to `bound + 1` (more make no difference), whether it
+    /// is tracked, and `E`, `D`, `S` and its row of `P` as sorted tids.
+    /// The step of its last yield is left out: only the step limit's
+    /// livelock message reads it.
+    fn key(&self, bound: u32, hash: [u8; 32]) -> [u8; 32] {
+        let known = |f: &&Fair| f.yields > 0 || f.tracked || f.below != 0;
+        let mut threads: Vec<&Fair> = self.threads.iter().filter(known).collect();
+        if threads.is_empty() {
+            return hash;
+        }
+        threads.sort_unstable_by_key(|f| f.tid);
+        let mut h = blake3::Hasher::new();
+        h.update(&hash);
+        let tids = |bits: u64, h: &mut blake3::Hasher| {
+            let mut set: Vec<u64> = (0..SLOTS)
+                .filter(|i| bits & (1 << i) != 0)
+                .filter_map(|i| self.threads.get(i).map(|f| f.tid.0))
+                .collect();
+            set.sort_unstable();
+            h.update(&(set.len() as u64).to_le_bytes());
+            for t in set {
+                h.update(&t.to_le_bytes());
+            }
+        };
+        for f in threads {
+            h.update(&f.tid.0.to_le_bytes());
+            h.update(&f.yields.min(bound.saturating_add(1)).to_le_bytes());
+            h.update(&[u8::from(f.tracked)]);
+            for bits in [f.e, f.d, f.s, f.below] {
+                tids(bits, &mut h);
+            }
+        }
+        *h.finalize().as_bytes()
+    }
+
     /// The thread's yields and the step of its last one, if it has yielded.
     pub(crate) fn last_yield(&self, tid: Tid) -> Option<(u32, u64)> {
         let f = self.threads.iter().find(|f| f.tid == tid)?;
@@ -139,6 +179,22 @@ impl Fairness {
             initial,
             history: Vec::new(),
             view: Vec::new(),
+        }
+    }
+
+    /// The key a state cache files the current state under, `hash` being
+    /// the program state's: `hash` itself with fairness off or while it
+    /// knows nothing, else `hash` with the fairness state folded in. The
+    /// threads fairness lets run below a state depend on the path to it (a
+    /// thread that yielded too often gives way to the ones it may starve),
+    /// so one program state reached by two paths can have different
+    /// subtrees; keyed by the program state alone, a cache that explored it
+    /// with a spinner held back would prune it reached with the spinner
+    /// free, and miss what the spinner does first (a silent pass).
+    pub(crate) fn key(&self, hash: [u8; 32]) -> [u8; 32] {
+        match self.bound {
+            Some(bound) => self.cur.key(bound, hash),
+            None => hash,
         }
     }
 

@@ -36,17 +36,16 @@
 //! the pool parks the work after a published bug until it knows whether
 //! one thread meets it (`steal.rs`).
 //!
-//! **The assumption.** All of this rests on the subtree below a state
-//! depending on its cache key alone. Two things on the path also shape it:
-//! the step limit (`--max-steps`), and fair scheduling, which narrows the
-//! enabled threads by how often each has yielded in the execution
-//! (`--fairness-bound`, default 2), which the program state does not
-//! record. One thread's cache prunes regardless of either; so could
-//! threads reach a different result on a program whose threads yield past
-//! the fairness bound in states the cache tells apart, or whose executions
-//! reach the step limit? The tests (models with waits past the fairness
-//! bound and a livelock) and `scripts/jobs-same-output.sh` (every fixture)
-//! found no difference; no argument rules it out.
+//! **What the key must hold.** All of this rests on the subtree below a
+//! state depending on its cache key alone. Fair scheduling narrows the
+//! enabled threads by the path (how often each thread yielded, who ran
+//! since), so the explorer folds the fairness state into the key
+//! (`Fairness::key`); the preemption bound's part is in dfs's key. The
+//! step limit (`--max-steps`) is the one thing left: it shapes a subtree
+//! only by cutting an execution, which then fails. So a run in which no
+//! execution reaches the step limit is exact, for one thread and for
+//! threads alike; in a run where one does, one thread reports that
+//! failure, threads may report another, and no argument says more.
 //!
 //! Executions are logged ([`Logged`]) so that the pool can count them as
 //! one thread has them (`steal/ledger.rs`).

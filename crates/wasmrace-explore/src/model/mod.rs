@@ -396,6 +396,8 @@ pub(crate) struct ModelDef {
 
 mod builder;
 #[cfg(test)]
+mod fair_cache_tests;
+#[cfg(test)]
 mod onward_tests;
 #[cfg(test)]
 mod partition_tests;

@@ -42,7 +42,10 @@
 //! a step of a replayed deferred prefix) whose key is cached, it abandons the
 //! execution there: the subtree below was explored from the earlier visit.
 //! The key is what that subtree depends on. Unbounded, that is the state
-//! alone: every enabled decision is explored below it, whatever the order.
+//! as the explorer hashes it: the program state with the fairness state
+//! folded in (which threads fair scheduling lets run depends on the path:
+//! `Fairness::key`); every decision fairness lets through is explored
+//! below it, whatever the order.
 //! With a preemption bound it also includes the thread that ran last and
 //! whether it yielded, since they decide which switches are preemptions, and
 //! budgets only shrink: iteration `k` explores schedules with exactly `k`

@@ -32,7 +32,10 @@
 //! **The cache** holds hashes of *program* states (`Program::state_hash`:
 //! blake3 of memory, globals, host objects and thread states for wasm), not
 //! explorer states, as the paper prescribes: a state reached again with a
-//! different explorer state, or fewer delays, is not explored again. It is
+//! different explorer state, or fewer delays, is not explored again. The
+//! explorer folds the fairness state into the hash (`Fairness::key`): the
+//! paper's programs have no fair scheduling, and under it the threads free
+//! to run below a state depend on the path to it. It is
 //! capped at `cache_mb` MiB ([`StateCache`]); at the cap a new state replaces
 //! an old one, which may then be explored again. A program that cannot hash
 //! runs SES without a cache, which the paper shows is still sound and
