@@ -87,14 +87,15 @@ impl PageTable {
                 (None, None) => continue,
                 _ => {}
             }
-            for i in c * CHUNK..((c + 1) * CHUNK).min(n) {
-                let same = match (self.get(i), other.get(i)) {
-                    (Some(x), Some(y)) => Arc::ptr_eq(x, y),
-                    (None, None) => true,
-                    _ => false,
-                };
-                if !same {
-                    f(i);
+            // Slot by slot within the chunk (entries at or above `len` are
+            // `None`, so no bound is checked): a restore compares a few
+            // chunks this way every time, so the loop stays tight.
+            let page = |chunk: Option<&Arc<Chunk>>, j: usize| {
+                chunk.and_then(|ch| ch[j].as_ref()).map(Arc::as_ptr)
+            };
+            for j in 0..CHUNK.min(n - c * CHUNK) {
+                if page(a, j) != page(b, j) {
+                    f(c * CHUNK + j);
                 }
             }
         }
