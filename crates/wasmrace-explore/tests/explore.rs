@@ -565,6 +565,9 @@ fn snapshots_and_replay_give_identical_explorations() {
         vec![Dfs::unbounded, || Dfs::with_preemption_bound(0), || {
             Dfs::with_preemption_bound(2)
         }];
+    // Restores from, and replayed steps saved by, the snapshots taken
+    // where the search kept coming back.
+    let mut returns_snapshots = (0, 0);
     for m in [independent(2), lost_update(), server(2, true)] {
         for make in &strategies {
             let snap_cfg = Config {
@@ -573,6 +576,7 @@ fn snapshots_and_replay_give_identical_explorations() {
             };
             let replay_cfg = Config {
                 snapshot_every_cost: None,
+                snapshot_resume_returns: None,
                 ..all_config()
             };
             let few_snaps = Config {
@@ -580,16 +584,29 @@ fn snapshots_and_replay_give_identical_explorations() {
                 max_snapshots: 2,
                 ..all_config()
             };
+            // Snapshots only where the search keeps coming back.
+            let at_returns = Config {
+                snapshot_every_cost: None,
+                snapshot_resume_returns: Some(2),
+                ..all_config()
+            };
             let (rs, a) = explore(m.clone(), make(), snap_cfg);
             let (rr, b) = explore(m.clone(), make(), replay_cfg);
             let (rf, c) = explore(m.clone(), make(), few_snaps);
+            let (rt, d) = explore(m.clone(), make(), at_returns);
             assert_eq!(a.executions(), b.executions());
             assert_eq!(a.executions(), c.executions());
+            assert_eq!(a.executions(), d.executions());
             assert!(a.executions().len() > 1);
             assert!(rs.restores > 0 && rr.restores == 0);
             assert!(rr.replayed_steps > rs.replayed_steps);
             assert_eq!(rs.bugs, rr.bugs);
+            assert_eq!(rs.bugs, rt.bugs);
             assert_eq!(rs.executions, rf.executions);
+            assert_eq!(rs.executions, rt.executions);
+            assert!(rt.replayed_steps <= rr.replayed_steps);
+            returns_snapshots.0 += rt.restores;
+            returns_snapshots.1 += rr.replayed_steps - rt.replayed_steps;
         }
         let (_, a) = explore(
             WithoutBlockingAvoidance::new(m.clone()),
@@ -606,6 +623,10 @@ fn snapshots_and_replay_give_identical_explorations() {
         );
         assert_eq!(a.executions(), b.executions());
     }
+    assert!(
+        returns_snapshots.0 > 0 && returns_snapshots.1 > 0,
+        "{returns_snapshots:?}"
+    );
 }
 
 // ---------------------------------------------------------------- replay

@@ -223,7 +223,11 @@ impl<P: Program> Explorer<P> {
             prunes: (0, None),
             checked: false,
             foreign: false,
-            path: PathSnapshots::new(cfg.snapshot_every_cost, cfg.max_snapshots),
+            path: PathSnapshots::new(
+                cfg.snapshot_every_cost,
+                cfg.snapshot_resume_returns,
+                cfg.max_snapshots,
+            ),
             saved: SavedStates::new(&cfg),
             fair: Fairness::new(cfg.fairness_bound),
             hashes: Vec::new(),

@@ -21,20 +21,27 @@ pub(crate) struct PathSnapshots<S> {
     /// Snapshots along the path: (prefix length, snapshot), shallowest
     /// first.
     snaps: Vec<(usize, S)>,
-    /// `Config::snapshot_every_cost` and `Config::max_snapshots`.
+    /// `Config::snapshot_every_cost`, `Config::snapshot_resume_returns` and
+    /// `Config::max_snapshots`.
     every: Option<u64>,
+    resume: Option<u32>,
     max: usize,
+    /// `returns[d]`: how often the path was rewound to a length of at least
+    /// `d` since its first `d` steps last changed.
+    returns: Vec<u32>,
 }
 
 impl<S> PathSnapshots<S> {
-    pub(crate) fn new(every: Option<u64>, max: usize) -> Self {
+    pub(crate) fn new(every: Option<u64>, resume: Option<u32>, max: usize) -> Self {
         PathSnapshots {
             decisions: Vec::new(),
             ops: Vec::new(),
             costs: Vec::new(),
             snaps: Vec::new(),
             every,
+            resume,
             max,
+            returns: Vec::new(),
         }
     }
 
@@ -66,6 +73,7 @@ impl<S> PathSnapshots<S> {
         self.ops.clear();
         self.costs.clear();
         self.snaps.clear();
+        self.returns.clear();
         Ok(())
     }
 
@@ -73,7 +81,8 @@ impl<S> PathSnapshots<S> {
     /// followed by `then`: restores the deepest snapshot held within those
     /// `keep` steps (or resets), then replays the rest (going on in place
     /// when `in_place`), counting replayed steps in `report`. The path
-    /// becomes that prefix.
+    /// becomes that prefix; a snapshot is taken at its end when the resume
+    /// policy asks for one (`Config::snapshot_resume_returns`).
     pub(crate) fn rewind<P>(
         &mut self,
         program: &mut P,
@@ -110,7 +119,29 @@ impl<S> PathSnapshots<S> {
             in_place,
             &mut self.costs,
             report,
-        )
+        )?;
+        let len = self.decisions.len();
+        if self.returned(keep, len) && from < len {
+            self.snapshot(program, report)?;
+        }
+        Ok(())
+    }
+
+    /// Counts a rewind to length `len` that kept the path's first `keep`
+    /// steps, and says whether the resume policy wants a snapshot there
+    /// (`Config::snapshot_resume_returns`). A strategy that keeps coming
+    /// back to a prefix will come back again (DFS returns below a frame
+    /// once per alternative of every frame under it), while a snapshot
+    /// where it came back once or twice is mostly never restored: it costs
+    /// a copy of every page written since the last one, several replayed
+    /// steps' worth.
+    fn returned(&mut self, keep: usize, len: usize) -> bool {
+        self.returns.truncate(keep + 1);
+        self.returns.resize(len + 1, 0);
+        for r in &mut self.returns {
+            *r = r.saturating_add(1);
+        }
+        self.resume.is_some_and(|n| self.returns[len] >= n)
     }
 
     /// Starts from a restored snapshot of the state `path` leads to: the
@@ -126,6 +157,7 @@ impl<S> PathSnapshots<S> {
         self.snaps.push((len, snap));
         self.costs.clear();
         self.costs.resize(len, 0);
+        self.returns.clear();
     }
 
     /// Takes a snapshot at the end of the path (after the step just

@@ -76,6 +76,7 @@ fn going_on_in_place_explores_and_reports_as_stepping_does() {
             stop_on_first_bug: false,
             max_steps: 9,
             snapshot_every_cost: None,
+            snapshot_resume_returns: None,
             ..Config::default()
         },
         // A partition checks ownership at its split depth.

@@ -181,6 +181,7 @@ fn fair_exploration_does_not_depend_on_snapshots() {
         let run = |every| {
             let config = Config {
                 snapshot_every_cost: every,
+                snapshot_resume_returns: every.and(Some(1)),
                 ..cfg(Some(bound))
             };
             let mut rec = Recording::new(Dfs::unbounded());

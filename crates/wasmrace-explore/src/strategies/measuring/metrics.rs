@@ -384,6 +384,8 @@ mod tests {
             max_executions: budget,
             stop_on_first_bug: false,
             snapshot_every_cost,
+            // `None`: replayed from the start, every time.
+            snapshot_resume_returns: snapshot_every_cost.and(Some(1)),
             ..Config::default()
         };
         let r = Explorer::new(model, cfg)
