@@ -255,3 +255,85 @@ fn replay<P: Program>(
     }
     Ok(())
 }
+
+#[cfg(test)]
+mod tests {
+    use super::PathSnapshots;
+    use crate::model::{Model, ModelBuilder};
+    use crate::program::{Program, Status};
+    use crate::Report;
+    use wasmrace_trace::Decision;
+
+    /// One thread writing a variable eight times: a path of 8 steps.
+    fn eight_writes() -> Model {
+        let mut b = ModelBuilder::new();
+        let x = b.var("x", 0);
+        b.main(|t| {
+            for v in 0..8 {
+                t.write(x, v);
+            }
+        });
+        b.build().unwrap()
+    }
+
+    /// Runs `model` to its end along `path` (the only enabled thread each
+    /// time).
+    fn run_to_end(model: &mut Model, path: &mut PathSnapshots<<Model as Program>::Snapshot>) {
+        while matches!(model.status(), Status::Running) {
+            let tid = model
+                .threads()
+                .iter()
+                .find(|t| t.pending.enabled)
+                .unwrap()
+                .tid;
+            let d = Decision::new(tid, 0);
+            let info = model.step(d).unwrap();
+            let (op, cost) = (info.op, info.cost);
+            path.record(d, op, cost);
+        }
+    }
+
+    /// The resume policy snapshots a resume point at the `n`-th return to
+    /// it, restores that snapshot from then on, and counts returns below
+    /// a prefix for every shorter prefix too (DFS returning above).
+    #[test]
+    fn a_resume_point_is_snapshotted_at_its_nth_return() {
+        let mut model = eight_writes();
+        let mut path = PathSnapshots::new(None, Some(3), 64);
+        let mut report = Report::default();
+        path.reset(&mut model).unwrap();
+        run_to_end(&mut model, &mut path);
+        assert!(path.len() > 6);
+        for round in 1..=4 {
+            path.rewind(&mut model, 5, &[], false, &mut report).unwrap();
+            assert_eq!(path.len(), 5);
+            let (taken, restores) = match round {
+                1 | 2 => (0, 0),
+                // The third return replays and snapshots; the fourth
+                // restores that snapshot instead of replaying.
+                3 => (1, 0),
+                _ => (1, 1),
+            };
+            assert_eq!((report.snapshots_taken, report.restores), (taken, restores));
+            run_to_end(&mut model, &mut path);
+        }
+        assert_eq!(report.replayed_steps, 3 * 5);
+        // Every return to 5 returned below 4 as well: the first rewind to
+        // 4 (above the snapshot, so replayed from the start) snapshots.
+        path.rewind(&mut model, 4, &[], false, &mut report).unwrap();
+        assert_eq!(
+            (report.snapshots_taken, report.replayed_steps),
+            (2, 3 * 5 + 4)
+        );
+        // Off, nothing is ever snapshotted.
+        let mut off = PathSnapshots::new(None, None, 64);
+        let mut report = Report::default();
+        off.reset(&mut model).unwrap();
+        run_to_end(&mut model, &mut off);
+        for _ in 0..5 {
+            off.rewind(&mut model, 5, &[], false, &mut report).unwrap();
+            run_to_end(&mut model, &mut off);
+        }
+        assert_eq!((report.snapshots_taken, report.restores), (0, 0));
+    }
+}
