@@ -44,9 +44,9 @@ pub struct Config {
     /// so the snapshot saves the replay from then on; where it came back
     /// only once or twice the snapshot, which copies every page written
     /// since the last, is mostly never restored. `None` never. Default
-    /// `Some(5)`: on `benches/peers` (callgrind) DFS runs 25–48% fewer
-    /// instructions per execution on four tests and the same on the fifth,
-    /// whose tree has 19 executions (README, "Engine performance").
+    /// `Some(5)`: on `benches/peers` (callgrind) DFS runs 27–50% fewer
+    /// instructions on four tests and the same on the fifth, whose tree
+    /// has 19 executions (README, "Next to loom and shuttle").
     pub snapshot_resume_returns: Option<u32>,
     /// Snapshots held at most along the current path (oldest beyond that are
     /// dropped). Default 64.
