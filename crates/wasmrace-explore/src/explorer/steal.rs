@@ -54,7 +54,7 @@ use super::visits::{ExpId, Logged, SharedVisits};
 use super::{Bug, Report};
 use crate::state_cache::{CACHE_HITS, STATES_EXPLORED};
 use crate::strategy::BoundHit;
-use std::collections::BTreeMap;
+use std::collections::{BTreeMap, BTreeSet};
 use std::sync::atomic::{AtomicBool, AtomicU64, AtomicUsize, Ordering};
 use std::sync::{Arc, Condvar, Mutex, MutexGuard, OnceLock};
 use wasmrace_trace::Decision;
@@ -143,6 +143,12 @@ struct State {
     cut: Option<Vec<u32>>,
     /// Each stretch's first key and its executions.
     stretches: Vec<Stretch>,
+    /// The stretches' indices by first key (ties by index), kept as they
+    /// open: the budget's cut walks them in order every [`RECUT_EVERY`]
+    /// executions past the budget, and sorting them each time cost more
+    /// than the executions (`--jobs 2 --max-executions 100000` on a
+    /// bounded dfs spent half its time sorting).
+    by_key: BTreeSet<(Vec<u32>, usize)>,
     /// With a shared state cache: subtrees after the budget's cut, kept
     /// in case kills move the cut later (see the module documentation).
     parked: BTreeMap<Vec<u32>, Subtree>,
@@ -173,15 +179,17 @@ impl State {
         }
     }
 
+    /// The stretches' indices by first key.
+    fn in_order(&self) -> impl Iterator<Item = usize> + '_ {
+        self.by_key.iter().map(|(_, i)| *i)
+    }
+
     /// The stretches by first key, with their counts.
-    fn sorted(&self) -> Vec<(&Vec<u32>, u64)> {
-        let mut sorted: Vec<_> = self
-            .stretches
-            .iter()
-            .map(|t| (&t.first, t.count.load(Ordering::Relaxed)))
-            .collect();
-        sorted.sort_unstable();
-        sorted
+    fn sorted(&self) -> impl Iterator<Item = (&Vec<u32>, u64)> + '_ {
+        self.in_order().map(|i| {
+            let t = &self.stretches[i];
+            (&t.first, t.count.load(Ordering::Relaxed))
+        })
     }
 
     /// The first key of the stretch holding the `max`-th execution, given
@@ -444,16 +452,14 @@ impl SubtreePool {
         let count = Arc::new(AtomicU64::new(0));
         let log = Arc::default();
         let mut s = self.lock();
+        let index = s.stretches.len();
+        s.by_key.insert((key.clone(), index));
         s.stretches.push(Stretch {
             first: key,
             count: count.clone(),
             log: Arc::clone(&log),
         });
-        StretchHandle {
-            index: s.stretches.len() - 1,
-            count,
-            log,
-        }
+        StretchHandle { index, count, log }
     }
 
     /// Counts an execution of all workers' against the budget `max`; once

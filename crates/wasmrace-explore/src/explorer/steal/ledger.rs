@@ -25,8 +25,7 @@ impl<'a> Ledger<'a> {
     /// Counts every stretch's executions as one thread has them, the
     /// expansions in `dead` killed.
     pub(super) fn new(s: &'a State, dead: &'a HashSet<ExpId>) -> Self {
-        let mut order: Vec<usize> = (0..s.stretches.len()).collect();
-        order.sort_unstable_by(|a, b| s.stretches[*a].first.cmp(&s.stretches[*b].first));
+        let order: Vec<usize> = s.in_order().collect();
         let mut ledger = Ledger {
             s,
             dead,
