@@ -4,8 +4,8 @@
 //! worker killed is dropped (none of it is one thread's), and work after
 //! the budget's cut is handed to the pool to park instead of dropped.
 
-use super::{key_of, Deferred, Dfs};
-use crate::explorer::steal::{Subtree, SubtreePool};
+use super::{key_of, Dfs};
+use crate::explorer::steal::SubtreePool;
 use crate::explorer::visits::{ExpId, Logged, SharedVisits, Visit, NO_EXPANSION};
 use crate::strategy::BoundHit;
 use std::sync::Arc;
@@ -169,18 +169,5 @@ impl Dfs {
             self.pop_frame();
         }
         pool.give(given);
-    }
-
-    /// The subtree of a deferred prefix, for another worker (or the pool).
-    pub(super) fn deferred_subtree(&mut self, entry: Deferred, iteration: u32) -> Subtree {
-        let steps = self.arena.prefix(entry.node);
-        self.arena.release(entry.node);
-        let key = key_of(steps.iter().map(|(_, m)| *m));
-        Subtree {
-            steps,
-            iteration,
-            key,
-            exp: entry.exp,
-        }
     }
 }

@@ -18,7 +18,7 @@
 //! (`Frame::donated`, `Dfs::jumped`), and stretches stay consecutive runs
 //! of the search order.
 
-use super::{key_of, Dfs, NIL};
+use super::{key_of, Deferred, Dfs, NIL};
 use crate::explorer::steal::{Subtree, SubtreePool, Taken};
 use crate::strategy::{Splitting, Start};
 use wasmrace_trace::Decision;
@@ -119,6 +119,19 @@ impl Dfs {
             .into_iter()
             .map(|entry| self.deferred_subtree(entry, iteration))
             .collect()
+    }
+
+    /// The subtree of a deferred prefix, for another worker (or the pool).
+    fn deferred_subtree(&mut self, entry: Deferred, iteration: u32) -> Subtree {
+        let steps = self.arena.prefix(entry.node);
+        self.arena.release(entry.node);
+        let key = key_of(steps.iter().map(|(_, m)| *m));
+        Subtree {
+            steps,
+            iteration,
+            key,
+            exp: entry.exp,
+        }
     }
 
     /// Donates the alternatives of frame `i` from `from` on: each the
