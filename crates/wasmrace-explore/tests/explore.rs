@@ -574,11 +574,7 @@ fn snapshots_and_replay_give_identical_explorations() {
                 snapshot_every_cost: Some(0),
                 ..all_config()
             };
-            let replay_cfg = Config {
-                snapshot_every_cost: None,
-                snapshot_resume_returns: None,
-                ..all_config()
-            };
+            let replay_cfg = all_config().without_snapshots();
             let few_snaps = Config {
                 snapshot_every_cost: Some(3),
                 max_snapshots: 2,
@@ -586,9 +582,8 @@ fn snapshots_and_replay_give_identical_explorations() {
             };
             // Snapshots only where the search keeps coming back.
             let at_returns = Config {
-                snapshot_every_cost: None,
                 snapshot_resume_returns: Some(2),
-                ..all_config()
+                ..all_config().without_snapshots()
             };
             let (rs, a) = explore(m.clone(), make(), snap_cfg);
             let (rr, b) = explore(m.clone(), make(), replay_cfg);

@@ -4,6 +4,7 @@
 //! decision it leaves for the loop when the program has to stop.
 
 use super::fairness::Fairness;
+use super::forced::ForcedPrefix;
 use super::partition::Share;
 use super::path::PathSnapshots;
 use super::{Config, Report};
@@ -34,6 +35,7 @@ pub(super) struct Between<'r, S, O: ?Sized> {
     pub(super) report: &'r mut Report,
     pub(super) path: &'r mut PathSnapshots<S>,
     pub(super) fair: &'r mut Fairness,
+    pub(super) forced: &'r mut ForcedPrefix,
     pub(super) ahead: &'r mut Option<Ahead>,
     pub(super) cfg: &'r Config,
     pub(super) share: &'r Share,
@@ -50,9 +52,11 @@ impl<S, O: Observer + ?Sized> Between<'_, S, O> {
         // A snapshot, the step bound or a partition's check (`execution`)
         // needs the program stopped. (A strategy that hashes states never
         // goes on in place: `Run::in_place`.)
+        // So does the end of the forced prefix while it is learnt.
         if self.path.snapshot_due(info.cost)
             || next as u64 >= self.cfg.max_steps
             || (!self.checked && self.share.checks_at(next))
+            || (self.forced.learning() && self.forced.ends_at(next, views))
         {
             self.taken = false;
             return Onward::Stop;
@@ -60,8 +64,10 @@ impl<S, O: Observer + ?Sized> Between<'_, S, O> {
         self.taken = true;
         let (strategy, observer) = (&mut *self.strategy, &mut *self.observer);
         take_in(strategy, observer, self.report, info);
+        self.forced.took(info);
         let d = Decision::new(info.tid, info.alt);
         record(self.path, self.fair, d, (info.op, info.cost), views);
+        self.forced.decides_on(views);
         match decide(strategy, observer, self.fair, self.path, views, next) {
             Some(Ahead::Decided { d, save: None }) if d.tid == tid => {
                 self.taken = false;

@@ -48,6 +48,17 @@ pub struct Config {
     /// instructions on four tests and the same on the fifth, whose tree
     /// has 19 executions (README, "Next to loom and shuttle").
     pub snapshot_resume_returns: Option<u32>,
+    /// Snapshot policy at the start of every execution: learn, in the
+    /// first execution started afresh, the *forced prefix* (the steps
+    /// before the first where more than one thread is enabled or a thread
+    /// has alternatives: a test's `main` creating its objects and spawning
+    /// its first thread), keep a snapshot after it, and start every later
+    /// fresh execution from that snapshot, showing the strategy and the
+    /// observer the same steps without running them again. Nothing they
+    /// see changes. Sampling strategies start every execution afresh, so
+    /// this saves them those steps each time: on `benches/peers`'
+    /// `transfer_ordered` five of about thirty. Default true.
+    pub snapshot_forced_prefix: bool,
     /// Snapshots held at most along the current path (oldest beyond that are
     /// dropped). Default 64.
     pub max_snapshots: usize,
@@ -96,6 +107,21 @@ pub struct Config {
     pub cancel: Option<Arc<AtomicBool>>,
 }
 
+impl Config {
+    /// This configuration with every snapshot policy off
+    /// (`snapshot_every_cost`, `snapshot_resume_returns`,
+    /// `snapshot_forced_prefix`): every start but a saved state's replays
+    /// from the program's initial state. For tests comparing policies.
+    pub fn without_snapshots(self) -> Self {
+        Config {
+            snapshot_every_cost: None,
+            snapshot_resume_returns: None,
+            snapshot_forced_prefix: false,
+            ..self
+        }
+    }
+}
+
 impl Default for Config {
     fn default() -> Self {
         Config {
@@ -105,6 +131,7 @@ impl Default for Config {
             time_budget: None,
             snapshot_every_cost: Some(200_000),
             snapshot_resume_returns: Some(5),
+            snapshot_forced_prefix: true,
             max_snapshots: 64,
             stop_on_first_bug: true,
             max_saved_snapshots: 65_536,

@@ -12,6 +12,7 @@ mod between;
 pub mod blocks;
 mod config;
 pub mod fairness;
+mod forced;
 mod livelock;
 pub mod partition;
 mod path;
@@ -27,6 +28,7 @@ use between::{decide, record, take_in, Ahead, Between, Decided};
 pub use blocks::Blocks;
 pub use config::Config;
 use fairness::Fairness;
+use forced::ForcedPrefix;
 use partition::Share;
 pub use partition::{LowestBug, Partition, Split};
 use path::PathSnapshots;
@@ -220,6 +222,7 @@ impl<P: Program> Explorer<P> {
             block_ended: true,
             pool,
             stretch: None,
+            forward: false,
             prunes: (0, None),
             checked: false,
             foreign: false,
@@ -230,6 +233,13 @@ impl<P: Program> Explorer<P> {
             ),
             saved: SavedStates::new(&cfg),
             fair: Fairness::new(cfg.fairness_bound),
+            forced: ForcedPrefix::new(
+                cfg.snapshot_forced_prefix
+                    && !share.checks_at(usize::MAX)
+                    && !strategy
+                        .capabilities()
+                        .is_some_and(|c| c.wants_state_hash()),
+            ),
             hashes: Vec::new(),
             ahead: None,
             program: &mut self.program,
@@ -288,6 +298,12 @@ struct Run<'a, P: Program, O: ?Sized> {
     saved: SavedStates<P::Snapshot>,
     /// Fair scheduling's state along the current path.
     fair: Fairness,
+    /// The steps every execution starts with, learnt once and then shown
+    /// rather than run (`forced.rs`).
+    forced: ForcedPrefix,
+    /// The current execution starts after the forced prefix
+    /// (`Run::fast_forward`, at its first step).
+    forward: bool,
     /// For strategies that cache states: `hashes[i]` is the hash of the
     /// state after `i` steps of the current path (`None` where not
     /// computed), to tell a lasso from a cut at another execution's state.
@@ -570,7 +586,16 @@ impl<P: Program, O: Observer + ?Sized> Run<'_, P, O> {
     /// Gets the program to where the execution starts.
     fn start(&mut self, start: Start) -> Result<(), ExploreError<P::Error>> {
         self.ahead = None;
+        self.forward = self.forced.starts(matches!(start, Start::Fresh));
         match start {
+            Start::Fresh if self.forward => {
+                // The program is brought to the end of the prefix when the
+                // execution begins, after the observer's `begin`.
+                self.path.clear();
+                self.saved.truncate_path(0);
+                self.fair.rewind(0);
+                self.hashes.clear();
+            }
             Start::Fresh => {
                 self.path
                     .reset(self.program)
@@ -659,6 +684,9 @@ impl<P: Program, O: Observer + ?Sized> Run<'_, P, O> {
 
     /// Runs the current execution to its end, one decision at a time.
     fn execution(&mut self) -> Result<Outcome, ExploreError<P::Error>> {
+        if std::mem::take(&mut self.forward) {
+            self.fast_forward()?;
+        }
         loop {
             match self.program.status() {
                 Status::Running => {}
@@ -732,6 +760,7 @@ impl<P: Program, O: Observer + ?Sized> Run<'_, P, O> {
             report: &mut self.report,
             path: &mut self.path,
             fair: &mut self.fair,
+            forced: &mut self.forced,
             ahead: &mut self.ahead,
             cfg: self.cfg,
             share: &self.share,
@@ -750,6 +779,7 @@ impl<P: Program, O: Observer + ?Sized> Run<'_, P, O> {
             let due = self.path.snapshot_due(info.cost);
             let (strategy, observer) = (&mut *self.strategy, &mut *self.observer);
             take_in(strategy, observer, &mut self.report, info);
+            self.forced.took(info);
             let (d, what) = (Decision::new(info.tid, info.alt), (info.op, info.cost));
             let views = self.program.threads();
             record(&mut self.path, &mut self.fair, d, what, views);
@@ -767,6 +797,7 @@ impl<P: Program, O: Observer + ?Sized> Run<'_, P, O> {
     /// decision and the strategy's save request with it, `None` when the
     /// strategy abandoned the execution.
     fn decide(&mut self, step: usize) -> Result<Option<Decided>, ExploreError<P::Error>> {
+        self.learn_forced(step)?;
         if let Some(caps) = self.strategy.capabilities_mut() {
             if caps.wants_state_hash() {
                 let hash = self.program.state_hash().map(|h| self.fair.key(h));

@@ -1,7 +1,8 @@
 //! The current path of an exploration: its decisions, the operation each
 //! ran, the cost accumulated along it, and the snapshots held on it; and the
 //! one way back to a prefix of it (restore the deepest snapshot the target
-//! shares with the path, or reset, then replay the rest).
+//! shares with the path, or the base after the forced prefix every path
+//! starts with, or reset; then replay the rest).
 
 use super::Report;
 use crate::program::{Onward, Program, Status};
@@ -29,6 +30,10 @@ pub(crate) struct PathSnapshots<S> {
     /// `returns[d]`: how often the path was rewound to a length of at least
     /// `d` since its first `d` steps last changed.
     returns: Vec<u32>,
+    /// The state after the forced prefix (`forced.rs`), which every path of
+    /// the program starts with: (its length, a snapshot). Kept across
+    /// resets, used where no snapshot of the path lies deeper.
+    base: Option<(usize, S)>,
 }
 
 impl<S> PathSnapshots<S> {
@@ -42,7 +47,24 @@ impl<S> PathSnapshots<S> {
             resume,
             max,
             returns: Vec::new(),
+            base: None,
         }
+    }
+
+    /// Holds `snap`, taken at the end of the path, as the base: the state
+    /// after the forced prefix every path of the program starts with.
+    pub(crate) fn set_base(&mut self, snap: S) {
+        self.base = Some((self.decisions.len(), snap));
+    }
+
+    /// Empties the path without touching the program, which is stale until
+    /// a `rewind`: for a fresh start that records the forced prefix first.
+    pub(crate) fn clear(&mut self) {
+        self.decisions.clear();
+        self.ops.clear();
+        self.costs.clear();
+        self.snaps.clear();
+        self.returns.clear();
     }
 
     pub(crate) fn decisions(&self) -> &[Decision] {
@@ -69,17 +91,13 @@ impl<S> PathSnapshots<S> {
         P: Program<Snapshot = S>,
     {
         program.reset()?;
-        self.decisions.clear();
-        self.ops.clear();
-        self.costs.clear();
-        self.snaps.clear();
-        self.returns.clear();
+        self.clear();
         Ok(())
     }
 
     /// Gets the program to the first `keep` steps of the current path
     /// followed by `then`: restores the deepest snapshot held within those
-    /// `keep` steps (or resets), then replays the rest (going on in place
+    /// `keep` steps (or the base, or resets), then replays the rest (going on in place
     /// when `in_place`), counting replayed steps in `report`. The path
     /// becomes that prefix; a snapshot is taken at its end when the resume
     /// policy asks for one (`Config::snapshot_resume_returns`).
@@ -97,7 +115,13 @@ impl<S> PathSnapshots<S> {
         while self.snaps.last().is_some_and(|(len, _)| *len > keep) {
             self.snaps.pop();
         }
-        let from = match self.snaps.last() {
+        // The base lies on every path: on this one as soon as it is long
+        // enough, whatever `then` holds.
+        let base = self
+            .base
+            .as_ref()
+            .filter(|(len, _)| *len <= keep + then.len());
+        let from = match self.snaps.last().or(base) {
             Some((len, snap)) => {
                 program.restore(snap)?;
                 report.restores += 1;
@@ -198,7 +222,8 @@ impl<S> PathSnapshots<S> {
             return false;
         };
         let acc = self.costs.last().copied().unwrap_or(0) + cost;
-        let since = match self.snaps.last() {
+        let base = self.base.as_ref().filter(|(len, _)| *len <= self.len());
+        let since = match self.snaps.last().or(base) {
             Some((len, _)) if *len > 0 => self.costs[*len - 1],
             _ => 0,
         };

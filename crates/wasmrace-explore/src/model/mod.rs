@@ -398,6 +398,8 @@ mod builder;
 #[cfg(test)]
 mod fair_cache_tests;
 #[cfg(test)]
+mod forced_tests;
+#[cfg(test)]
 mod onward_tests;
 #[cfg(test)]
 mod partition_tests;

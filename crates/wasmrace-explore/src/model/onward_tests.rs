@@ -75,9 +75,7 @@ fn going_on_in_place_explores_and_reports_as_stepping_does() {
             max_executions: 200,
             stop_on_first_bug: false,
             max_steps: 9,
-            snapshot_every_cost: None,
-            snapshot_resume_returns: None,
-            ..Config::default()
+            ..Config::default().without_snapshots()
         },
         // A partition checks ownership at its split depth.
         Config {

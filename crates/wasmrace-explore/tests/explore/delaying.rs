@@ -372,9 +372,7 @@ fn frontier_snapshots_and_replayed_prefixes_give_the_same_exploration() {
         };
         let replay_only = Config {
             max_saved_snapshots: 0,
-            snapshot_every_cost: None,
-            snapshot_resume_returns: None,
-            ..all_config()
+            ..all_config().without_snapshots()
         };
         let (ra, a) = explore(m.clone(), ses("prr", None), snapshots);
         let (rb, b) = explore(m.clone(), ses("prr", None), prefixes);

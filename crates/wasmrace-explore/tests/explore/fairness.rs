@@ -182,6 +182,7 @@ fn fair_exploration_does_not_depend_on_snapshots() {
             let config = Config {
                 snapshot_every_cost: every,
                 snapshot_resume_returns: every.and(Some(1)),
+                snapshot_forced_prefix: every.is_some(),
                 ..cfg(Some(bound))
             };
             let mut rec = Recording::new(Dfs::unbounded());

@@ -386,6 +386,7 @@ mod tests {
             snapshot_every_cost,
             // `None`: replayed from the start, every time.
             snapshot_resume_returns: snapshot_every_cost.and(Some(1)),
+            snapshot_forced_prefix: snapshot_every_cost.is_some(),
             ..Config::default()
         };
         let r = Explorer::new(model, cfg)
