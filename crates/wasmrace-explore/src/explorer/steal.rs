@@ -102,8 +102,9 @@ pub type Place = (usize, u64);
 /// the module documentation).
 #[derive(Debug)]
 struct Stretch {
-    /// The order key of its first execution.
-    first: Vec<u32>,
+    /// The order key of its first execution, shared with `State::by_key`
+    /// (keys took a fifth of the pool's peak memory each, twice).
+    first: Arc<[u32]>,
     /// Its executions so far.
     count: Arc<AtomicU64>,
     /// Each execution, with a shared state cache (empty otherwise).
@@ -148,7 +149,7 @@ struct State {
     /// executions past the budget, and sorting them each time cost more
     /// than the executions (`--jobs 2 --max-executions 100000` on a
     /// bounded dfs spent half its time sorting).
-    by_key: BTreeSet<(Vec<u32>, usize)>,
+    by_key: BTreeSet<(Arc<[u32]>, usize)>,
     /// With a shared state cache: subtrees after the budget's cut, kept
     /// in case kills move the cut later (see the module documentation).
     parked: BTreeMap<Vec<u32>, Subtree>,
@@ -185,24 +186,24 @@ impl State {
     }
 
     /// The stretches by first key, with their counts.
-    fn sorted(&self) -> impl Iterator<Item = (&Vec<u32>, u64)> + '_ {
+    fn sorted(&self) -> impl Iterator<Item = (&[u32], u64)> + '_ {
         self.in_order().map(|i| {
             let t = &self.stretches[i];
-            (&t.first, t.count.load(Ordering::Relaxed))
+            (&*t.first, t.count.load(Ordering::Relaxed))
         })
     }
 
     /// The first key of the stretch holding the `max`-th execution, given
     /// the stretches by first key with their counts.
     fn cut_at<'k>(
-        sorted: impl IntoIterator<Item = (&'k Vec<u32>, u64)>,
+        sorted: impl IntoIterator<Item = (&'k [u32], u64)>,
         max: u64,
     ) -> Option<Vec<u32>> {
         let mut total = 0;
         for (first, count) in sorted {
             total += count;
             if total >= max {
-                return Some(first.clone());
+                return Some(first.to_vec());
             }
         }
         None
@@ -238,7 +239,7 @@ impl State {
             .stretches
             .iter()
             .enumerate()
-            .filter(|(i, t)| *i != stretch && t.first.as_slice() < key)
+            .filter(|(i, t)| *i != stretch && &*t.first < key)
             .map(|(_, t)| t.count.load(Ordering::Relaxed))
             .sum();
         before + at
@@ -453,9 +454,10 @@ impl SubtreePool {
         let log = Arc::default();
         let mut s = self.lock();
         let index = s.stretches.len();
-        s.by_key.insert((key.clone(), index));
+        let first: Arc<[u32]> = key.into();
+        s.by_key.insert((Arc::clone(&first), index));
         s.stretches.push(Stretch {
-            first: key,
+            first,
             count: count.clone(),
             log: Arc::clone(&log),
         });

@@ -68,7 +68,7 @@ impl<'a> Ledger<'a> {
         let sorted = self
             .order
             .iter()
-            .map(|&i| (&self.s.stretches[i].first, self.counted[i]));
+            .map(|&i| (&*self.s.stretches[i].first, self.counted[i]));
         State::cut_at(sorted, max)
     }
 
