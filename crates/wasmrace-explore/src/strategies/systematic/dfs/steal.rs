@@ -23,6 +23,12 @@ use crate::explorer::steal::{Subtree, SubtreePool, Taken};
 use crate::strategy::{Splitting, Start};
 use wasmrace_trace::Decision;
 
+/// Deferred subtrees donated at once at most (see `Dfs::donate`): enough
+/// to keep a taker busy for a while, few enough that the pool does not
+/// hold a copy of half a bounded search's deferred work (on `condvar_pc`
+/// under bound 3 on two threads, 155 MB of paths at the peak).
+const MAX_DEFERRED_GIFT: usize = 256;
+
 impl Dfs {
     /// Between two executions: drops the work a published bug makes
     /// useless, and donates when another worker waits for work.
@@ -113,7 +119,9 @@ impl Dfs {
             (&mut self.s_current, self.iteration)
         };
         // Popped from the end: the front is what this worker runs last.
-        let half = list.len().div_ceil(2);
+        // At most `MAX_DEFERRED_GIFT`: a bounded search defers thousands,
+        // and each waits in the pool as a whole path.
+        let half = list.len().div_ceil(2).min(MAX_DEFERRED_GIFT);
         let entries: Vec<_> = list.drain(..half).collect();
         entries
             .into_iter()
