@@ -6,42 +6,15 @@
 //! reports the same numbers (those of snapshots and replays aside) as
 //! when every execution runs from the start.
 
+use super::onward_tests::Seen;
 use super::partition_tests::racy;
 use super::{reg, Model, ModelBuilder};
 use crate::explorer::Report;
-use crate::observer::Observer;
-use crate::program::StepInfo;
 use crate::strategies::systematic::dpor::tests::random_model;
 use crate::strategies::{Descriptor, REGISTRY};
-use crate::strategy::{Capabilities, Context, Outcome, Start, Strategy};
+use crate::strategy::{Capabilities, Context, Start, Strategy};
 use crate::{Config, Explorer};
 use wasmrace_trace::Decision;
-
-/// Everything an observer is shown, in order.
-#[derive(Default)]
-struct Seen(Vec<String>);
-
-impl Observer for Seen {
-    fn begin(&mut self, start: Start, prefix: &[Decision]) {
-        self.0.push(format!("begin {start:?} {prefix:?}"));
-    }
-    fn decided(&mut self, ctx: &Context<'_>, d: Decision) {
-        let (step, last, prefix) = (ctx.step, ctx.last, ctx.prefix);
-        let threads = ctx.threads;
-        self.0.push(format!(
-            "decided {step} {last:?} {prefix:?} {threads:?} {d:?}"
-        ));
-    }
-    fn step(&mut self, step: &StepInfo) {
-        self.0.push(format!("step {step:?}"));
-    }
-    fn saved(&mut self, id: u64, depth: usize) {
-        self.0.push(format!("saved {id} {depth}"));
-    }
-    fn end(&mut self, outcome: &Outcome, path: &[Decision]) {
-        self.0.push(format!("end {outcome:?} {path:?}"));
-    }
-}
 
 /// Five forced steps (two writes, a lock and its unlock, the first spawn)
 /// before `main` and `a` race on `x`; `b` chooses among three values.

@@ -16,17 +16,20 @@ use crate::strategy::{Context, Outcome, Start};
 use crate::{Config, Explorer, Partition};
 use wasmrace_trace::Decision;
 
-/// Everything an observer is shown, in order.
+/// Everything an observer is shown, in order (also `forced_tests.rs`).
 #[derive(Default)]
-struct Seen(Vec<String>);
+pub(super) struct Seen(pub(super) Vec<String>);
 
 impl Observer for Seen {
     fn begin(&mut self, start: Start, prefix: &[Decision]) {
         self.0.push(format!("begin {start:?} {prefix:?}"));
     }
     fn decided(&mut self, ctx: &Context<'_>, d: Decision) {
-        self.0
-            .push(format!("decided {} {:?} {d:?}", ctx.step, ctx.threads));
+        let (step, last, prefix) = (ctx.step, ctx.last, ctx.prefix);
+        let threads = ctx.threads;
+        self.0.push(format!(
+            "decided {step} {last:?} {prefix:?} {threads:?} {d:?}"
+        ));
     }
     fn step(&mut self, step: &StepInfo) {
         self.0.push(format!("step {step:?}"));
