@@ -119,10 +119,14 @@ impl Dfs {
             (&mut self.s_current, self.iteration)
         };
         // Popped from the end: the front is what this worker runs last.
-        // At most `MAX_DEFERRED_GIFT`: a bounded search defers thousands,
-        // and each waits in the pool as a whole path.
-        let half = list.len().div_ceil(2).min(MAX_DEFERRED_GIFT);
-        let entries: Vec<_> = list.drain(..half).collect();
+        // The later half, but at most `MAX_DEFERRED_GIFT` (a bounded
+        // search defers thousands, and each waits in the pool as a whole
+        // path): those next to the half it keeps, so that the taker still
+        // starts where the donor's work ends, as with the whole half.
+        let half = list.len().div_ceil(2);
+        let entries: Vec<_> = list
+            .drain(half.saturating_sub(MAX_DEFERRED_GIFT)..half)
+            .collect();
         entries
             .into_iter()
             .map(|entry| self.deferred_subtree(entry, iteration))
