@@ -121,7 +121,7 @@ impl<S> PathSnapshots<S> {
             .base
             .as_ref()
             .filter(|(len, _)| *len <= keep + then.len());
-        let from = match self.snaps.last().or(base) {
+        let from = match deeper(self.snaps.last(), base) {
             Some((len, snap)) => {
                 program.restore(snap)?;
                 report.restores += 1;
@@ -132,7 +132,11 @@ impl<S> PathSnapshots<S> {
                 0
             }
         };
-        self.costs.truncate(from);
+        // Past `keep` the old costs are another path's: the steps up to a
+        // base past it count as free, as nothing older is restored.
+        self.costs.truncate(from.min(keep));
+        let last = self.costs.last().copied().unwrap_or(0);
+        self.costs.resize(from, last);
         self.decisions.truncate(keep);
         self.ops.truncate(keep);
         self.decisions.extend(then.iter().map(|(d, _)| *d));
@@ -223,11 +227,23 @@ impl<S> PathSnapshots<S> {
         };
         let acc = self.costs.last().copied().unwrap_or(0) + cost;
         let base = self.base.as_ref().filter(|(len, _)| *len <= self.len());
-        let since = match self.snaps.last().or(base) {
+        let since = match deeper(self.snaps.last(), base) {
             Some((len, _)) if *len > 0 => self.costs[*len - 1],
             _ => 0,
         };
         acc - since >= every
+    }
+}
+
+/// The deeper of a snapshot of the path and the base (either may be
+/// missing).
+fn deeper<'s, S>(
+    snap: Option<&'s (usize, S)>,
+    base: Option<&'s (usize, S)>,
+) -> Option<&'s (usize, S)> {
+    match (snap, base) {
+        (Some(s), Some(b)) if b.0 > s.0 => Some(b),
+        (s, b) => s.or(b),
     }
 }
 
@@ -316,6 +332,37 @@ mod tests {
             let (op, cost) = (info.op, info.cost);
             path.record(d, op, cost);
         }
+    }
+
+    /// A rewind onto a new path restores the base where it lies on that
+    /// path, even past the steps kept, and the costs stay one per step
+    /// (they were another path's past the kept steps, and fewer than the
+    /// base's length after a short execution).
+    #[test]
+    fn the_base_serves_any_path_long_enough() {
+        let mut model = eight_writes();
+        let mut path = PathSnapshots::new(Some(1_000_000), None, 64);
+        let mut report = Report::default();
+        path.reset(&mut model).unwrap();
+        run_to_end(&mut model, &mut path);
+        let steps: Vec<(Decision, _)> = (path.decisions.iter().copied())
+            .zip(path.ops.iter().copied())
+            .collect();
+        path.rewind(&mut model, 5, &[], false, &mut report).unwrap();
+        let snap = model.snapshot().unwrap().unwrap();
+        path.set_base(snap);
+        // A short execution, then a new path that keeps none of it.
+        path.rewind(&mut model, 2, &[], false, &mut report).unwrap();
+        let replayed = report.replayed_steps;
+        path.rewind(&mut model, 0, &steps, false, &mut report)
+            .unwrap();
+        assert_eq!(report.restores, 1, "restored the base");
+        let past = steps.len() as u64 - 5;
+        assert_eq!(report.replayed_steps - replayed, past, "replayed past it");
+        assert_eq!(path.costs.len(), path.decisions.len());
+        assert!(!path.snapshot_due(1));
+        run_to_end(&mut model, &mut path);
+        assert_eq!(path.costs.len(), path.decisions.len());
     }
 
     /// The resume policy snapshots a resume point at the `n`-th return to
