@@ -144,12 +144,17 @@ struct State {
     cut: Option<Vec<u32>>,
     /// Each stretch's first key and its executions.
     stretches: Vec<Stretch>,
-    /// The stretches' indices by first key (ties by index), kept as they
-    /// open: the budget's cut walks them in order every [`RECUT_EVERY`]
-    /// executions past the budget, and sorting them each time cost more
-    /// than the executions (`--jobs 2 --max-executions 100000` on a
-    /// bounded dfs spent half its time sorting).
-    by_key: BTreeSet<(Arc<[u32]>, usize)>,
+    /// The stretches' indices by first key (ties by index), once the
+    /// order is first needed (`State::order`), and from then on kept as
+    /// they open: the budget's cut walks them in order every
+    /// [`RECUT_EVERY`] executions past the budget, and sorting them each
+    /// time cost more than the executions (`--jobs 2 --max-executions
+    /// 100000` on a bounded dfs spent half its time sorting). Not before:
+    /// a run that never reaches its budget (an exhaustive one) needs the
+    /// order at most once, at the end, and keeping it as stretches opened
+    /// was the largest cost two threads had that one has not (4% of
+    /// their CPU time on `condvar_pc` under bound 3, `perf`).
+    by_key: Option<BTreeSet<(Arc<[u32]>, usize)>>,
     /// With a shared state cache: subtrees after the budget's cut, kept
     /// in case kills move the cut later (see the module documentation).
     parked: BTreeMap<Vec<u32>, Subtree>,
@@ -180,9 +185,19 @@ impl State {
         }
     }
 
-    /// The stretches' indices by first key.
+    /// Sorts the stretches by first key, unless they are (`by_key`).
+    fn order(&mut self) {
+        if self.by_key.is_none() {
+            let sorted = self.stretches.iter().enumerate();
+            let keys = sorted.map(|(i, t)| (Arc::clone(&t.first), i)).collect();
+            self.by_key = Some(keys);
+        }
+    }
+
+    /// The stretches' indices by first key (after `order`).
     fn in_order(&self) -> impl Iterator<Item = usize> + '_ {
-        self.by_key.iter().map(|(_, i)| *i)
+        debug_assert!(self.by_key.is_some(), "stretches not ordered");
+        self.by_key.iter().flatten().map(|(_, i)| *i)
     }
 
     /// The stretches by first key, with their counts.
@@ -455,7 +470,9 @@ impl SubtreePool {
         let mut s = self.lock();
         let index = s.stretches.len();
         let first: Arc<[u32]> = key.into();
-        s.by_key.insert((Arc::clone(&first), index));
+        if let Some(by_key) = &mut s.by_key {
+            by_key.insert((Arc::clone(&first), index));
+        }
         s.stretches.push(Stretch {
             first,
             count: count.clone(),
@@ -475,6 +492,7 @@ impl SubtreePool {
             return;
         }
         let mut s = self.lock();
+        s.order();
         let cut = match self.cached() {
             None => State::cut_at(s.sorted(), max),
             // Counting by logs walks every execution: less and less often.
@@ -511,7 +529,8 @@ impl SubtreePool {
     pub fn settle(&self, reports: &[Report], max: u64) -> Report {
         let mut report = merge_reports(reports);
         report.executions_run = report.executions;
-        let s = self.lock();
+        let mut s = self.lock();
+        s.order();
         let dead = self.cached().map(|v| v.dead());
         let numbers = match &dead {
             None => ledger::Numbers::Plain(&s),
@@ -605,6 +624,7 @@ impl SubtreePool {
             return false;
         }
         let dead = visits.dead();
+        s.order();
         let ledger = ledger::Ledger::new(s, &dead);
         let cut = s.cut.as_ref().and_then(|_| ledger.cut(s.budget));
         let best = (s.failures.iter())
