@@ -172,14 +172,7 @@ impl<P: Program, O: Observer + ?Sized> Run<'_, P, O> {
             let d = Decision::new(info.tid, info.alt);
             let (strategy, observer) = (&mut *self.strategy, &mut *self.observer);
             let decided = decide(strategy, observer, &mut self.fair, &self.path, views, s);
-            let Some(Ahead::Decided {
-                d: taken,
-                save: None,
-            }) = decided.as_ref()
-            else {
-                return self.stop_forward(s, decided, in_place);
-            };
-            if *taken != d {
+            if !matches!(decided, Some(Ahead::Decided { d: taken, save: None }) if taken == d) {
                 return self.stop_forward(s, decided, in_place);
             }
             take_in(strategy, observer, &mut self.report, info);

@@ -236,7 +236,7 @@ impl<P: Program> Explorer<P> {
             fair: Fairness::new(cfg.fairness_bound),
             forced: ForcedPrefix::new(
                 cfg.snapshot_forced_prefix
-                    && !share.checks_at(usize::MAX)
+                    && !share.by_prefix()
                     && !strategy
                         .capabilities()
                         .is_some_and(|c| c.wants_state_hash()),
@@ -367,8 +367,7 @@ impl<P: Program, O: Observer + ?Sized> Run<'_, P, O> {
             self.observer.begin(start, self.path.decisions());
             // Only a split by prefix checks ownership during an execution;
             // for the others it is settled, so the step loop tests one bool.
-            let settled = !matches!(self.share, Share::Prefixes(..));
-            (self.checked, self.foreign) = (settled, false);
+            (self.checked, self.foreign) = (!self.share.by_prefix(), false);
             let outcome = self.execution()?;
             if self.foreign || !self.share.owns(self.path.decisions()) {
                 // Another partition's: the strategy moves past it (a DFS

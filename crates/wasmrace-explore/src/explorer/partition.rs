@@ -204,6 +204,12 @@ impl Share {
         }
     }
 
+    /// Whether executions are split by prefix, and so checked for
+    /// ownership at the split depth during the execution (`foreign_at`).
+    pub(crate) fn by_prefix(self) -> bool {
+        matches!(self, Share::Prefixes(..))
+    }
+
     /// Whether `foreign_at` can still say yes at this length.
     pub(crate) fn checks_at(self, len: usize) -> bool {
         matches!(self, Share::Prefixes(_, depth) if len >= depth)

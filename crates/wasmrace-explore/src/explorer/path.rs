@@ -27,9 +27,13 @@ pub(crate) struct PathSnapshots<S> {
     every: Option<u64>,
     resume: Option<u32>,
     max: usize,
-    /// `returns[d]`: how often the path was rewound to a length of at least
-    /// `d` since its first `d` steps last changed.
-    returns: Vec<u32>,
+    /// Rewinds so far, and `born[d]`: their count when the path's first
+    /// `d` steps last changed, so that `rewinds - born[d]` is how often
+    /// the path was rewound to a length of at least `d` since. Stamps,
+    /// rather than a counter per length, so that a rewind touches only
+    /// the lengths it replays.
+    rewinds: u64,
+    born: Vec<u64>,
     /// The state after the forced prefix (`forced.rs`), which every path of
     /// the program starts with: (its length, a snapshot). Kept across
     /// resets, used where no snapshot of the path lies deeper.
@@ -46,7 +50,8 @@ impl<S> PathSnapshots<S> {
             every,
             resume,
             max,
-            returns: Vec::new(),
+            rewinds: 0,
+            born: Vec::new(),
             base: None,
         }
     }
@@ -64,7 +69,7 @@ impl<S> PathSnapshots<S> {
         self.ops.clear();
         self.costs.clear();
         self.snaps.clear();
-        self.returns.clear();
+        self.born.clear();
     }
 
     pub(crate) fn decisions(&self) -> &[Decision] {
@@ -164,12 +169,12 @@ impl<S> PathSnapshots<S> {
     /// a copy of every page written since the last one, several replayed
     /// steps' worth.
     fn returned(&mut self, keep: usize, len: usize) -> bool {
-        self.returns.truncate(keep + 1);
-        self.returns.resize(len + 1, 0);
-        for r in &mut self.returns {
-            *r = r.saturating_add(1);
-        }
-        self.resume.is_some_and(|n| self.returns[len] >= n)
+        // Lengths past `keep` are new: born at this rewind, counted once.
+        self.born.truncate(keep + 1);
+        self.born.resize(len + 1, self.rewinds);
+        self.rewinds += 1;
+        let returns = self.rewinds - self.born[len];
+        self.resume.is_some_and(|n| returns >= u64::from(n))
     }
 
     /// Starts from a restored snapshot of the state `path` leads to: the
@@ -185,7 +190,7 @@ impl<S> PathSnapshots<S> {
         self.snaps.push((len, snap));
         self.costs.clear();
         self.costs.resize(len, 0);
-        self.returns.clear();
+        self.born.clear();
     }
 
     /// Takes a snapshot at the end of the path (after the step just

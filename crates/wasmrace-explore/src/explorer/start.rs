@@ -16,18 +16,14 @@ impl<P: Program, O: Observer + ?Sized> Run<'_, P, O> {
         self.ahead = None;
         self.forward = self.forced.starts(matches!(start, Start::Fresh));
         match start {
-            Start::Fresh if self.forward => {
-                // The program is brought to the end of the prefix when the
-                // execution begins, after the observer's `begin`.
-                self.path.clear();
-                self.saved.truncate_path(0);
-                self.fair.rewind(0);
-                self.hashes.clear();
-            }
             Start::Fresh => {
-                self.path
-                    .reset(self.program)
-                    .map_err(ExploreError::Program)?;
+                if self.forward {
+                    // The program is brought to the end of the prefix when
+                    // the execution begins, after the observer's `begin`.
+                    self.path.clear();
+                } else {
+                    (self.path.reset(self.program)).map_err(ExploreError::Program)?;
+                }
                 self.saved.truncate_path(0);
                 self.fair.rewind(0);
                 self.hashes.clear();
