@@ -60,8 +60,15 @@ use std::sync::{Arc, Condvar, Mutex, MutexGuard, OnceLock};
 use wasmrace_trace::Decision;
 
 /// Executions between two computations of the budget's cut once it is
-/// spent (see [`SubtreePool::counted`]).
+/// spent, at least (see [`SubtreePool::counted`]).
 const RECUT_EVERY: u64 = 256;
+
+/// Without a shared cache, the cut is computed again once the workers ran
+/// at least a `1 / RECUT_SHARE` of the stretches' number of executions
+/// since: a computation walks every stretch, and a bounded search opens a
+/// stretch every few executions (`condvar_pc` under bound 3 on two
+/// threads, recut every 256 executions, spent a fifth of its time there).
+const RECUT_SHARE: u64 = 16;
 
 /// A subtree of the search handed from one worker to another.
 #[derive(Clone, Debug, PartialEq, Eq)]
@@ -158,9 +165,6 @@ struct State {
     /// With a shared state cache: subtrees after the budget's cut, kept
     /// in case kills move the cut later (see the module documentation).
     parked: BTreeMap<Vec<u32>, Subtree>,
-    /// With a shared state cache: the executions counted when the cut is
-    /// next computed.
-    next_recut: u64,
     /// The budget the cut was last computed for.
     budget: u64,
     /// The bound that stopped the run for every worker (a full shared
@@ -273,10 +277,17 @@ pub struct SubtreePool {
     waiting: AtomicUsize,
     /// Whether `best` or `cut` is set.
     has_threshold: AtomicBool,
+    /// How often the threshold moved (set under the lock), so that a
+    /// worker takes the lock to read it only when it did
+    /// ([`threshold_moved`](SubtreePool::threshold_moved)).
+    threshold_moves: AtomicU64,
     has_best: AtomicBool,
     stopped: AtomicBool,
     /// Executions counted by all workers (for `--max-executions`).
     executions: AtomicU64,
+    /// The executions counted when the budget's cut is next computed
+    /// (0: once the budget is spent).
+    next_recut: AtomicU64,
     /// Always hungry (see [`SubtreePool::eager`]).
     eager: bool,
     /// The state cache the workers share, when they cache states.
@@ -305,9 +316,11 @@ impl SubtreePool {
             idle: AtomicUsize::new(0),
             waiting: AtomicUsize::new(1),
             has_threshold: AtomicBool::new(false),
+            threshold_moves: AtomicU64::new(0),
             has_best: AtomicBool::new(false),
             stopped: AtomicBool::new(false),
             executions: AtomicU64::new(0),
+            next_recut: AtomicU64::new(0),
             eager: false,
             visits: OnceLock::new(),
         })
@@ -445,6 +458,7 @@ impl SubtreePool {
             s.stop_at_best = true;
             self.has_best.store(true, Ordering::Release);
             self.has_threshold.store(true, Ordering::Release);
+            self.threshold_moves.fetch_add(1, Ordering::Release);
         }
     }
 
@@ -460,6 +474,20 @@ impl SubtreePool {
             return None;
         }
         self.lock().threshold().cloned()
+    }
+
+    /// The threshold (as [`threshold`](Self::threshold) has it) when it
+    /// moved since the caller last read it here (`seen` holds how often it
+    /// had moved then), else `None`: a worker asks between any two
+    /// executions, and takes the lock only when there is news.
+    pub fn threshold_moved(&self, seen: &mut u64) -> Option<Option<Vec<u32>>> {
+        if self.threshold_moves.load(Ordering::Acquire) == *seen {
+            return None;
+        }
+        let s = self.lock();
+        // Moves happen under the lock: this count goes with this threshold.
+        *seen = self.threshold_moves.load(Ordering::Relaxed);
+        Some(s.threshold().cloned())
     }
 
     /// Starts a stretch (see the module documentation) whose first
@@ -482,31 +510,38 @@ impl SubtreePool {
     }
 
     /// Counts an execution of all workers' against the budget `max`; once
-    /// they have run `max`, computes the cut, and lowers it every
-    /// [`RECUT_EVERY`] executions after (sorting the stretches costs more
-    /// than an execution; a cut computed earlier is higher, which only
-    /// explores more).
+    /// they have run `max`, computes the cut, and lowers it now and then
+    /// after ([`RECUT_EVERY`], [`RECUT_SHARE`]: a computation walks every
+    /// stretch, or with a shared cache every execution; a cut computed
+    /// earlier is higher, which only explores more).
     pub(crate) fn counted(&self, max: u64) {
         let n = self.executions.fetch_add(1, Ordering::Relaxed) + 1;
-        if n < max || (n > max && !n.is_multiple_of(RECUT_EVERY)) {
+        if n < max || n < self.next_recut.load(Ordering::Relaxed) {
             return;
         }
         let mut s = self.lock();
+        if n < self.next_recut.load(Ordering::Relaxed) {
+            return; // another worker just computed it
+        }
         s.order();
-        let cut = match self.cached() {
-            None => State::cut_at(s.sorted(), max),
+        let (cut, every) = match self.cached() {
+            None => {
+                let stretches = s.stretches.len() as u64;
+                (State::cut_at(s.sorted(), max), stretches / RECUT_SHARE)
+            }
             // Counting by logs walks every execution: less and less often.
-            Some(_) if n < s.next_recut => return,
             Some(visits) => {
-                s.next_recut = n + (n / 8).max(RECUT_EVERY);
                 s.budget = max;
-                ledger::Ledger::new(&s, &visits.dead()).cut(max)
+                (ledger::Ledger::new(&s, &visits.dead()).cut(max), n / 8)
             }
         };
+        let next = n + every.max(RECUT_EVERY);
+        self.next_recut.store(next, Ordering::Relaxed);
         if let Some(cut) = cut {
             if s.cut.as_ref().is_none_or(|c| cut < *c) {
                 s.cut = Some(cut);
                 self.has_threshold.store(true, Ordering::Release);
+                self.threshold_moves.fetch_add(1, Ordering::Release);
             }
         }
     }
@@ -639,6 +674,7 @@ impl SubtreePool {
         let threshold = s.threshold().cloned();
         self.has_threshold
             .store(threshold.is_some(), Ordering::Release);
+        self.threshold_moves.fetch_add(1, Ordering::Release);
         let parked = std::mem::take(&mut s.parked);
         for (key, t) in parked {
             if threshold.as_ref().is_some_and(|c| key > *c) {
@@ -855,5 +891,39 @@ mod tests {
         assert_eq!(budget.threshold(), None);
         budget.counted(5);
         assert_eq!(budget.threshold(), Some(vec![0, 3]));
+    }
+
+    /// A worker hears of each move of the threshold once, and without one
+    /// nothing (it asks between any two executions); the budget's cut is
+    /// lowered only when it is computed again, [`RECUT_EVERY`] executions
+    /// later for a few stretches.
+    #[test]
+    fn each_move_of_the_threshold_is_news_once_and_the_cut_moves_now_and_then() {
+        let pool = SubtreePool::new(1);
+        let mut seen = 0;
+        assert_eq!(pool.threshold_moved(&mut seen), None);
+        pool.open_stretch(vec![0, 5])
+            .count
+            .store(5, Ordering::Relaxed);
+        for _ in 0..5 {
+            pool.counted(5);
+        }
+        assert_eq!(pool.threshold_moved(&mut seen), Some(Some(vec![0, 5])));
+        assert_eq!(pool.threshold_moved(&mut seen), None);
+        // An earlier stretch now holds the budget: the cut moves to it at
+        // the next computation, not before.
+        pool.open_stretch(vec![0, 2])
+            .count
+            .store(5, Ordering::Relaxed);
+        for _ in 1..RECUT_EVERY {
+            pool.counted(5);
+        }
+        assert_eq!(pool.threshold_moved(&mut seen), None);
+        pool.counted(5);
+        assert_eq!(pool.threshold_moved(&mut seen), Some(Some(vec![0, 2])));
+        // A bug before the cut is a move too.
+        pool.found(vec![0, 1, 0], (1, 1), true);
+        assert_eq!(pool.threshold_moved(&mut seen), Some(Some(vec![0, 1, 0])));
+        assert_eq!(pool.threshold_moved(&mut seen), None);
     }
 }

@@ -265,8 +265,14 @@ pub struct Dfs {
     jumped: bool,
     /// The pool said the run is over.
     left: bool,
-    /// The bug key local deferred subtrees were last filtered by.
-    filtered_for: Option<Vec<u32>>,
+    /// The pool's threshold (the least bug key, or the budget's cut) as
+    /// last read: work after it is abandoned, the current subtree's
+    /// between executions and a deferred subtree's when it would start.
+    threshold: Option<Vec<u32>>,
+    /// How often the pool's threshold had moved when last read.
+    threshold_seen: u64,
+    /// The pool was told that work after the threshold was dropped.
+    told_abandoned: bool,
 }
 
 impl Dfs {
@@ -300,7 +306,9 @@ impl Dfs {
             stretch: 0,
             jumped: false,
             left: false,
-            filtered_for: None,
+            threshold: None,
+            threshold_seen: 0,
+            told_abandoned: false,
         }
     }
 
@@ -536,14 +544,14 @@ impl Dfs {
         self.forced.clear();
         loop {
             if let Some(entry) = self.s_current.pop() {
+                let steps = self.arena.prefix(entry.node);
+                if self.after_threshold(&steps) {
+                    self.set_aside(entry, steps);
+                    continue;
+                }
                 self.stretch += 1;
                 self.jumped = false;
-                self.forced = self
-                    .arena
-                    .prefix(entry.node)
-                    .into_iter()
-                    .map(|(d, _)| d)
-                    .collect();
+                self.forced = steps.into_iter().map(|(d, _)| d).collect();
                 self.base_node = entry.node;
                 self.base_exp = entry.exp;
                 return Some(self.enter_forced());
