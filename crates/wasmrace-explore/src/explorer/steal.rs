@@ -36,6 +36,19 @@
 //! its first key is abandoned as after a bug, and the rest is explored, so
 //! the executions the run keeps are exactly the single run's first ones.
 //!
+//! **Bounded memory.** Without a shared cache, every [`FOLD_EVERY`]
+//! executions the pool folds the stretches that lie wholly before the
+//! *frontier* (the least key an execution still to come can have: the
+//! least waiting subtree's, and each busy worker's current stretch's or
+//! taken subtree's) into one count, numbering first the bugs and prunes
+//! they hold: their counts are final, and every stretch still open or to
+//! come orders after them. So the pool holds the stretches between the
+//! frontier and the workers, not one per stretch since the start (a
+//! bounded search opens one every two executions: `condvar_pc` at
+//! preemption bound 4 held 740 MB after 1.5 million executions on two
+//! threads). Folding stops short of the budget, whose cut needs the key of
+//! its stretch. The pool knows each worker by its thread.
+//!
 //! **With a shared state cache** ([`SharedVisits`], `dfs --state-cache`)
 //! subtrees are no longer independent: an expansion may be killed later,
 //! and the executions below it are not one thread's. Every execution is
@@ -54,14 +67,27 @@ use super::visits::{ExpId, Logged, SharedVisits};
 use super::{Bug, Report};
 use crate::state_cache::{CACHE_HITS, STATES_EXPLORED};
 use crate::strategy::BoundHit;
-use std::collections::{BTreeMap, BTreeSet};
+use std::collections::{BTreeMap, BTreeSet, HashMap};
 use std::sync::atomic::{AtomicBool, AtomicU64, AtomicUsize, Ordering};
 use std::sync::{Arc, Condvar, Mutex, MutexGuard, OnceLock};
+use std::thread::ThreadId;
 use wasmrace_trace::Decision;
 
 /// Executions between two computations of the budget's cut once it is
 /// spent, at least (see [`SubtreePool::counted`]).
 const RECUT_EVERY: u64 = 256;
+
+/// Executions between two foldings of the finished stretches (see the
+/// module documentation), at least: often enough that they hold little
+/// memory, rarely enough that the walk under the lock costs nothing.
+const FOLD_EVERY: u64 = 4096;
+
+/// The stretches are folded again once the workers ran at least a
+/// `1 / FOLD_SHARE` of the number held since: a folding walks them all,
+/// and while the frontier waits for a worker behind the other, they pile
+/// up (`condvar_pc` at bound 4 on two threads, folded every 4096
+/// executions, spent an eighth of its time walking them).
+const FOLD_SHARE: u64 = 4;
 
 /// Without a shared cache, the cut is computed again once the workers ran
 /// at least a `1 / RECUT_SHARE` of the stretches' number of executions
@@ -149,8 +175,19 @@ struct State {
     /// allows, once the workers have run as many (see the module
     /// documentation).
     cut: Option<Vec<u32>>,
-    /// Each stretch's first key and its executions.
-    stretches: Vec<Stretch>,
+    /// Each stretch's first key and its executions, by index (in order
+    /// of opening), but those folded.
+    stretches: BTreeMap<usize, Stretch>,
+    /// The index of the next stretch.
+    next_stretch: usize,
+    /// The executions of the folded stretches, and the numbers of the
+    /// places they held that the pool still needs (bugs, prunes).
+    folded: u64,
+    folded_numbers: HashMap<Place, u64>,
+    /// For each busy worker (by thread), the least key its executions to
+    /// come can have: its current stretch's first, or, before it opens
+    /// one, the key of the subtree it took.
+    frontier: HashMap<ThreadId, Arc<[u32]>>,
     /// The stretches' indices by first key (ties by index), once the
     /// order is first needed (`State::order`), and from then on kept as
     /// they open: the budget's cut walks them in order every
@@ -192,8 +229,8 @@ impl State {
     /// Sorts the stretches by first key, unless they are (`by_key`).
     fn order(&mut self) {
         if self.by_key.is_none() {
-            let sorted = self.stretches.iter().enumerate();
-            let keys = sorted.map(|(i, t)| (Arc::clone(&t.first), i)).collect();
+            let sorted = self.stretches.iter();
+            let keys = sorted.map(|(i, t)| (Arc::clone(&t.first), *i)).collect();
             self.by_key = Some(keys);
         }
     }
@@ -207,18 +244,20 @@ impl State {
     /// The stretches by first key, with their counts.
     fn sorted(&self) -> impl Iterator<Item = (&[u32], u64)> + '_ {
         self.in_order().map(|i| {
-            let t = &self.stretches[i];
+            let t = &self.stretches[&i];
             (&*t.first, t.count.load(Ordering::Relaxed))
         })
     }
 
     /// The first key of the stretch holding the `max`-th execution, given
-    /// the stretches by first key with their counts.
+    /// the executions folded before them and the stretches by first key
+    /// with their counts.
     fn cut_at<'k>(
+        folded: u64,
         sorted: impl IntoIterator<Item = (&'k [u32], u64)>,
         max: u64,
     ) -> Option<Vec<u32>> {
-        let mut total = 0;
+        let mut total = folded;
         for (first, count) in sorted {
             total += count;
             if total >= max {
@@ -251,17 +290,72 @@ impl State {
     }
 
     /// The number one run gives the execution at `place`, whose key is
-    /// `key`: the executions of the stretches ordered before its own, plus
-    /// its place in its own.
-    fn number(&self, key: &[u32], (stretch, at): Place) -> u64 {
-        let before: u64 = self
-            .stretches
-            .iter()
-            .enumerate()
-            .filter(|(i, t)| *i != stretch && &*t.first < key)
+    /// `key`: the executions of the stretches ordered before its own (the
+    /// folded ones all are), plus its place in its own.
+    fn number(&self, key: &[u32], place: Place) -> u64 {
+        if let Some(&n) = self.folded_numbers.get(&place) {
+            return n;
+        }
+        let before: u64 = (self.stretches.iter())
+            .filter(|(i, t)| **i != place.0 && &*t.first < key)
             .map(|(_, t)| t.count.load(Ordering::Relaxed))
             .sum();
-        before + at
+        self.folded + before + place.1
+    }
+
+    /// The executions counted so far, folded or not.
+    fn total(&self) -> u64 {
+        let open: u64 = (self.stretches.values())
+            .map(|t| t.count.load(Ordering::Relaxed))
+            .sum();
+        self.folded + open
+    }
+
+    /// Folds the stretches wholly before the frontier into `folded`,
+    /// numbering first the bugs and prunes they hold; nothing when that
+    /// would fold the budget `max`'s last execution (its cut needs the
+    /// key of its stretch). See the module documentation.
+    ///
+    /// A stretch is a run of consecutive executions, done or still
+    /// running, and the frontier is the least key of the work still to
+    /// come, none of which lies inside a stretch: so a stretch whose first
+    /// key is below the frontier lies wholly before it, and is finished.
+    fn fold_finished(&mut self, max: u64) {
+        let waiting = self.waiting.keys().next().map(Vec::as_slice);
+        let frontier = (self.frontier.values().map(|k| &**k))
+            .chain(waiting)
+            .min()
+            .map(<[u32]>::to_vec);
+        // Nothing runs and nothing waits: the run is over.
+        let Some(frontier) = frontier else {
+            return;
+        };
+        let fold: Vec<usize> = (self.stretches.iter())
+            .filter(|(_, t)| *t.first < *frontier)
+            .map(|(i, _)| *i)
+            .collect();
+        let executions: u64 = (fold.iter())
+            .map(|i| self.stretches[i].count.load(Ordering::Relaxed))
+            .sum();
+        if fold.is_empty() || self.folded + executions >= max {
+            return;
+        }
+        let held = (self.best.iter().chain(&self.pruned))
+            .map(|(key, place)| (key, *place))
+            .chain(self.failures.iter().map(|(key, place)| (key, *place)));
+        // `fold` is in index order, as `stretches` is.
+        let numbers: Vec<(Place, u64)> = held
+            .filter(|(_, place)| fold.binary_search(&place.0).is_ok())
+            .map(|(key, place)| (place, self.number(key, place)))
+            .collect();
+        self.folded_numbers.extend(numbers);
+        for i in fold {
+            let t = self.stretches.remove(&i).expect("listed above");
+            if let Some(by_key) = &mut self.by_key {
+                by_key.remove(&(t.first, i));
+            }
+        }
+        self.folded += executions;
     }
 }
 
@@ -288,8 +382,15 @@ pub struct SubtreePool {
     /// The executions counted when the budget's cut is next computed
     /// (0: once the budget is spent).
     next_recut: AtomicU64,
+    /// The executions counted when the stretches are next folded.
+    next_fold: AtomicU64,
     /// Always hungry (see [`SubtreePool::eager`]).
     eager: bool,
+    /// Executions between two foldings at least, and the share of the
+    /// stretches held ([`FOLD_EVERY`], [`FOLD_SHARE`]; tests fold more
+    /// often).
+    fold_every: u64,
+    fold_share: u64,
     /// The state cache the workers share, when they cache states.
     visits: OnceLock<Arc<SharedVisits>>,
 }
@@ -321,7 +422,10 @@ impl SubtreePool {
             stopped: AtomicBool::new(false),
             executions: AtomicU64::new(0),
             next_recut: AtomicU64::new(0),
+            next_fold: AtomicU64::new(FOLD_EVERY),
             eager: false,
+            fold_every: FOLD_EVERY,
+            fold_share: FOLD_SHARE,
             visits: OnceLock::new(),
         })
     }
@@ -333,6 +437,16 @@ impl SubtreePool {
     pub fn eager(workers: usize) -> Arc<Self> {
         let mut pool = Arc::into_inner(Self::new(workers)).expect("just made");
         pool.eager = true;
+        Arc::new(pool)
+    }
+
+    /// This pool, folding finished stretches every `n` executions however
+    /// many it holds (tests: folding between any two).
+    pub fn folding_every(self: Arc<Self>, n: u64) -> Arc<Self> {
+        let mut pool = Arc::into_inner(self).expect("not shared yet");
+        pool.fold_every = n.max(1);
+        pool.fold_share = u64::MAX;
+        pool.next_fold = AtomicU64::new(pool.fold_every);
         Arc::new(pool)
     }
 
@@ -405,7 +519,10 @@ impl SubtreePool {
     /// (they may donate); `Done` once every worker waits and nothing is
     /// left. Called by a worker with no work of its own.
     pub fn take(&self) -> Taken {
+        let me = std::thread::current().id();
         let mut s = self.lock();
+        // Idle: its executions to come are in the waiting subtrees.
+        s.frontier.remove(&me);
         s.idle += 1;
         self.idle.store(s.idle, Ordering::Relaxed);
         let taken = loop {
@@ -421,6 +538,7 @@ impl SubtreePool {
                     }
                     continue;
                 }
+                s.frontier.insert(me, t.key.as_slice().into());
                 break Taken::Subtree(t);
             }
             if !s.done && s.idle == self.workers && self.unpark(&mut s) {
@@ -495,17 +613,21 @@ impl SubtreePool {
     pub fn open_stretch(&self, key: Vec<u32>) -> StretchHandle {
         let count = Arc::new(AtomicU64::new(0));
         let log = Arc::default();
-        let mut s = self.lock();
-        let index = s.stretches.len();
         let first: Arc<[u32]> = key.into();
+        let me = std::thread::current().id();
+        let mut s = self.lock();
+        let index = s.next_stretch;
+        s.next_stretch += 1;
         if let Some(by_key) = &mut s.by_key {
             by_key.insert((Arc::clone(&first), index));
         }
-        s.stretches.push(Stretch {
+        s.frontier.insert(me, Arc::clone(&first));
+        let stretch = Stretch {
             first,
             count: count.clone(),
             log: Arc::clone(&log),
-        });
+        };
+        s.stretches.insert(index, stretch);
         StretchHandle { index, count, log }
     }
 
@@ -516,6 +638,14 @@ impl SubtreePool {
     /// earlier is higher, which only explores more).
     pub(crate) fn counted(&self, max: u64) {
         let n = self.executions.fetch_add(1, Ordering::Relaxed) + 1;
+        if n < max && n >= self.next_fold.load(Ordering::Relaxed) && self.cached().is_none() {
+            let mut s = self.lock();
+            if n >= self.next_fold.load(Ordering::Relaxed) {
+                s.fold_finished(max);
+                let every = (s.stretches.len() as u64 / self.fold_share).max(self.fold_every);
+                self.next_fold.store(n + every, Ordering::Relaxed);
+            }
+        }
         if n < max || n < self.next_recut.load(Ordering::Relaxed) {
             return;
         }
@@ -527,7 +657,10 @@ impl SubtreePool {
         let (cut, every) = match self.cached() {
             None => {
                 let stretches = s.stretches.len() as u64;
-                (State::cut_at(s.sorted(), max), stretches / RECUT_SHARE)
+                (
+                    State::cut_at(s.folded, s.sorted(), max),
+                    stretches / RECUT_SHARE,
+                )
             }
             // Counting by logs walks every execution: less and less often.
             Some(visits) => {
@@ -894,6 +1027,75 @@ mod tests {
             budget.counted(5);
         }
         assert_eq!(budget.threshold(), None);
+        budget.counted(5);
+        assert_eq!(budget.threshold(), Some(vec![0, 3]));
+    }
+
+    /// Stretches before the frontier fold into one count: the bugs they
+    /// hold keep their numbers, the stretches after it are kept, a waiting
+    /// subtree holds the frontier back, and nothing folds that would fold
+    /// the budget's last execution.
+    #[test]
+    fn finished_stretches_fold_without_changing_a_number() {
+        let pool = SubtreePool::new(1).folding_every(1);
+        assert!(matches!(pool.take(), Taken::Subtree(t) if t.key == [0]));
+        let a = pool.open_stretch(vec![0, 1]);
+        a.count.store(3, Ordering::Relaxed);
+        pool.found(vec![0, 1, 7], (a.index, 2), false);
+        // The worker moved on past `[0, 2]`, which waits.
+        pool.give(vec![subtree(&[0, 2])]);
+        let b = pool.open_stretch(vec![0, 4]);
+        b.count.store(2, Ordering::Relaxed);
+        pool.found(vec![0, 4, 1], (b.index, 1), false);
+        pool.counted(100);
+        let held = |p: &SubtreePool| {
+            let s = p.lock();
+            (s.stretches.len(), s.folded)
+        };
+        assert_eq!(
+            held(&pool),
+            (1, 3),
+            "`a` folded, `b` after the waiting subtree"
+        );
+        // Taken and explored: 4 executions before `b`'s.
+        assert!(matches!(pool.take(), Taken::Subtree(t) if t.key == [0, 2]));
+        pool.open_stretch(vec![0, 2])
+            .count
+            .store(4, Ordering::Relaxed);
+        pool.open_stretch(vec![0, 5])
+            .count
+            .store(1, Ordering::Relaxed);
+        pool.counted(100);
+        assert_eq!(held(&pool), (1, 9));
+        let bug = |key: Vec<u32>| Bug {
+            failure: wasmrace_trace::Failure::new(wasmrace_trace::FailureKind::Panic, None, "x"),
+            found_by: "dfs".into(),
+            schedule: vec![],
+            execution: 0,
+            order_key: Some(key),
+        };
+        let worker = Report {
+            bugs: vec![bug(vec![0, 1, 7]), bug(vec![0, 4, 1])],
+            ..Report::default()
+        };
+        let report = pool.settle(std::slice::from_ref(&worker), 100);
+        let numbers: Vec<u64> = report.bugs.iter().map(|b| b.execution).collect();
+        assert_eq!(numbers, [2, 3 + 4 + 1]);
+        assert_eq!(report.executions, 10);
+        // Folding the first two stretches would fold the budget's 5th
+        // execution, whose stretch the cut names.
+        let budget = SubtreePool::new(1).folding_every(1);
+        assert!(matches!(budget.take(), Taken::Subtree(_)));
+        for (key, count) in [(vec![0, 1], 3), (vec![0, 3], 2), (vec![0, 6], 0)] {
+            budget
+                .open_stretch(key)
+                .count
+                .store(count, Ordering::Relaxed);
+        }
+        for _ in 0..4 {
+            budget.counted(5);
+        }
+        assert_eq!(held(&budget), (3, 0));
         budget.counted(5);
         assert_eq!(budget.threshold(), Some(vec![0, 3]));
     }

@@ -65,8 +65,9 @@ fn single(model: &Model, bound: Option<u32>, config: &Config) -> (Report, Vec<Ve
 }
 
 /// One run on `n` workers sharing a pool: the merged report and every
-/// worker's executions. Every other call makes the pool eager, so that
-/// subtrees change hands between any two executions.
+/// worker's executions. Calls take turns with a plain pool, an eager one
+/// (subtrees change hands between any two executions) and an eager one
+/// that folds finished stretches after every execution.
 fn shared(
     model: &Model,
     bound: Option<u32>,
@@ -75,9 +76,10 @@ fn shared(
 ) -> (Report, Vec<Vec<Decision>>) {
     use std::sync::atomic::{AtomicUsize, Ordering};
     static CALLS: AtomicUsize = AtomicUsize::new(0);
-    let pool = match CALLS.fetch_add(1, Ordering::Relaxed) % 2 {
+    let pool = match CALLS.fetch_add(1, Ordering::Relaxed) % 3 {
         0 => SubtreePool::new(n),
-        _ => SubtreePool::eager(n),
+        1 => SubtreePool::eager(n),
+        _ => SubtreePool::eager(n).folding_every(1),
     };
     // Workers start together, or the first may be done before the others.
     let together = std::sync::Barrier::new(n);

@@ -8,7 +8,6 @@
 use super::{Place, State};
 use crate::explorer::visits::{ExpId, Fate, Logged, NO_EXPANSION};
 use std::collections::HashSet;
-use std::sync::atomic::Ordering;
 
 /// A shared-cache run's executions, counted from the stretches' logs
 /// with the expansions killed so far.
@@ -32,7 +31,8 @@ impl<'a> Ledger<'a> {
             order,
             counted: Vec::new(),
         };
-        ledger.counted = (0..s.stretches.len())
+        // Nothing is folded with a shared cache: indices are dense.
+        ledger.counted = (0..s.next_stretch)
             .map(|i| {
                 let log = ledger.log(i);
                 log.iter().filter(|e| ledger.counts(e)).count() as u64
@@ -54,7 +54,7 @@ impl<'a> Ledger<'a> {
     }
 
     fn log(&self, stretch: usize) -> std::sync::MutexGuard<'_, Vec<Logged>> {
-        crate::explorer::visits::lock(&self.s.stretches[stretch].log)
+        crate::explorer::visits::lock(&self.s.stretches[&stretch].log)
     }
 
     /// One thread's executions.
@@ -68,8 +68,8 @@ impl<'a> Ledger<'a> {
         let sorted = self
             .order
             .iter()
-            .map(|&i| (&*self.s.stretches[i].first, self.counted[i]));
-        State::cut_at(sorted, max)
+            .map(|&i| (&*self.s.stretches[&i].first, self.counted[i]));
+        State::cut_at(0, sorted, max)
     }
 
     /// One thread's number for the execution at `place`; `None` when one
@@ -80,9 +80,9 @@ impl<'a> Ledger<'a> {
         if self.fate(here) != Fate::Same {
             return None;
         }
-        let first = &self.s.stretches[stretch].first;
+        let first = &self.s.stretches[&stretch].first;
         let before: u64 = (self.order.iter())
-            .filter(|&&i| self.s.stretches[i].first < *first)
+            .filter(|&&i| self.s.stretches[&i].first < *first)
             .map(|&i| self.counted[i])
             .sum();
         let within = log[..at as usize].iter().filter(|e| self.counts(e)).count() as u64;
@@ -154,9 +154,7 @@ impl Numbers<'_> {
     /// The executions one run has.
     pub(super) fn total(&self) -> u64 {
         match self {
-            Numbers::Plain(s) => (s.stretches.iter())
-                .map(|t| t.count.load(Ordering::Relaxed))
-                .sum(),
+            Numbers::Plain(s) => s.total(),
             Numbers::Logged(l) => l.total(),
         }
     }
