@@ -384,8 +384,11 @@ pub struct SubtreePool {
     next_recut: AtomicU64,
     /// The executions counted when the stretches are next folded.
     next_fold: AtomicU64,
-    /// Always hungry (see [`SubtreePool::eager`]).
-    eager: bool,
+    /// Hungry at every `eager`-th question, busy or not (see
+    /// [`SubtreePool::eager`]); 0: only when a worker waits.
+    eager: u64,
+    /// Questions asked of an eager pool.
+    asked: AtomicU64,
     /// Executions between two foldings at least, and the share of the
     /// stretches held ([`FOLD_EVERY`], [`FOLD_SHARE`]; tests fold more
     /// often).
@@ -423,7 +426,8 @@ impl SubtreePool {
             executions: AtomicU64::new(0),
             next_recut: AtomicU64::new(0),
             next_fold: AtomicU64::new(FOLD_EVERY),
-            eager: false,
+            eager: 0,
+            asked: AtomicU64::new(0),
             fold_every: FOLD_EVERY,
             fold_share: FOLD_SHARE,
             visits: OnceLock::new(),
@@ -435,8 +439,15 @@ impl SubtreePool {
     /// (tests: on small models, one worker is often done before the others
     /// start, and would never donate).
     pub fn eager(workers: usize) -> Arc<Self> {
+        Self::eager_every(workers, 1)
+    }
+
+    /// A pool whose workers donate at every `n`-th chance, hungry or not
+    /// (tests: hand-overs between longer stretches, so that a worker
+    /// explores several subtrees it deferred in a row).
+    pub fn eager_every(workers: usize, n: u64) -> Arc<Self> {
         let mut pool = Arc::into_inner(Self::new(workers)).expect("just made");
-        pool.eager = true;
+        pool.eager = n.max(1);
         Arc::new(pool)
     }
 
@@ -491,8 +502,9 @@ impl SubtreePool {
     /// Whether a busy worker should donate: some worker waits for work and
     /// the pool holds fewer subtrees than there are waiting workers.
     pub fn hungry(&self) -> bool {
-        if self.eager {
-            return true;
+        if self.eager > 0 {
+            let asked = self.asked.fetch_add(1, Ordering::Relaxed);
+            return asked.is_multiple_of(self.eager);
         }
         let idle = self.idle.load(Ordering::Relaxed);
         idle > 0 && self.waiting.load(Ordering::Relaxed) < idle

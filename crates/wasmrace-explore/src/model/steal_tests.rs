@@ -66,8 +66,10 @@ fn single(model: &Model, bound: Option<u32>, config: &Config) -> (Report, Vec<Ve
 
 /// One run on `n` workers sharing a pool: the merged report and every
 /// worker's executions. Calls take turns with a plain pool, an eager one
-/// (subtrees change hands between any two executions) and an eager one
-/// that folds finished stretches after every execution.
+/// (subtrees change hands between any two executions), an eager one that
+/// folds finished stretches after every execution, and ones eager at
+/// every third and seventh chance (longer stretches, with hand-overs
+/// within them: a worker explores several subtrees it deferred in a row).
 fn shared(
     model: &Model,
     bound: Option<u32>,
@@ -76,10 +78,12 @@ fn shared(
 ) -> (Report, Vec<Vec<Decision>>) {
     use std::sync::atomic::{AtomicUsize, Ordering};
     static CALLS: AtomicUsize = AtomicUsize::new(0);
-    let pool = match CALLS.fetch_add(1, Ordering::Relaxed) % 3 {
+    let pool = match CALLS.fetch_add(1, Ordering::Relaxed) % 5 {
         0 => SubtreePool::new(n),
         1 => SubtreePool::eager(n),
-        _ => SubtreePool::eager(n).folding_every(1),
+        2 => SubtreePool::eager(n).folding_every(1),
+        3 => SubtreePool::eager_every(n, 3),
+        _ => SubtreePool::eager_every(n, 7),
     };
     // Workers start together, or the first may be done before the others.
     let together = std::sync::Barrier::new(n);

@@ -199,6 +199,11 @@ struct Frame {
 struct Deferred {
     node: NodeId,
     exp: ExpId,
+    /// With other workers (`check --jobs`): it directly follows the entry
+    /// before it in its list (the one run before it) in the search order,
+    /// so that exploring it right after that one's subtree continues the
+    /// stretch (see `Dfs::defer`).
+    follows: bool,
 }
 
 impl Frame {
@@ -265,6 +270,12 @@ pub struct Dfs {
     jumped: bool,
     /// The pool said the run is over.
     left: bool,
+    /// The stretch during which the last subtree was deferred to
+    /// `s_next`, if nothing was taken from that list since.
+    deferred_in: Option<u64>,
+    /// Work was dropped since the last deferred subtree started: the next
+    /// one does not follow it.
+    gap: bool,
     /// The pool's threshold (the least bug key, or the budget's cut) as
     /// last read: work after it is abandoned, the current subtree's
     /// between executions and a deferred subtree's when it would start.
@@ -306,6 +317,8 @@ impl Dfs {
             stretch: 0,
             jumped: false,
             left: false,
+            deferred_in: None,
+            gap: false,
             threshold: None,
             threshold_seen: 0,
             told_abandoned: false,
@@ -494,9 +507,8 @@ impl Dfs {
                     if self.iteration < bound {
                         let parent = self.path_node(ctx.step);
                         for (rank, d) in preemptive.into_iter().enumerate() {
-                            self.deferred += 1;
                             let node = self.arena.push(parent, (d, ((rank as u32) << 1) | 1));
-                            self.s_next.push(Deferred { node, exp });
+                            self.defer(node, exp);
                         }
                     } else {
                         self.pruned += preemptive.len() as u64;
@@ -534,6 +546,28 @@ impl Dfs {
         }
     }
 
+    /// Defers the subtree below `node` to the next iteration.
+    ///
+    /// In one search, the next iteration explores the subtrees in the
+    /// order they were deferred. A worker sharing the tree defers only
+    /// those of its executions, but two it defers in one stretch (a run of
+    /// consecutive executions) are consecutive in that order too: no other
+    /// worker's execution, nor deferral, comes between. Marked so, the
+    /// second continues the stretch of the first when the worker explores
+    /// them in a row: a bounded search defers a subtree every two
+    /// executions or so, and a stretch each cost a lock of the pool and
+    /// its memory until folded (`condvar_pc` at bound 3 on two threads
+    /// opened 160,000).
+    fn defer(&mut self, node: NodeId, exp: ExpId) {
+        self.deferred += 1;
+        let follows = self.pool.is_some()
+            && self.shared.is_none()
+            && !self.s_next.is_empty()
+            && self.deferred_in == Some(self.stretch);
+        self.deferred_in = Some(self.stretch);
+        self.s_next.push(Deferred { node, exp, follows });
+    }
+
     /// Starts the next deferred subtree, moving to the next iteration when
     /// this one is done; `None` when nothing is left.
     fn next_subtree(&mut self) -> Option<Start> {
@@ -549,7 +583,12 @@ impl Dfs {
                     self.set_aside(entry, steps);
                     continue;
                 }
-                self.stretch += 1;
+                // The previous subtree was this list's entry before it,
+                // explored whole by this worker.
+                let gap = std::mem::take(&mut self.gap);
+                if !entry.follows || self.jumped || gap {
+                    self.stretch += 1;
+                }
                 self.jumped = false;
                 self.forced = steps.into_iter().map(|(d, _)| d).collect();
                 self.base_node = entry.node;
@@ -566,6 +605,10 @@ impl Dfs {
                 // deferrals first, like the search that deferred them.
                 self.s_current = std::mem::take(&mut self.s_next);
                 self.s_current.reverse();
+                self.deferred_in = None;
+                // Other workers' subtrees of the last iteration come
+                // between: the first starts a stretch.
+                self.gap = true;
                 continue;
             }
             return None;

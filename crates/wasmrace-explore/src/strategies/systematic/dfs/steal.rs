@@ -74,6 +74,7 @@ impl Dfs {
             }
             self.tell_abandoned(pool);
         }
+        self.gap = true;
     }
 
     /// Whether the deferred subtree below `steps` comes entirely after the
@@ -88,6 +89,7 @@ impl Dfs {
     /// `steps` (`entry`'s), after the threshold: parked in the pool with a
     /// shared cache (see `shared_cache.rs`), dropped otherwise.
     pub(super) fn set_aside(&mut self, entry: Deferred, steps: Vec<(Decision, u32)>) {
+        self.gap = true;
         let pool = self.pool.clone().expect("only a worker has a threshold");
         if self.shared.is_some() {
             let key = key_of(steps.iter().map(|(_, m)| *m));
@@ -136,6 +138,8 @@ impl Dfs {
             }
         }
         let (list, iteration, from_end) = if self.s_current.is_empty() {
+            // The next deferral may follow an entry given away.
+            self.deferred_in = None;
             (&mut self.s_next, self.iteration + 1, false)
         } else {
             (&mut self.s_current, self.iteration, true)
@@ -251,10 +255,26 @@ fn every_other(list: &mut Vec<Deferred>, from_end: bool) -> Vec<Deferred> {
         region.reverse();
     }
     let (mut keep, mut gift) = (Vec::with_capacity(span.div_ceil(2)), Vec::new());
-    for (i, entry) in region.into_iter().enumerate() {
+    for (i, mut entry) in region.into_iter().enumerate() {
         match i % 2 {
-            0 => keep.push(entry),
+            0 => {
+                // The entry run before it is given away (but the first's).
+                entry.follows &= i == 0;
+                keep.push(entry);
+            }
             _ => gift.push(entry),
+        }
+    }
+    // So is the region's last when its length is even: the entry run
+    // after the region no longer follows the one before it.
+    if span.is_multiple_of(2) {
+        let next = if from_end {
+            list.last_mut()
+        } else {
+            list.first_mut()
+        };
+        if let Some(entry) = next {
+            entry.follows = false;
         }
     }
     if from_end {
@@ -271,7 +291,11 @@ mod tests {
     use super::*;
 
     fn list(nodes: impl IntoIterator<Item = u32>) -> Vec<Deferred> {
-        let entry = |node| Deferred { node, exp: 0 };
+        let entry = |node| Deferred {
+            node,
+            exp: 0,
+            follows: true,
+        };
         nodes.into_iter().map(entry).collect()
     }
 
@@ -284,14 +308,25 @@ mod tests {
     /// `2 * MAX_DEFERRED_GIFT`, the donor keeps them all, in order.
     #[test]
     fn a_gift_of_deferred_subtrees_takes_every_other_one_to_run() {
-        // `s_current` runs from its end: 4 first, then 3, 2, 1, 0.
+        let follows = |list: &[Deferred]| list.iter().map(|d| d.follows).collect::<Vec<_>>();
+        // `s_current` runs from its end: 4 first, then 3, 2, 1, 0. The
+        // kept entries after the first no longer follow the entry run
+        // before them, which is given away.
         let mut current = list(0..5);
         assert_eq!(nodes(&every_other(&mut current, true)), [3, 1]);
         assert_eq!(nodes(&current), [0, 2, 4]);
+        assert_eq!(follows(&current), [false, false, true]);
         // `s_next` runs from its front.
         let mut next = list(0..5);
         assert_eq!(nodes(&every_other(&mut next, false)), [1, 3]);
         assert_eq!(nodes(&next), [0, 2, 4]);
+        assert_eq!(follows(&next), [true, false, false]);
+        // An even region gives its last away: the entry after it does not
+        // follow it either.
+        let n = 2 * MAX_DEFERRED_GIFT as u32 + 2;
+        let mut after = list(0..n);
+        every_other(&mut after, true);
+        assert_eq!(follows(&after)[..3], [true, false, false]);
         let mut one = list([7]);
         assert_eq!(nodes(&every_other(&mut one, true)), [7]);
         assert!(one.is_empty());
