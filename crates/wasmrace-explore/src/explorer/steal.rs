@@ -25,8 +25,9 @@
 //! **Numbers.** A worker's executions come in *stretches*: those of one
 //! subtree it explores (from taking or resuming it until it moves to
 //! another, or moves past what it donated: the strategy says so by
-//! changing [`Splitting::stretch`](crate::Splitting::stretch)), which are
-//! consecutive in the search order. Stretches are disjoint
+//! changing [`Splitting::stretch`](crate::Splitting::stretch); DFS lets
+//! subtrees it deferred in one stretch and explores in a row share one),
+//! which are consecutive in the search order. Stretches are disjoint
 //! intervals of the order, so sorted by their first key and counted
 //! ([`SubtreePool::settle`]) they number every execution as one run does:
 //! the bug's number is the count of the stretches before its own plus its
@@ -37,16 +38,17 @@
 //! the executions the run keeps are exactly the single run's first ones.
 //!
 //! **Bounded memory.** Without a shared cache, every [`FOLD_EVERY`]
-//! executions the pool folds the stretches that lie wholly before the
+//! executions or more ([`FOLD_SHARE`]) the pool folds the stretches that
+//! lie wholly before the
 //! *frontier* (the least key an execution still to come can have: the
 //! least waiting subtree's, and each busy worker's current stretch's or
 //! taken subtree's) into one count, numbering first the bugs and prunes
 //! they hold: their counts are final, and every stretch still open or to
 //! come orders after them. So the pool holds the stretches between the
-//! frontier and the workers, not one per stretch since the start (a
-//! bounded search opens one every two executions: `condvar_pc` at
-//! preemption bound 4 held 740 MB after 1.5 million executions on two
-//! threads). Folding stops short of the budget, whose cut needs the key of
+//! frontier and the workers, not one per stretch since the start
+//! (`condvar_pc` at preemption bound 4 held 740 MB after 1.5 million
+//! executions on two threads, when a bounded search opened a stretch
+//! every two executions; 139 MB now, as one thread). Folding stops short of the budget, whose cut needs the key of
 //! its stretch. The pool knows each worker by its thread.
 //!
 //! **With a shared state cache** ([`SharedVisits`], `dfs --state-cache`)
