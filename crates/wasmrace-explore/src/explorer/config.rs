@@ -80,7 +80,7 @@ pub struct Config {
     /// splits by prefix, the executions whose first `split_depth` decisions
     /// hash to `index`. The `count` partitions of a run explore between them
     /// exactly what the run explores. A strategy that cannot split is an
-    /// error ([`ExploreError::CannotSplit`]). Default: none, the whole run.
+    /// error ([`ExploreError::CannotSplit`](crate::ExploreError::CannotSplit)). Default: none, the whole run.
     pub partition: Option<Partition>,
     /// Decisions whose hash picks the partition of an execution, for
     /// strategies that split by prefix (`--split-depth`): deeper spreads

@@ -37,8 +37,8 @@
 //! its first key is abandoned as after a bug, and the rest is explored, so
 //! the executions the run keeps are exactly the single run's first ones.
 //!
-//! **Bounded memory.** Without a shared cache, every [`FOLD_EVERY`]
-//! executions or more ([`FOLD_SHARE`]) the pool folds the stretches that
+//! **Bounded memory.** Without a shared cache, every `FOLD_EVERY`
+//! executions or more (`FOLD_SHARE`) the pool folds the stretches that
 //! lie wholly before the
 //! *frontier* (the least key an execution still to come can have: the
 //! least waiting subtree's, and each busy worker's current stretch's or

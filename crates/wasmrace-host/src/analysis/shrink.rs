@@ -17,7 +17,7 @@
 //! - `u`'s block is deferred to the end.
 //!
 //! Preemptive switches are tried first. A candidate is a list of decisions
-//! replayed leniently ([`Plan`]): decisions of threads that are blocked wait,
+//! replayed leniently (`Plan`): decisions of threads that are blocked wait,
 //! those of exited threads are dropped, and after the list the current
 //! thread keeps running (the deterministic completion). The schedule kept is
 //! the one the replay actually ran, so it replays exactly. Replays restore

@@ -51,7 +51,7 @@ pub struct CellResult {
     pub index: u64,
     /// Which of the cell's seeds, from 0.
     pub seed_index: u32,
-    /// The seed the strategy ran with ([`cell_seed`]: derived from the base
+    /// The seed the strategy ran with ([`cell_seed`](crate::bench::cell_seed): derived from the base
     /// seed, the program, the test, the strategy and the seed index).
     pub seed: u64,
     /// Executions run.

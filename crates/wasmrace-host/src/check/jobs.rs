@@ -27,7 +27,7 @@ use wasmrace_explore::{Blocks, Explorer, LowestBug, Partition, Report, Split};
 /// partitions (partition `K` of `N` becomes partitions `K + N * j` of `N *
 /// jobs`), and its report is the one-thread run's: the failing execution
 /// with the lowest index, counted with exactly the executions below it
-/// ([`LowestBug`], [`Cuts`]); so is a phased one within a partition (its
+/// ([`LowestBug`], `Cuts`); so is a phased one within a partition (its
 /// phases a prologue every thread runs). `jobs` of 1 is [`check`](super::check). The strategy must
 /// split its work (`Splitting::split`), else this is the explorer's
 /// `CannotSplit` error.

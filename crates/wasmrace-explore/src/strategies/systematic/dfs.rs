@@ -78,7 +78,9 @@
 //! first), is exactly the order of the search. It is not the order of the
 //! decision sequences themselves: a preemption deferred at a node comes
 //! after the non-preemptive subtree below that node, though it ranks later
-//! there. [`order_key`]: crate::Splitting::order_key
+//! there.
+//!
+//! [`order_key`]: crate::Splitting::order_key
 //!
 //! **Order.** At each step: continue the last thread (all its alternatives,
 //! ascending), then the other threads in creation order. So the first

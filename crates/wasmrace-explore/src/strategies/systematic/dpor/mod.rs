@@ -1,12 +1,12 @@
 //! Dynamic partial-order reduction: exhaustive search that runs each
 //! Mazurkiewicz trace (equivalence class of interleavings under the
-//! dependency relation of [`race`]) once. Abdulla, Aronis, Jonsson &
+//! dependency relation of `race`) once. Abdulla, Aronis, Jonsson &
 //! Sagonas, "Optimal dynamic partial order reduction" (POPL 2014) and
 //! "Source sets: a foundation for optimal dynamic partial order reduction"
 //! (JACM 2017): Algorithm 1 (`--dpor source`: source sets and sleep sets)
 //! and Algorithm 2 (`--dpor optimal`, the default: wakeup trees).
 //!
-//! **The search.** One [`Node`] per depth of the current path holds what
+//! **The search.** One `Node` per depth of the current path holds what
 //! the algorithms keep per prefix `E`: `sleep(E)` (threads whose next event
 //! was explored here or in an equivalent way, with that event) and `wut(E)`
 //! (the wakeup tree of sequences still to explore; in source mode, a flat
@@ -20,7 +20,7 @@
 //! `v` (optimal), or one initial of `v` into its backtrack set unless one
 //! already is there (source). The next execution resumes at the deepest
 //! node with something left, through `Start::Resume`. The vector clocks
-//! that find the races are kept per depth of the path ([`race::Clocks`]):
+//! that find the races are kept per depth of the path (`race::Clocks`):
 //! an execution computes them only from its first new event, so a step
 //! costs the same however deep the shared prefix is.
 //!
@@ -35,7 +35,7 @@
 //! are done.
 //!
 //! **Blocking.** A blocked thread is not enabled and has no event; the
-//! race rules in [`race`] reverse lock acquisitions against each other and
+//! race rules in `race` reverse lock acquisitions against each other and
 //! never reverse an event with the one it enabled. A planned sequence whose
 //! next thread turns out blocked is dropped (counted as an infeasible
 //! reversal; the execution is abandoned when nothing else is left at that
@@ -58,7 +58,7 @@
 //!
 //! **Bounded** (`--preemption-bound N`): bounded partial-order reduction
 //! in source mode, with conservative backtrack points and sleep sets only
-//! where the bound pruned nothing; see [`bound`].
+//! where the bound pruned nothing; see `bound`.
 //!
 //! **Memory.** Nodes exist for the current path only: sleep sets hold at
 //! most one event per thread, and wakeup trees hold the reversals planned
@@ -98,7 +98,7 @@ impl DporMode {
 /// `dpor` in the [registry](crate::strategies::registry): `--dpor`
 /// (default `optimal`) and `--preemption-bound` (default unbounded). With a
 /// bound it runs bounded source-DPOR whatever `--dpor` says (the CLI
-/// refuses `--dpor optimal` with a bound); see [`bound`].
+/// refuses `--dpor optimal` with a bound); see `bound`.
 pub const DESCRIPTOR: Descriptor = Descriptor {
     name: "dpor",
     about: "Dynamic partial-order reduction: each Mazurkiewicz trace once \
@@ -230,7 +230,7 @@ impl Dpor {
     }
 
     /// Bounded source-DPOR: at least one schedule of every trace that has
-    /// a schedule with at most `limit` preemptions (see [`bound`]).
+    /// a schedule with at most `limit` preemptions (see `bound`).
     pub fn bounded(limit: u32) -> Self {
         Dpor {
             bound: Some(bound::Bound::new(limit)),
