@@ -63,10 +63,11 @@
 //! subtrees still needed are explored.
 
 mod ledger;
+mod stretches;
 
 use super::partition::merge_reports;
 use super::visits::{ExpId, Logged, SharedVisits};
-use super::{Bug, Report};
+use super::Report;
 use crate::state_cache::{CACHE_HITS, STATES_EXPLORED};
 use crate::strategy::BoundHit;
 use std::collections::{BTreeMap, BTreeSet, HashMap};
@@ -226,138 +227,6 @@ impl State {
             (Some(b), Some(c)) => Some(b.min(c)),
             (b, c) => b.or(c),
         }
-    }
-
-    /// Sorts the stretches by first key, unless they are (`by_key`).
-    fn order(&mut self) {
-        if self.by_key.is_none() {
-            let sorted = self.stretches.iter();
-            let keys = sorted.map(|(i, t)| (Arc::clone(&t.first), *i)).collect();
-            self.by_key = Some(keys);
-        }
-    }
-
-    /// The stretches' indices by first key (after `order`).
-    fn in_order(&self) -> impl Iterator<Item = usize> + '_ {
-        debug_assert!(self.by_key.is_some(), "stretches not ordered");
-        self.by_key.iter().flatten().map(|(_, i)| *i)
-    }
-
-    /// The stretches by first key, with their counts.
-    fn sorted(&self) -> impl Iterator<Item = (&[u32], u64)> + '_ {
-        self.in_order().map(|i| {
-            let t = &self.stretches[&i];
-            (&*t.first, t.count.load(Ordering::Relaxed))
-        })
-    }
-
-    /// The first key of the stretch holding the `max`-th execution, given
-    /// the executions folded before them and the stretches by first key
-    /// with their counts.
-    fn cut_at<'k>(
-        folded: u64,
-        sorted: impl IntoIterator<Item = (&'k [u32], u64)>,
-        max: u64,
-    ) -> Option<Vec<u32>> {
-        let mut total = folded;
-        for (first, count) in sorted {
-            total += count;
-            if total >= max {
-                return Some(first.to_vec());
-            }
-        }
-        None
-    }
-
-    /// Every worker's bugs, each numbered as one run numbers it (by its
-    /// order key's place in `failures`), in that order; those one run does
-    /// not find (below a killed expansion) left out.
-    fn numbered(&self, numbers: &ledger::Numbers<'_>, reports: &[Report]) -> Vec<Bug> {
-        let mut bugs: Vec<Bug> = Vec::new();
-        for mut b in reports.iter().flat_map(|r| r.bugs.clone()) {
-            let place = b
-                .order_key
-                .as_ref()
-                .and_then(|k| Some((k, self.failures.get(k)?)));
-            if let Some((key, place)) = place {
-                match numbers.number(key, *place) {
-                    Some(n) => b.execution = n,
-                    None => continue,
-                }
-            }
-            bugs.push(b);
-        }
-        bugs.sort_by_key(|b| b.execution);
-        bugs
-    }
-
-    /// The number one run gives the execution at `place`, whose key is
-    /// `key`: the executions of the stretches ordered before its own (the
-    /// folded ones all are), plus its place in its own.
-    fn number(&self, key: &[u32], place: Place) -> u64 {
-        if let Some(&n) = self.folded_numbers.get(&place) {
-            return n;
-        }
-        let before: u64 = (self.stretches.iter())
-            .filter(|(i, t)| **i != place.0 && &*t.first < key)
-            .map(|(_, t)| t.count.load(Ordering::Relaxed))
-            .sum();
-        self.folded + before + place.1
-    }
-
-    /// The executions counted so far, folded or not.
-    fn total(&self) -> u64 {
-        let open: u64 = (self.stretches.values())
-            .map(|t| t.count.load(Ordering::Relaxed))
-            .sum();
-        self.folded + open
-    }
-
-    /// Folds the stretches wholly before the frontier into `folded`,
-    /// numbering first the bugs and prunes they hold; nothing when that
-    /// would fold the budget `max`'s last execution (its cut needs the
-    /// key of its stretch). See the module documentation.
-    ///
-    /// A stretch is a run of consecutive executions, done or still
-    /// running, and the frontier is the least key of the work still to
-    /// come, none of which lies inside a stretch: so a stretch whose first
-    /// key is below the frontier lies wholly before it, and is finished.
-    fn fold_finished(&mut self, max: u64) {
-        let waiting = self.waiting.keys().next().map(Vec::as_slice);
-        let frontier = (self.frontier.values().map(|k| &**k))
-            .chain(waiting)
-            .min()
-            .map(<[u32]>::to_vec);
-        // Nothing runs and nothing waits: the run is over.
-        let Some(frontier) = frontier else {
-            return;
-        };
-        let fold: Vec<usize> = (self.stretches.iter())
-            .filter(|(_, t)| *t.first < *frontier)
-            .map(|(i, _)| *i)
-            .collect();
-        let executions: u64 = (fold.iter())
-            .map(|i| self.stretches[i].count.load(Ordering::Relaxed))
-            .sum();
-        if fold.is_empty() || self.folded + executions >= max {
-            return;
-        }
-        let held = (self.best.iter().chain(&self.pruned))
-            .map(|(key, place)| (key, *place))
-            .chain(self.failures.iter().map(|(key, place)| (key, *place)));
-        // `fold` is in index order, as `stretches` is.
-        let numbers: Vec<(Place, u64)> = held
-            .filter(|(_, place)| fold.binary_search(&place.0).is_ok())
-            .map(|(key, place)| (place, self.number(key, place)))
-            .collect();
-        self.folded_numbers.extend(numbers);
-        for i in fold {
-            let t = self.stretches.remove(&i).expect("listed above");
-            if let Some(by_key) = &mut self.by_key {
-                by_key.remove(&(t.first, i));
-            }
-        }
-        self.folded += executions;
     }
 }
 
@@ -887,6 +756,7 @@ impl Drop for StopOnDrop<'_> {
 mod tests {
     use super::*;
     use crate::explorer::visits::Visit;
+    use crate::explorer::Bug;
 
     fn subtree(key: &[u32]) -> Subtree {
         Subtree {
