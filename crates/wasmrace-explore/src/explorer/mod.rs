@@ -153,8 +153,10 @@ impl<P: Program> Explorer<P> {
     }
 
     /// Runs `strategy` with `observer` beside it as one of the workers
-    /// sharing `pool` ([`steal`]): each worker runs this with its own
-    /// program instance and strategy, and [`SubtreePool::settle`] adds
+    /// sharing `pool` ([`steal`]): each worker runs this on a thread of its
+    /// own (the workers wait for one another, and the pool tells them
+    /// apart by thread), with its own program instance and strategy, and
+    /// [`SubtreePool::settle`] adds
     /// their reports up, numbers the bugs and cuts them at
     /// `--max-executions` as one run does (the workers run past the budget
     /// until what it keeps is explored); a time bound

@@ -230,7 +230,8 @@ impl State {
     }
 }
 
-/// The pool the workers of one run share; see the module documentation.
+/// The pool the workers of one run share, each on a thread of its own;
+/// see the module documentation.
 #[derive(Debug)]
 pub struct SubtreePool {
     state: Mutex<State>,
