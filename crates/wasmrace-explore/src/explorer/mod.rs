@@ -536,7 +536,10 @@ impl<P: Program, O: Observer + ?Sized> Run<'_, P, O> {
             self.prunes = (prunes, Some(index));
         }
         if let Some(logged) = splitting.and_then(|s| s.logged()) {
-            visits::lock(&stretch.log).push(logged);
+            // A strategy logs only with the pool's cache, set up before
+            // its first stretch.
+            let log = stretch.log.as_ref().expect("the pool shares a cache");
+            visits::lock(log).push(logged);
         }
         pool.counted(self.cfg.max_executions);
         (index, at)

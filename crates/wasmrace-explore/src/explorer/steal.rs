@@ -143,8 +143,10 @@ struct Stretch {
     first: Arc<[u32]>,
     /// Its executions so far.
     count: Arc<AtomicU64>,
-    /// Each execution, with a shared state cache (empty otherwise).
-    log: Arc<Mutex<Vec<Logged>>>,
+    /// Each execution, with a shared state cache (none otherwise: a plain
+    /// run opens a stretch every few executions, and its log was an
+    /// allocation each, never filled).
+    log: Option<Arc<Mutex<Vec<Logged>>>>,
 }
 
 /// What the worker running a stretch holds of it.
@@ -155,7 +157,7 @@ pub struct StretchHandle {
     /// Its executions so far.
     pub count: Arc<AtomicU64>,
     /// Its executions, with a shared state cache.
-    pub log: Arc<Mutex<Vec<Logged>>>,
+    pub log: Option<Arc<Mutex<Vec<Logged>>>>,
 }
 
 /// What the lock guards: the subtrees waiting, the least bug key, the
@@ -193,8 +195,8 @@ struct State {
     frontier: HashMap<ThreadId, Arc<[u32]>>,
     /// The stretches' indices by first key (ties by index), once the
     /// order is first needed (`State::order`), and from then on kept as
-    /// they open: the budget's cut walks them in order every
-    /// [`RECUT_EVERY`] executions past the budget, and sorting them each
+    /// they open: the budget's cut walks them in order now and then past
+    /// the budget ([`RECUT_EVERY`], [`RECUT_SHARE`]), and sorting them each
     /// time cost more than the executions (`--jobs 2 --max-executions
     /// 100000` on a bounded dfs spent half its time sorting). Not before:
     /// a run that never reaches its budget (an exhaustive one) needs the
@@ -241,10 +243,8 @@ pub struct SubtreePool {
     /// lock between executions.
     idle: AtomicUsize,
     waiting: AtomicUsize,
-    /// Whether `best` or `cut` is set.
-    has_threshold: AtomicBool,
-    /// How often the threshold moved (set under the lock), so that a
-    /// worker takes the lock to read it only when it did
+    /// How often the threshold (`best` or `cut`) moved, counted under the
+    /// lock, so that a worker takes the lock to read it only when it did
     /// ([`threshold_moved`](SubtreePool::threshold_moved)).
     threshold_moves: AtomicU64,
     has_best: AtomicBool,
@@ -291,7 +291,6 @@ impl SubtreePool {
             workers: workers.max(1),
             idle: AtomicUsize::new(0),
             waiting: AtomicUsize::new(1),
-            has_threshold: AtomicBool::new(false),
             threshold_moves: AtomicU64::new(0),
             has_best: AtomicBool::new(false),
             stopped: AtomicBool::new(false),
@@ -459,7 +458,6 @@ impl SubtreePool {
         if stops {
             s.stop_at_best = true;
             self.has_best.store(true, Ordering::Release);
-            self.has_threshold.store(true, Ordering::Release);
             self.threshold_moves.fetch_add(1, Ordering::Release);
         }
     }
@@ -470,11 +468,9 @@ impl SubtreePool {
     }
 
     /// The key after which work is abandoned (the least bug key published
-    /// so far, or the budget's cut, whichever comes first).
+    /// so far, or the budget's cut, whichever comes first). Takes the
+    /// lock: workers ask [`threshold_moved`](Self::threshold_moved).
     pub fn threshold(&self) -> Option<Vec<u32>> {
-        if !self.has_threshold.load(Ordering::Acquire) {
-            return None;
-        }
         self.lock().threshold().cloned()
     }
 
@@ -496,7 +492,7 @@ impl SubtreePool {
     /// execution has order key `key`: returns its index and its counter.
     pub fn open_stretch(&self, key: Vec<u32>) -> StretchHandle {
         let count = Arc::new(AtomicU64::new(0));
-        let log = Arc::default();
+        let log = self.cached().map(|_| Arc::default());
         let first: Arc<[u32]> = key.into();
         let me = std::thread::current().id();
         let mut s = self.lock();
@@ -509,7 +505,7 @@ impl SubtreePool {
         let stretch = Stretch {
             first,
             count: count.clone(),
-            log: Arc::clone(&log),
+            log: log.clone(),
         };
         s.stretches.insert(index, stretch);
         StretchHandle { index, count, log }
@@ -522,17 +518,31 @@ impl SubtreePool {
     /// earlier is higher, which only explores more).
     pub(crate) fn counted(&self, max: u64) {
         let n = self.executions.fetch_add(1, Ordering::Relaxed) + 1;
-        if n < max && n >= self.next_fold.load(Ordering::Relaxed) && self.cached().is_none() {
-            let mut s = self.lock();
-            if n >= self.next_fold.load(Ordering::Relaxed) {
-                s.fold_finished(max);
-                let every = (s.stretches.len() as u64 / self.fold_share).max(self.fold_every);
-                self.next_fold.store(n + every, Ordering::Relaxed);
-            }
+        if n < max {
+            self.fold_if_due(n, max);
+        } else if n >= self.next_recut.load(Ordering::Relaxed) {
+            self.recut(n, max);
         }
-        if n < max || n < self.next_recut.load(Ordering::Relaxed) {
+    }
+
+    /// Folds the finished stretches (without a shared cache) when `n`
+    /// executions are counted, if a folding is due by then.
+    fn fold_if_due(&self, n: u64, max: u64) {
+        if n < self.next_fold.load(Ordering::Relaxed) || self.cached().is_some() {
             return;
         }
+        let mut s = self.lock();
+        if n < self.next_fold.load(Ordering::Relaxed) {
+            return; // another worker just folded
+        }
+        s.fold_finished(max);
+        let every = (s.stretches.len() as u64 / self.fold_share).max(self.fold_every);
+        self.next_fold.store(n + every, Ordering::Relaxed);
+    }
+
+    /// Computes the budget `max`'s cut again once `n` executions are
+    /// counted, lowering it if it moved.
+    fn recut(&self, n: u64, max: u64) {
         let mut s = self.lock();
         if n < self.next_recut.load(Ordering::Relaxed) {
             return; // another worker just computed it
@@ -552,12 +562,11 @@ impl SubtreePool {
                 (ledger::Ledger::new(&s, &visits.dead()).cut(max), n / 8)
             }
         };
-        let next = n + every.max(RECUT_EVERY);
-        self.next_recut.store(next, Ordering::Relaxed);
+        self.next_recut
+            .store(n + every.max(RECUT_EVERY), Ordering::Relaxed);
         if let Some(cut) = cut {
             if s.cut.as_ref().is_none_or(|c| cut < *c) {
                 s.cut = Some(cut);
-                self.has_threshold.store(true, Ordering::Release);
                 self.threshold_moves.fetch_add(1, Ordering::Release);
             }
         }
@@ -694,8 +703,6 @@ impl SubtreePool {
         self.has_best
             .store(s.stop_at_best && s.best.is_some(), Ordering::Release);
         let threshold = s.threshold().cloned();
-        self.has_threshold
-            .store(threshold.is_some(), Ordering::Release);
         self.threshold_moves.fetch_add(1, Ordering::Release);
         let parked = std::mem::take(&mut s.parked);
         for (key, t) in parked {
@@ -835,7 +842,7 @@ mod tests {
                 leaf: a,
                 ..Logged::new()
             };
-            stretch.log.lock().unwrap().push(below_a);
+            stretch.log.as_ref().unwrap().lock().unwrap().push(below_a);
             pool.counted(3);
         }
         assert_eq!(pool.threshold(), Some(vec![0, 1, 1, 0]));
@@ -863,7 +870,7 @@ mod tests {
             leaf: a,
             ..Logged::new()
         };
-        stretch.log.lock().unwrap().push(below_a);
+        stretch.log.as_ref().unwrap().lock().unwrap().push(below_a);
         pool.found(vec![0, 1, 1, 0], (stretch.index, 1), true);
         assert!(pool.has_bug());
         pool.give(vec![subtree(&[0, 2])]);

@@ -54,7 +54,9 @@ impl<'a> Ledger<'a> {
     }
 
     fn log(&self, stretch: usize) -> std::sync::MutexGuard<'_, Vec<Logged>> {
-        crate::explorer::visits::lock(&self.s.stretches[&stretch].log)
+        let log = self.s.stretches[&stretch].log.as_ref();
+        // The cache is shared before any stretch opens.
+        crate::explorer::visits::lock(log.expect("with a shared cache every stretch logs"))
     }
 
     /// One thread's executions.
