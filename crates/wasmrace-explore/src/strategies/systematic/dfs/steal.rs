@@ -18,8 +18,8 @@
 //! (`Frame::donated`, `Dfs::jumped`), and stretches stay consecutive runs
 //! of the search order.
 
-use super::{key_of, Deferred, Dfs, NIL};
-use crate::explorer::steal::{Subtree, SubtreePool, Taken};
+use super::{key_of, Arena, Deferred, Dfs, NodeId, NIL};
+use crate::explorer::steal::{Later, Subtree, SubtreePool, Taken};
 use crate::strategy::{Splitting, Start};
 use wasmrace_trace::Decision;
 
@@ -98,6 +98,7 @@ impl Dfs {
                 iteration: self.iteration,
                 key,
                 exp: entry.exp,
+                then: Vec::new(),
             };
             pool.give(vec![subtree]);
         } else {
@@ -116,8 +117,8 @@ impl Dfs {
 
     /// Work for idle workers: the untried alternatives of the middle one
     /// of the frames that have some (all but the one the next execution
-    /// takes, when it is the deepest), else every other one of the next
-    /// deferred subtrees ([`every_other`]).
+    /// takes, when it is the deepest), else the later half of the next
+    /// deferred subtrees, as one run ([`later_half`]).
     ///
     /// Why the middle: the shallowest frame's subtrees are the largest but
     /// lie far ahead in the search order, and with a shared state cache
@@ -144,22 +145,38 @@ impl Dfs {
         } else {
             (&mut self.s_current, self.iteration, true)
         };
-        every_other(list, from_end)
-            .into_iter()
-            .map(|entry| self.deferred_subtree(entry, iteration))
-            .collect()
+        let run = later_half(list, from_end);
+        if run.is_empty() {
+            return Vec::new();
+        }
+        vec![self.deferred_run(run, iteration)]
     }
 
-    /// The subtree of a deferred prefix, for another worker (or the pool).
-    fn deferred_subtree(&mut self, entry: Deferred, iteration: u32) -> Subtree {
-        let steps = self.arena.prefix(entry.node);
-        self.arena.release(entry.node);
+    /// The subtrees of a run of deferred prefixes, in the order they run,
+    /// as one unit for another worker (or the pool).
+    fn deferred_run(&mut self, run: Vec<Deferred>, iteration: u32) -> Subtree {
+        let mut run = run.into_iter();
+        let first = run.next().expect("a run is never empty");
+        let steps = self.arena.prefix(first.node);
+        self.arena.release(first.node);
+        let then = run
+            .map(|entry| {
+                let steps = self.arena.prefix(entry.node);
+                self.arena.release(entry.node);
+                Later {
+                    steps,
+                    exp: entry.exp,
+                    follows: entry.follows,
+                }
+            })
+            .collect();
         let key = key_of(steps.iter().map(|(_, m)| *m));
         Subtree {
             steps,
             iteration,
             key,
-            exp: entry.exp,
+            exp: first.exp,
+            then,
         }
     }
 
@@ -189,6 +206,7 @@ impl Dfs {
                     iteration: self.iteration,
                     key,
                     exp,
+                    then: Vec::new(),
                 }
             })
             .collect()
@@ -200,23 +218,28 @@ impl Dfs {
         match pool.take() {
             Taken::Subtree(t) => {
                 self.stretch += 1;
-                self.jumped = false;
+                (self.jumped, self.gap) = (false, false);
                 self.iteration = t.iteration;
                 if self.base_node != NIL {
                     self.arena.release(self.base_node);
                 }
-                // Interned so that subtrees deferred below it share it.
-                let mut node = NIL;
-                for step in &t.steps {
-                    let child = self.arena.push(node, *step);
-                    if node != NIL {
-                        self.arena.release(node);
-                    }
-                    node = child;
-                }
-                self.base_node = node;
+                // Interned so that subtrees deferred below it share it;
+                // the rest of its run waits as this iteration's deferred
+                // subtrees (a worker takes only with none of its own).
+                debug_assert!(self.s_current.is_empty() && self.s_next.is_empty());
+                let mut chain = Vec::new();
+                self.base_node = intern(&mut self.arena, &mut chain, &t.steps);
                 self.base_exp = t.exp;
                 self.forced = t.steps.iter().map(|(d, _)| *d).collect();
+                for later in &t.then {
+                    let node = intern(&mut self.arena, &mut chain, &later.steps);
+                    self.s_current.push(Deferred {
+                        node,
+                        exp: later.exp,
+                        follows: later.follows,
+                    });
+                }
+                self.s_current.reverse();
                 Some(self.enter_forced())
             }
             Taken::Done { exhausted } => {
@@ -232,56 +255,79 @@ impl Dfs {
     }
 }
 
-/// Every other one of the first `2 * MAX_DEFERRED_GIFT` deferred subtrees
+/// `steps` interned in `arena`, held once, sharing the nodes of `chain`
+/// (the nodes of the prefix interned before, root first) as far as the
+/// two agree; `chain` becomes this prefix's nodes. The subtrees of a run
+/// share most of their prefixes.
+fn intern(arena: &mut Arena, chain: &mut Vec<NodeId>, steps: &[(Decision, u32)]) -> NodeId {
+    let common = chain
+        .iter()
+        .zip(steps)
+        .take_while(|(&n, step)| arena.nodes[n as usize].item == **step)
+        .count();
+    chain.truncate(common);
+    if common == steps.len() {
+        let node = chain.last().copied().unwrap_or(NIL);
+        arena.hold(node);
+        return node;
+    }
+    // The new nodes below the shared ones are held by their children but
+    // the last, which the caller holds.
+    let mut node = chain.last().copied().unwrap_or(NIL);
+    for (i, step) in steps[common..].iter().enumerate() {
+        let child = arena.push(node, *step);
+        if i > 0 {
+            arena.release(node);
+        }
+        node = child;
+        chain.push(node);
+    }
+    node
+}
+
+/// The later half of the first `2 * MAX_DEFERRED_GIFT` deferred subtrees
 /// `list` runs (from its end when `from_end`: `s_current` pops, `s_next` is
-/// reversed first), the second to run first; all of a list of one.
+/// reversed first), in the order they run (all of a list of one); the
+/// donor keeps the earlier half and everything after the first
+/// `2 * MAX_DEFERRED_GIFT`.
 ///
-/// So the donor and the taker go through the list's order side by side.
-/// A budget's cut falls somewhere in it, and the pool knows where only
-/// once the budget is spent: work a worker ran past it is lost. Given the
-/// far half of the list, the taker ran past it while the donor had not
-/// reached it: `condvar_pc` under bound 3 with the default budget of
-/// 100,000 ran 171,000 to 187,000 executions on two threads, and 131,000
-/// to 136,000 so (exhaustive runs took as long either way).
-fn every_other(list: &mut Vec<Deferred>, from_end: bool) -> Vec<Deferred> {
+/// One run rather than single subtrees: a subtree handed over alone cost
+/// a take of the pool and a stretch of its own, and so did the one the
+/// donor ran after it. A deferred subtree runs two executions or so under
+/// a bound; `condvar_pc` under bound 3 on two threads took 71,000
+/// subtrees from the pool and opened 142,000 stretches, given every other
+/// subtree, and took 1.32x one thread's CPU time. Given alternate runs
+/// of 16, two threads were 1.59x as fast as one (median of 7); of 64,
+/// 1.76x; the later half as one run, 1.82x. A budget's
+/// cut, which the pool knows only once the budget is spent, lost as much
+/// work past it either way (bound 3, default budget: 130,000 to 145,000
+/// executions run to keep 100,000).
+fn later_half(list: &mut Vec<Deferred>, from_end: bool) -> Vec<Deferred> {
     let n = list.len();
     if n <= 1 {
         return std::mem::take(list);
     }
     let span = n.min(2 * MAX_DEFERRED_GIFT);
-    let range = if from_end { n - span..n } else { 0..span };
-    let mut region: Vec<Deferred> = list.drain(range).collect();
-    if from_end {
-        region.reverse();
-    }
-    let (mut keep, mut gift) = (Vec::with_capacity(span.div_ceil(2)), Vec::new());
-    for (i, mut entry) in region.into_iter().enumerate() {
-        match i % 2 {
-            0 => {
-                // The entry run before it is given away (but the first's).
-                entry.follows &= i == 0;
-                keep.push(entry);
-            }
-            _ => gift.push(entry),
-        }
-    }
-    // So is the region's last when its length is even: the entry run
-    // after the region no longer follows the one before it.
-    if span.is_multiple_of(2) {
-        let next = if from_end {
-            list.last_mut()
-        } else {
-            list.first_mut()
-        };
-        if let Some(entry) = next {
-            entry.follows = false;
-        }
-    }
-    if from_end {
-        keep.reverse();
-        list.extend(keep);
+    let keep = span - span / 2;
+    // In the order they run: `range` of `list`, reversed when `from_end`.
+    let range = if from_end {
+        n - span..n - keep
     } else {
-        list.splice(0..0, keep);
+        keep..span
+    };
+    let mut gift: Vec<Deferred> = list.drain(range).collect();
+    if from_end {
+        gift.reverse();
+    }
+    gift[0].follows = false;
+    // The entry run after the gift no longer follows the one before it.
+    let next = if from_end {
+        (n - span).checked_sub(1).map(|i| &mut list[i])
+    } else {
+        list.get_mut(keep)
+    };
+    if let Some(entry) = next {
+        entry.follows = false;
     }
     gift
 }
@@ -303,41 +349,64 @@ mod tests {
         list.iter().map(|d| d.node).collect()
     }
 
-    /// The donor keeps the first, third, ... entries it would run, the
-    /// taker gets the second, fourth, ...; past the first
-    /// `2 * MAX_DEFERRED_GIFT`, the donor keeps them all, in order.
+    /// The donor keeps the earlier half of the first
+    /// `2 * MAX_DEFERRED_GIFT` entries it would run and everything after,
+    /// in order; the taker gets the later half, as it runs.
     #[test]
-    fn a_gift_of_deferred_subtrees_takes_every_other_one_to_run() {
+    fn a_gift_of_deferred_subtrees_is_the_later_half_as_one_run() {
         let follows = |list: &[Deferred]| list.iter().map(|d| d.follows).collect::<Vec<_>>();
         // `s_current` runs from its end: 4 first, then 3, 2, 1, 0. The
-        // kept entries after the first no longer follow the entry run
-        // before them, which is given away.
+        // entry run after the gift no longer follows the entry run before
+        // it, which is given away.
         let mut current = list(0..5);
-        assert_eq!(nodes(&every_other(&mut current, true)), [3, 1]);
-        assert_eq!(nodes(&current), [0, 2, 4]);
-        assert_eq!(follows(&current), [false, false, true]);
+        let gift = later_half(&mut current, true);
+        assert_eq!(nodes(&gift), [1, 0]);
+        assert_eq!(follows(&gift), [false, true]);
+        assert_eq!(nodes(&current), [2, 3, 4]);
+        assert_eq!(follows(&current), [true, true, true]);
         // `s_next` runs from its front.
         let mut next = list(0..5);
-        assert_eq!(nodes(&every_other(&mut next, false)), [1, 3]);
-        assert_eq!(nodes(&next), [0, 2, 4]);
-        assert_eq!(follows(&next), [true, false, false]);
-        // An even region gives its last away: the entry after it does not
-        // follow it either.
-        let n = 2 * MAX_DEFERRED_GIFT as u32 + 2;
-        let mut after = list(0..n);
-        every_other(&mut after, true);
-        assert_eq!(follows(&after)[..3], [true, false, false]);
-        let mut one = list([7]);
-        assert_eq!(nodes(&every_other(&mut one, true)), [7]);
-        assert!(one.is_empty());
+        assert_eq!(nodes(&later_half(&mut next, false)), [3, 4]);
+        assert_eq!(nodes(&next), [0, 1, 2]);
+        // Past the first 2 * MAX_DEFERRED_GIFT, from either end.
         let n = 2 * MAX_DEFERRED_GIFT as u32 + 3;
         let mut long = list(0..n);
-        let gift = every_other(&mut long, false);
-        assert_eq!(gift.len(), MAX_DEFERRED_GIFT);
-        assert_eq!(nodes(&gift)[..2], [1, 3]);
-        let kept = nodes(&long);
-        assert_eq!(kept.len(), n as usize - MAX_DEFERRED_GIFT);
-        assert!(kept.windows(2).all(|w| w[0] < w[1]), "in order");
-        assert_eq!(kept[kept.len() - 3..], [n - 3, n - 2, n - 1]);
+        let gift = later_half(&mut long, false);
+        let g = MAX_DEFERRED_GIFT as u32;
+        assert_eq!(nodes(&gift), (g..2 * g).collect::<Vec<_>>());
+        assert_eq!(nodes(&long), (0..g).chain(2 * g..n).collect::<Vec<_>>());
+        assert_eq!(
+            follows(&long)[g as usize - 1..g as usize + 2],
+            [true, false, true]
+        );
+        let mut long = list(0..n);
+        let gift = later_half(&mut long, true);
+        assert_eq!(nodes(&gift), (3..g + 3).rev().collect::<Vec<_>>());
+        assert_eq!(nodes(&long), (0..3).chain(g + 3..n).collect::<Vec<_>>());
+        assert_eq!(follows(&long)[..4], [true, true, false, true]);
+        let mut one = list([7]);
+        assert_eq!(nodes(&later_half(&mut one, true)), [7]);
+        assert!(one.is_empty());
+        assert!(later_half(&mut one, true).is_empty());
+    }
+
+    /// A run's prefixes share the nodes they have in common, and each is
+    /// held once: releasing them all frees every node.
+    #[test]
+    fn a_run_interns_its_prefixes_sharing_nodes() {
+        let d = |t: u64| (Decision::new(wasmrace_trace::Tid(t), 0), 0);
+        let mut arena = Arena::default();
+        let mut chain = Vec::new();
+        let a = intern(&mut arena, &mut chain, &[d(1), d(2), d(3)]);
+        let b = intern(&mut arena, &mut chain, &[d(1), d(2), d(4)]);
+        let c = intern(&mut arena, &mut chain, &[d(1), d(5)]);
+        assert_eq!(arena.live, 5, "1, 2, 3, 4 and 5");
+        assert_eq!(arena.prefix(b), vec![d(1), d(2), d(4)]);
+        assert_eq!(arena.prefix(c), vec![d(1), d(5)]);
+        let again = intern(&mut arena, &mut chain, &[d(1)]);
+        for node in [a, b, c, again] {
+            arena.release(node);
+        }
+        assert_eq!(arena.live, 0);
     }
 }
