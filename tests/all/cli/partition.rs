@@ -333,6 +333,9 @@ fn bad_partitions_and_parts_that_do_not_belong_together_are_one_error_line() {
     for args in [
         &["--split-depth", "3"][..],
         &["--strategy", "dfs", "--jobs", "1", "--split-depth", "3"],
+        // Threads share the tree: the depth would be ignored.
+        &["--strategy", "dfs", "--jobs", "2", "--split-depth", "3"],
+        &["--strategy", "dfs", "--split-depth", "3"],
         &[
             "--strategy",
             "random",
@@ -345,7 +348,7 @@ fn bad_partitions_and_parts_that_do_not_belong_together_are_one_error_line() {
         expect_error(
             &wasmrace(&dir, &[&["check", m.as_str()][..], args].concat()),
             "`--split-depth` only applies to a strategy that splits by prefix (`dfs`), with \
-             `--partition` or `--jobs` above 1",
+             `--partition`",
         );
     }
     // Partition `k/n` of a random run (or of `strategy`, when the extra
@@ -745,7 +748,7 @@ fn jobs_share_the_portfolios_time_budget() {
 /// buggy run reports the one-thread run's bug (the first in dfs order),
 /// also when it lies deep in the search order, numbered as one thread
 /// numbers it; a run cut by `--max-executions` reports what one thread
-/// does.
+/// does, on the default number of threads (every core) too.
 #[test]
 fn jobs_share_an_exhaustive_dfs_tree() {
     let dir = TempDir::new("partition-jobs-dfs");
@@ -858,7 +861,8 @@ fn jobs_share_an_exhaustive_dfs_tree() {
                 || one["tests"][0]["stopped_by"]["bound"] == "executions",
             "{one}"
         );
-        for jobs in [Some("2"), Some("3")] {
+        // `None`: the default, every core.
+        for jobs in [None, Some("2"), Some("3")] {
             assert_eq!(doc(jobs), one, "{args:?} --jobs {jobs:?}");
         }
     }

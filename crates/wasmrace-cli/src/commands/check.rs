@@ -222,9 +222,9 @@ pub struct CheckCommand {
     /// partitions, procrastination deals out whole families, and the
     /// portfolio runs its openings side by side and then splits its
     /// samplers' executions: all report exactly what one thread reports.
-    /// Default: the number of cores for these, one thread for the others
-    /// (dfs too: a run cut by --max-executions gains nothing from more
-    /// threads); an explicit N above 1 for a strategy that cannot split is
+    /// Default: the number of cores for these (dfs too), one thread for
+    /// the others and for dfs --state-cache (whose cache, shared, cannot
+    /// evict); an explicit N above 1 for a strategy that cannot split is
     /// an error
     #[arg(long, value_name = "N")]
     jobs: Option<u32>,
@@ -364,20 +364,20 @@ impl CheckCommand {
     }
 
     /// Threads for the exploration: `--jobs`, else every core for the
-    /// strategies that split by execution and the portfolio, one for the
-    /// others. dfs's report is the same on any number of threads too, but
-    /// a run cut by `--max-executions` keeps the first executions in dfs
-    /// order, which the thread that started there explores alone (the
-    /// others took subtrees from the far end of the order): on more
-    /// threads it is slower, not faster.
+    /// strategies that split by execution, the portfolio and dfs (whose
+    /// report is the same on any number of threads, and which takes about
+    /// one thread's time on two where a budget cuts the run, README
+    /// "Scaling out"), one for the others. dfs with a state
+    /// cache stays on one: a cache the threads share cannot evict, so a
+    /// full one stops the run where one thread's goes on.
     fn jobs(&self, strategy: &StrategyChoice) -> u32 {
         self.jobs.unwrap_or_else(|| {
             use wasmrace_explore::Split;
             match strategy.build(self.seed).split() {
-                Split::ByExecution | Split::Phases => {
+                Split::ByExecution | Split::Phases | Split::ByPrefix => {
                     std::thread::available_parallelism().map_or(1, |n| n.get() as u32)
                 }
-                Split::None | Split::ByPrefix | Split::Shared => 1,
+                Split::None | Split::Shared => 1,
             }
         })
     }
@@ -406,10 +406,12 @@ impl CheckCommand {
         }
         let jobs = self.jobs(&strategy);
         let by_prefix = strategy.build(self.seed).split() == wasmrace_explore::Split::ByPrefix;
-        if self.split_depth.is_some() && (!by_prefix || (self.partition.is_none() && jobs == 1)) {
+        // Threads share the tree rather than split it by prefix: only a
+        // partition uses the depth.
+        if self.split_depth.is_some() && (!by_prefix || self.partition.is_none()) {
             bail!(
                 "`--split-depth` only applies to a strategy that splits by prefix (`dfs`), with \
-                 `--partition` or `--jobs` above 1"
+                 `--partition`"
             );
         }
         let with_cache = given.state_cache == Some(true);
