@@ -634,6 +634,8 @@ fn run_cell(
         max_steps: opts.max_steps,
         time_budget: opts.cell_time_budget,
         stop_on_first_bug: false,
+        // A cell reports its first bug and counts the others.
+        max_bugs_kept: 1,
         ..Config::default()
     };
     let mut explorer = Explorer::new(program, config);

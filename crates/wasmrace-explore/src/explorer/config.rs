@@ -64,6 +64,14 @@ pub struct Config {
     pub max_snapshots: usize,
     /// Stop at the first failing execution. Default true.
     pub stop_on_first_bug: bool,
+    /// With `stop_on_first_bug` off: bugs kept in `Report::bugs` at most,
+    /// the first in the exploration order (under `check --jobs`, the ones
+    /// one thread keeps; a partition keeps its own first ones); the others
+    /// are only counted in `Report::failing_executions`. Each bug holds its
+    /// schedule, so a run whose executions mostly fail (`wasmrace bench`
+    /// goes on past its bugs) would otherwise grow with every one:
+    /// `bench --executions 1000000` on `lazy01` held 360 MB. Default 1,000.
+    pub max_bugs_kept: usize,
     /// Saved states (`Capabilities::save_request`, e.g. SES's frontier) held
     /// as snapshots at most (`--max-saved-snapshots`); beyond that a saved
     /// state keeps only its prefix and is replayed when started from, which
@@ -134,6 +142,7 @@ impl Default for Config {
             snapshot_forced_prefix: true,
             max_snapshots: 64,
             stop_on_first_bug: true,
+            max_bugs_kept: 1_000,
             max_saved_snapshots: 65_536,
             max_saved_bytes: 512 << 20,
             partition: None,

@@ -421,7 +421,12 @@ impl<P: Program, O: Observer + ?Sized> Run<'_, P, O> {
                     {
                         lowest.found(index);
                     }
-                    if self.report.bugs.is_empty() || !self.cfg.stop_on_first_bug {
+                    let room = if self.cfg.stop_on_first_bug {
+                        1
+                    } else {
+                        self.cfg.max_bugs_kept
+                    };
+                    if self.report.bugs.len() < room {
                         self.report.bugs.push(bug);
                     }
                     if self.cfg.stop_on_first_bug {
@@ -488,21 +493,23 @@ impl<P: Program, O: Observer + ?Sized> Run<'_, P, O> {
     /// worker abandons the work after it (see [`steal`]).
     fn keep_in_order(&mut self, bug: Bug, pool: &SubtreePool, place: steal::Place) {
         let rank = partition::BugRank::of(&bug);
-        if self.cfg.stop_on_first_bug {
-            if let Some(key) = &bug.order_key {
-                pool.found(key.clone(), place, true);
-            }
-        } else if let Some(key) = &bug.order_key {
-            // Only numbered: the run goes on past it.
-            pool.found(key.clone(), place, false);
+        let stops = self.cfg.stop_on_first_bug;
+        let keep = if stops { 1 } else { self.cfg.max_bugs_kept };
+        if let Some(key) = &bug.order_key {
+            // Without `stops`, only numbered: the run goes on past it.
+            pool.found(key.clone(), place, stops, keep);
         }
         let at = self
             .report
             .bugs
             .partition_point(|b| partition::BugRank::of(b) <= rank);
         self.report.bugs.insert(at, bug);
-        if self.cfg.stop_on_first_bug {
-            self.report.bugs.truncate(1);
+        // The least `keep` of every worker's hold the run's least `keep`.
+        // With a shared cache the pool drops the bugs one thread never
+        // meets, so a worker cannot tell which of its own are the least
+        // that count: it keeps them all (the cap holds for the others).
+        if stops || pool.cached().is_none() {
+            self.report.bugs.truncate(keep);
         }
     }
 

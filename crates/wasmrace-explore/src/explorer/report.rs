@@ -47,7 +47,8 @@ pub struct Report {
     /// saved state).
     pub restores: u64,
     /// Bugs found, in the order found; at most one with
-    /// `Config::stop_on_first_bug`.
+    /// `Config::stop_on_first_bug`, else at most `Config::max_bugs_kept`
+    /// (every failing execution is counted in `failing_executions`).
     pub bugs: Vec<Bug>,
     /// Executions that failed (the hit count used by sampling statistics).
     pub failing_executions: u64,

@@ -193,8 +193,12 @@ struct State {
     /// The least order key of a bug published by `found`, and its place.
     best: Option<(Vec<u32>, Place)>,
     /// Every bug's order key and place, in a run that goes on past its
-    /// bugs (to number them all).
+    /// bugs (to number and count them; a key and a place each, where a
+    /// worker's report keeps at most `keep` bugs with their schedules).
     failures: BTreeMap<Vec<u32>, Place>,
+    /// Bugs the run keeps at most (`Config::max_bugs_kept`), once one is
+    /// found.
+    keep: Option<usize>,
     /// The run stops at its first bug: work after `best` is abandoned.
     stop_at_best: bool,
     /// The first key of the stretch holding the last execution the budget
@@ -466,9 +470,12 @@ impl SubtreePool {
 
     /// Publishes the order key of a bug found and its place; when the run
     /// `stops` at its first bug, work entirely after the least such key is
-    /// abandoned.
-    pub fn found(&self, key: Vec<u32>, place: Place, stops: bool) {
+    /// abandoned. A run that goes on reports the `keep` least
+    /// ([`Config::max_bugs_kept`](super::Config::max_bugs_kept)), and
+    /// counts them all.
+    pub fn found(&self, key: Vec<u32>, place: Place, stops: bool, keep: usize) {
         let mut s = self.lock();
+        s.keep = Some(keep);
         // With a shared cache every bug is kept: one found below a killed
         // expansion is not one thread's, and is left out when counting.
         if !stops || self.cached().is_some() {
@@ -671,8 +678,14 @@ impl SubtreePool {
         if let (Some(hit), None) = (&s.stopped_by, &report.stopped_by) {
             report.stopped_by = Some(hit.clone());
         }
-        // One run makes a bug of every failing execution it counts.
-        report.failing_executions = report.bugs.len() as u64;
+        report.failing_executions = if s.stop_at_best {
+            report.bugs.len() as u64
+        } else {
+            // Those one run counts: numbered, within the budget.
+            (s.failures.iter())
+                .filter(|(key, place)| numbers.number(key, **place).is_some_and(|n| n <= last))
+                .count() as u64
+        };
         if numbers.first_pruned().is_none_or(|p| p > last) {
             report.strategy_bound = None;
         }
@@ -804,7 +817,7 @@ mod tests {
         assert!(matches!(pool.take(), Taken::Subtree(t) if t.key == [0]));
         pool.give(vec![subtree(&[0, 3]), subtree(&[0, 2]), subtree(&[0, 5])]);
         assert!(matches!(pool.take(), Taken::Subtree(t) if t.key == [0, 2]));
-        pool.found(vec![0, 4, 1, 0], (0, 1), true);
+        pool.found(vec![0, 4, 1, 0], (0, 1), true, 1);
         pool.give(vec![subtree(&[0, 9])]);
         assert!(matches!(pool.take(), Taken::Subtree(t) if t.key == [0, 3]));
         assert!(matches!(pool.take(), Taken::Done { exhausted: false }));
@@ -894,7 +907,7 @@ mod tests {
             ..Logged::new()
         };
         stretch.log.as_ref().unwrap().lock().unwrap().push(below_a);
-        pool.found(vec![0, 1, 1, 0], (stretch.index, 1), true);
+        pool.found(vec![0, 1, 1, 0], (stretch.index, 1), true, 1);
         assert!(pool.has_bug());
         pool.give(vec![subtree(&[0, 2])]);
         assert_eq!(visits.visit([7; 32], &[0, 0, 3], b), Visit::Expand(b));
@@ -919,7 +932,7 @@ mod tests {
         late_count.store(4, Ordering::Relaxed);
         early_count.store(3, Ordering::Relaxed);
         // The third execution of the later stretch failed: 3 + 3.
-        pool.found(vec![0, 5, 9], (late, 3), true);
+        pool.found(vec![0, 5, 9], (late, 3), true, 1);
         let worker = Report {
             executions: 7,
             bugs: vec![],
@@ -956,12 +969,12 @@ mod tests {
         assert!(matches!(pool.take(), Taken::Subtree(t) if t.key == [0]));
         let a = pool.open_stretch(vec![0, 1]);
         a.count.store(3, Ordering::Relaxed);
-        pool.found(vec![0, 1, 7], (a.index, 2), false);
+        pool.found(vec![0, 1, 7], (a.index, 2), false, 10);
         // The worker moved on past `[0, 2]`, which waits.
         pool.give(vec![subtree(&[0, 2])]);
         let b = pool.open_stretch(vec![0, 4]);
         b.count.store(2, Ordering::Relaxed);
-        pool.found(vec![0, 4, 1], (b.index, 1), false);
+        pool.found(vec![0, 4, 1], (b.index, 1), false, 10);
         pool.counted(100);
         let held = |p: &SubtreePool| {
             let s = p.lock();
@@ -1044,7 +1057,7 @@ mod tests {
         pool.counted(5);
         assert_eq!(pool.threshold_moved(&mut seen), Some(Some(vec![0, 2])));
         // A bug before the cut is a move too.
-        pool.found(vec![0, 1, 0], (1, 1), true);
+        pool.found(vec![0, 1, 0], (1, 1), true, 1);
         assert_eq!(pool.threshold_moved(&mut seen), Some(Some(vec![0, 1, 0])));
         assert_eq!(pool.threshold_moved(&mut seen), None);
     }

@@ -117,19 +117,33 @@ fn workers_explore_the_single_run_each_execution_once() {
         stop_on_first_bug: false,
         ..Config::default()
     };
+    // Keeping only the first two bugs: the workers keep the two one
+    // thread keeps, numbered as it numbers them.
+    let capped = Config {
+        max_bugs_kept: 2,
+        ..config.clone()
+    };
+    let mut bit = false;
     for model in [racy(), three()] {
         for bound in BOUNDS {
             let (one, mut all) = single(&model, bound, &config);
+            let (one_capped, _) = single(&model, bound, &capped);
             assert!(
                 one.exhausted,
                 "{bound:?} {} {:?}",
                 one.executions, one.stopped_by
             );
+            assert_eq!(one_capped.bugs[..], one.bugs[..one.bugs.len().min(2)]);
+            bit |= one.bugs.len() > 2;
             all.sort();
             for n in WORKERS {
                 // Thread timing differs from run to run; results must not.
-                for _ in 0..3 {
-                    let (r, mut paths) = shared(&model, bound, &config, n);
+                for rep in 0..3 {
+                    let (config, one) = match rep {
+                        1 => (&capped, &one_capped),
+                        _ => (&config, &one),
+                    };
+                    let (r, mut paths) = shared(&model, bound, config, n);
                     let what = format!("bound {bound:?}, {n} workers");
                     assert_eq!(r.executions, paths.len() as u64, "{what}");
                     paths.sort();
@@ -141,7 +155,7 @@ fn workers_explore_the_single_run_each_execution_once() {
                     let first = |r: &Report| r.first_bug().map(|b| b.schedule.clone());
                     assert_eq!(
                         first(&r),
-                        first(&one),
+                        first(one),
                         "{what}: the first bug in search order"
                     );
                     let bugs = |r: &Report| {
@@ -149,11 +163,12 @@ fn workers_explore_the_single_run_each_execution_once() {
                             .map(|b| (b.schedule.clone(), b.execution))
                             .collect::<Vec<_>>()
                     };
-                    assert_eq!(bugs(&r), bugs(&one), "{what}: every bug, numbered");
+                    assert_eq!(bugs(&r), bugs(one), "{what}: every bug, numbered");
                 }
             }
         }
     }
+    assert!(bit, "some run finds more bugs than the capped runs keep");
     let (big, _) = single(&three(), None, &config);
     assert!(big.executions > 500, "{}", big.executions);
 }
@@ -190,17 +205,29 @@ fn workers_stopping_at_a_bug_report_the_single_runs_first_bug() {
 
 /// `--max-executions` cuts the shared search where one run stops: the
 /// workers run (at least) the single run's first executions, report
-/// exactly the budget, and the single run's bug and bound within it.
+/// exactly the budget, and the single run's bugs, failing executions and
+/// bound within it.
 #[test]
 fn workers_cut_the_budget_where_one_run_does_and_share_a_partition() {
-    for (max, stop) in [(100, false), (7, true), (40, true), (300, true)] {
+    // The last keeps only 3 of the bugs, and counts them all.
+    let mut bit = false;
+    for (max, stop, keep) in [
+        (100, false, 1000),
+        (7, true, 1000),
+        (40, true, 1000),
+        (300, true, 1000),
+        (100, false, 3),
+    ] {
         let config = Config {
             max_executions: max,
             stop_on_first_bug: stop,
+            max_bugs_kept: keep,
             ..Config::default()
         };
         for bound in BOUNDS {
             let (one, first) = single(&three(), bound, &config);
+            assert!(one.bugs.len() <= keep);
+            bit |= one.failing_executions > keep as u64;
             for n in WORKERS {
                 let what = format!("budget {max}, bound {bound:?}, {n} workers");
                 let (r, mut paths) = shared(&three(), bound, &config, n);
@@ -222,6 +249,7 @@ fn workers_cut_the_budget_where_one_run_does_and_share_a_partition() {
             }
         }
     }
+    assert!(bit, "some run fails more often than it keeps bugs");
     // Workers within each of the partitions of `--partition K/N`.
     let whole = Config {
         stop_on_first_bug: false,
