@@ -504,7 +504,8 @@ impl<P: Program, O: Observer + ?Sized> Run<'_, P, O> {
             .bugs
             .partition_point(|b| partition::BugRank::of(b) <= rank);
         self.report.bugs.insert(at, bug);
-        // The least `keep` of every worker's hold the run's least `keep`.
+        // Every worker's least `keep` bugs together hold the run's least
+        // `keep`.
         // With a shared cache the pool drops the bugs one thread never
         // meets, so a worker cannot tell which of its own are the least
         // that count: it keeps them all (the cap holds for the others).
