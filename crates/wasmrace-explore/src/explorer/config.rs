@@ -128,6 +128,16 @@ impl Config {
             ..self
         }
     }
+
+    /// Bugs a run keeps in `Report::bugs` at most: one when it stops at
+    /// its first, else `max_bugs_kept`.
+    pub fn bugs_kept(&self) -> usize {
+        if self.stop_on_first_bug {
+            1
+        } else {
+            self.max_bugs_kept
+        }
+    }
 }
 
 impl Default for Config {

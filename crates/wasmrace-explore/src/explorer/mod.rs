@@ -421,12 +421,7 @@ impl<P: Program, O: Observer + ?Sized> Run<'_, P, O> {
                     {
                         lowest.found(index);
                     }
-                    let room = if self.cfg.stop_on_first_bug {
-                        1
-                    } else {
-                        self.cfg.max_bugs_kept
-                    };
-                    if self.report.bugs.len() < room {
+                    if self.report.bugs.len() < self.cfg.bugs_kept() {
                         self.report.bugs.push(bug);
                     }
                     if self.cfg.stop_on_first_bug {
@@ -494,10 +489,9 @@ impl<P: Program, O: Observer + ?Sized> Run<'_, P, O> {
     fn keep_in_order(&mut self, bug: Bug, pool: &SubtreePool, place: steal::Place) {
         let rank = partition::BugRank::of(&bug);
         let stops = self.cfg.stop_on_first_bug;
-        let keep = if stops { 1 } else { self.cfg.max_bugs_kept };
         if let Some(key) = &bug.order_key {
             // Without `stops`, only numbered: the run goes on past it.
-            pool.found(key.clone(), place, stops, keep);
+            pool.found(key.clone(), place, stops);
         }
         let at = self
             .report
@@ -510,7 +504,7 @@ impl<P: Program, O: Observer + ?Sized> Run<'_, P, O> {
         // meets, so a worker cannot tell which of its own are the least
         // that count: it keeps them all (the cap holds for the others).
         if stops || pool.cached().is_none() {
-            self.report.bugs.truncate(keep);
+            self.report.bugs.truncate(self.cfg.bugs_kept());
         }
     }
 

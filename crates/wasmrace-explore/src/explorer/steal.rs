@@ -194,11 +194,9 @@ struct State {
     best: Option<(Vec<u32>, Place)>,
     /// Every bug's order key and place, in a run that goes on past its
     /// bugs (to number and count them; a key and a place each, where a
-    /// worker's report keeps at most `keep` bugs with their schedules).
+    /// worker's report keeps at most `Config::max_bugs_kept` bugs with
+    /// their schedules).
     failures: BTreeMap<Vec<u32>, Place>,
-    /// Bugs the run keeps at most (`Config::max_bugs_kept`), once one is
-    /// found.
-    keep: Option<usize>,
     /// The run stops at its first bug: work after `best` is abandoned.
     stop_at_best: bool,
     /// The first key of the stretch holding the last execution the budget
@@ -470,12 +468,9 @@ impl SubtreePool {
 
     /// Publishes the order key of a bug found and its place; when the run
     /// `stops` at its first bug, work entirely after the least such key is
-    /// abandoned. A run that goes on reports the `keep` least
-    /// ([`Config::max_bugs_kept`](super::Config::max_bugs_kept)), and
-    /// counts them all.
-    pub fn found(&self, key: Vec<u32>, place: Place, stops: bool, keep: usize) {
+    /// abandoned.
+    pub fn found(&self, key: Vec<u32>, place: Place, stops: bool) {
         let mut s = self.lock();
-        s.keep = Some(keep);
         // With a shared cache every bug is kept: one found below a killed
         // expansion is not one thread's, and is left out when counting.
         if !stops || self.cached().is_some() {
@@ -613,10 +608,12 @@ impl SubtreePool {
     /// The workers' reports as the single run's, once they are all done:
     /// merged ([`merge_reports`]), every bug numbered as one run numbers it
     /// (the first, or with `stop_on_first_bug` off every one, in search
-    /// order) and the run cut at the budget `max` (counts, bugs, failing
-    /// executions and the strategy's bound as one run has them after
-    /// `max` executions; the workers ran past it).
-    pub fn settle(&self, reports: &[Report], max: u64) -> Report {
+    /// order, at most [`Config::bugs_kept`](super::Config::bugs_kept)) and
+    /// the run cut at the budget `cfg.max_executions` (counts, bugs,
+    /// failing executions and the strategy's bound as one run has them
+    /// after `max` executions; the workers ran past it).
+    pub fn settle(&self, reports: &[Report], cfg: &super::Config) -> Report {
+        let max = cfg.max_executions;
         let mut report = merge_reports(reports);
         report.executions_run = report.executions;
         let mut s = self.lock();
@@ -640,14 +637,14 @@ impl SubtreePool {
                         b.execution = n;
                     }
                 } else if !s.failures.is_empty() {
-                    report.bugs = s.numbered(&numbers, reports);
+                    report.bugs = s.numbered(&numbers, reports, cfg.bugs_kept());
                 }
                 bug
             }
             // Every bug is numbered, and those one run does not find
             // dropped; the least left is one run's first.
             ledger::Numbers::Logged(_) => {
-                report.bugs = s.numbered(&numbers, reports);
+                report.bugs = s.numbered(&numbers, reports, cfg.bugs_kept());
                 report.bugs.first().map(|b| b.execution)
             }
         };
@@ -799,7 +796,23 @@ impl Drop for StopOnDrop<'_> {
 mod tests {
     use super::*;
     use crate::explorer::visits::Visit;
-    use crate::explorer::Bug;
+    use crate::explorer::{Bug, Config};
+
+    /// A run stopping at its first bug, with budget `max`.
+    fn budget(max: u64) -> Config {
+        Config {
+            max_executions: max,
+            ..Config::default()
+        }
+    }
+
+    /// A run going on past its bugs, with budget `max`.
+    fn going_on(max: u64) -> Config {
+        Config {
+            stop_on_first_bug: false,
+            ..budget(max)
+        }
+    }
 
     fn subtree(key: &[u32]) -> Subtree {
         Subtree {
@@ -817,7 +830,7 @@ mod tests {
         assert!(matches!(pool.take(), Taken::Subtree(t) if t.key == [0]));
         pool.give(vec![subtree(&[0, 3]), subtree(&[0, 2]), subtree(&[0, 5])]);
         assert!(matches!(pool.take(), Taken::Subtree(t) if t.key == [0, 2]));
-        pool.found(vec![0, 4, 1, 0], (0, 1), true, 1);
+        pool.found(vec![0, 4, 1, 0], (0, 1), true);
         pool.give(vec![subtree(&[0, 9])]);
         assert!(matches!(pool.take(), Taken::Subtree(t) if t.key == [0, 3]));
         assert!(matches!(pool.take(), Taken::Done { exhausted: false }));
@@ -907,7 +920,7 @@ mod tests {
             ..Logged::new()
         };
         stretch.log.as_ref().unwrap().lock().unwrap().push(below_a);
-        pool.found(vec![0, 1, 1, 0], (stretch.index, 1), true, 1);
+        pool.found(vec![0, 1, 1, 0], (stretch.index, 1), true);
         assert!(pool.has_bug());
         pool.give(vec![subtree(&[0, 2])]);
         assert_eq!(visits.visit([7; 32], &[0, 0, 3], b), Visit::Expand(b));
@@ -932,16 +945,16 @@ mod tests {
         late_count.store(4, Ordering::Relaxed);
         early_count.store(3, Ordering::Relaxed);
         // The third execution of the later stretch failed: 3 + 3.
-        pool.found(vec![0, 5, 9], (late, 3), true, 1);
+        pool.found(vec![0, 5, 9], (late, 3), true);
         let worker = Report {
             executions: 7,
             bugs: vec![],
             ..Report::default()
         };
-        let report = pool.settle(std::slice::from_ref(&worker), 100);
+        let report = pool.settle(std::slice::from_ref(&worker), &budget(100));
         assert_eq!(report.executions, 6);
         // With a budget of 5 the bug is past it: cut at the budget.
-        let report = pool.settle(&[Report::default()], 5);
+        let report = pool.settle(&[Report::default()], &budget(5));
         assert_eq!(report.executions, 5);
         assert_eq!(report.stopped_by.map(|b| b.knob), Some("--max-executions"));
         // Counting toward a budget of 5 cuts after the later stretch's
@@ -969,12 +982,12 @@ mod tests {
         assert!(matches!(pool.take(), Taken::Subtree(t) if t.key == [0]));
         let a = pool.open_stretch(vec![0, 1]);
         a.count.store(3, Ordering::Relaxed);
-        pool.found(vec![0, 1, 7], (a.index, 2), false, 10);
+        pool.found(vec![0, 1, 7], (a.index, 2), false);
         // The worker moved on past `[0, 2]`, which waits.
         pool.give(vec![subtree(&[0, 2])]);
         let b = pool.open_stretch(vec![0, 4]);
         b.count.store(2, Ordering::Relaxed);
-        pool.found(vec![0, 4, 1], (b.index, 1), false, 10);
+        pool.found(vec![0, 4, 1], (b.index, 1), false);
         pool.counted(100);
         let held = |p: &SubtreePool| {
             let s = p.lock();
@@ -1006,7 +1019,7 @@ mod tests {
             bugs: vec![bug(vec![0, 1, 7]), bug(vec![0, 4, 1])],
             ..Report::default()
         };
-        let report = pool.settle(std::slice::from_ref(&worker), 100);
+        let report = pool.settle(std::slice::from_ref(&worker), &going_on(100));
         let numbers: Vec<u64> = report.bugs.iter().map(|b| b.execution).collect();
         assert_eq!(numbers, [2, 3 + 4 + 1]);
         assert_eq!(report.executions, 10);
@@ -1057,7 +1070,7 @@ mod tests {
         pool.counted(5);
         assert_eq!(pool.threshold_moved(&mut seen), Some(Some(vec![0, 2])));
         // A bug before the cut is a move too.
-        pool.found(vec![0, 1, 0], (1, 1), true, 1);
+        pool.found(vec![0, 1, 0], (1, 1), true);
         assert_eq!(pool.threshold_moved(&mut seen), Some(Some(vec![0, 1, 0])));
         assert_eq!(pool.threshold_moved(&mut seen), None);
     }

@@ -178,7 +178,7 @@ fn shared(
         handles.into_iter().map(|h| h.join().unwrap()).collect()
     });
     let kills = pool.cached().map_or(0, |v| v.kills());
-    (pool.settle(&reports, config.max_executions), kills)
+    (pool.settle(&reports, config), kills)
 }
 
 /// Everything a report says that does not depend on timing.

@@ -105,7 +105,7 @@ fn shared(
     });
     let reports: Vec<Report> = parts.iter().map(|(r, _)| r.clone()).collect();
     let paths = parts.into_iter().flat_map(|(_, p)| p).collect();
-    (pool.settle(&reports, config.max_executions), paths)
+    (pool.settle(&reports, config), paths)
 }
 
 const WORKERS: [usize; 4] = [1, 2, 3, 7];

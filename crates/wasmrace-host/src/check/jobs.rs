@@ -149,7 +149,7 @@ pub fn check_jobs_with_progress(
     };
     let report = match (&pool, &open) {
         // Numbered and cut at the budget as one thread numbers and cuts.
-        (Some(pool), _) => pool.settle(&reports, max),
+        (Some(pool), _) => pool.settle(&reports, &opts.explore),
         (None, Some(sizes)) => {
             let mut report = merge_reports(&reports);
             number_by_position(&mut report, sizes, max);

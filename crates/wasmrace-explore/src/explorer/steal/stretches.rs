@@ -52,14 +52,19 @@ impl State {
     /// Every worker's bugs, each numbered as one run numbers it (by its
     /// order key's place in `failures`), in that order, the least `keep`;
     /// those one run does not find (below a killed expansion) left out.
-    pub(super) fn numbered(&self, numbers: &ledger::Numbers<'_>, reports: &[Report]) -> Vec<Bug> {
+    pub(super) fn numbered(
+        &self,
+        numbers: &ledger::Numbers<'_>,
+        reports: &[Report],
+        keep: usize,
+    ) -> Vec<Bug> {
         let mut bugs: Vec<Bug> = Vec::new();
         for mut b in reports.iter().flat_map(|r| r.bugs.clone()) {
-            if let Some(key) = &b.order_key {
-                // Not among the least the run keeps.
-                let Some(place) = self.failures.get(key) else {
-                    continue;
-                };
+            let place = b
+                .order_key
+                .as_ref()
+                .and_then(|k| Some((k, self.failures.get(k)?)));
+            if let Some((key, place)) = place {
                 match numbers.number(key, *place) {
                     Some(n) => b.execution = n,
                     None => continue,
@@ -68,7 +73,7 @@ impl State {
             bugs.push(b);
         }
         bugs.sort_by_key(|b| b.execution);
-        bugs.truncate(self.keep.unwrap_or(usize::MAX));
+        bugs.truncate(keep);
         bugs
     }
 
