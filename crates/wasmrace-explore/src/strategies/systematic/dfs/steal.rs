@@ -20,6 +20,7 @@
 
 use super::{key_of, Arena, Deferred, Dfs, NodeId, NIL};
 use crate::explorer::steal::{Later, Subtree, SubtreePool, Taken};
+use crate::explorer::visits::ExpId;
 use crate::strategy::{Splitting, Start};
 use wasmrace_trace::Decision;
 
@@ -92,14 +93,7 @@ impl Dfs {
         self.gap = true;
         let pool = self.pool.clone().expect("only a worker has a threshold");
         if self.shared.is_some() {
-            let key = key_of(steps.iter().map(|(_, m)| *m));
-            let subtree = Subtree {
-                steps,
-                iteration: self.iteration,
-                key,
-                exp: entry.exp,
-                then: Vec::new(),
-            };
+            let subtree = subtree(steps, self.iteration, entry.exp, Vec::new());
             pool.give(vec![subtree]);
         } else {
             self.tell_abandoned(&pool);
@@ -170,14 +164,7 @@ impl Dfs {
                 }
             })
             .collect();
-        let key = key_of(steps.iter().map(|(_, m)| *m));
-        Subtree {
-            steps,
-            iteration,
-            key,
-            exp: first.exp,
-            then,
-        }
+        subtree(steps, iteration, first.exp, then)
     }
 
     /// Donates the alternatives of frame `i` from `from` on: each the
@@ -200,14 +187,7 @@ impl Dfs {
                 let mut steps = prefix.clone();
                 // A frame's alternatives are never preemptions: rank only.
                 steps.push((d, ((from + r) as u32) << 1));
-                let key = key_of(steps.iter().map(|(_, m)| *m));
-                Subtree {
-                    steps,
-                    iteration: self.iteration,
-                    key,
-                    exp,
-                    then: Vec::new(),
-                }
+                subtree(steps, self.iteration, exp, Vec::new())
             })
             .collect()
     }
@@ -252,6 +232,19 @@ impl Dfs {
                 None
             }
         }
+    }
+}
+
+/// The subtree below `steps` of `iteration`, keyed by its steps' marks,
+/// with the run `then` after it.
+fn subtree(steps: Vec<(Decision, u32)>, iteration: u32, exp: ExpId, then: Vec<Later>) -> Subtree {
+    let key = key_of(steps.iter().map(|(_, m)| *m));
+    Subtree {
+        steps,
+        iteration,
+        key,
+        exp,
+        then,
     }
 }
 
