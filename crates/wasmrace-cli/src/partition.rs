@@ -59,7 +59,7 @@ pub fn splitting_strategies(jobs: bool) -> String {
                 Split::None => false,
                 Split::Phases | Split::ByExecution => jobs || !threads_only(&*strategy),
                 Split::ByPrefix => true,
-                Split::Shared => jobs,
+                Split::Shared | Split::Rounds => jobs,
             }
         })
         .map(|d| d.name)
@@ -117,7 +117,7 @@ pub fn threads_only(strategy: &dyn wasmrace_explore::Strategy) -> bool {
         // Phases partition only with a prologue every partition runs.
         Split::Phases => strategy.blocks().prologue() == 0,
         // Partitions cannot share a state cache.
-        Split::Shared => true,
+        Split::Shared | Split::Rounds => true,
         _ => strategy.blocks() == wasmrace_explore::Blocks::Open,
     }
 }
@@ -131,6 +131,7 @@ pub fn split_name(split: Split) -> Option<&'static str> {
         Split::ByExecution => Some("execution"),
         Split::ByPrefix => Some("prefix"),
         Split::Shared => Some("shared"),
+        Split::Rounds => Some("rounds"),
     }
 }
 
@@ -184,11 +185,12 @@ mod tests {
             "`basic-pos`, `dfs` (without `--state-cache`), `pct`, `portfolio`, `pos`, \
              `pos-star`, `racefuzzer`, `random` and `ss`"
         );
-        // Threads share a state cache: `dfs` splits between them with one.
+        // Threads share a state cache: `dfs` splits between them with one,
+        // and `ses` runs its rounds on them.
         assert_eq!(
             splitting_strategies(true),
             "`basic-pos`, `dfs`, `pct`, `portfolio`, `pos`, `pos-star`, `procrastination`, \
-             `racefuzzer`, `random` and `ss`"
+             `racefuzzer`, `random`, `ses` and `ss`"
         );
     }
 }

@@ -7,7 +7,9 @@
 
 use crate::explorer::blocks::Blocks;
 use crate::explorer::partition::Split;
+use crate::explorer::rounds::RoundsPool;
 use crate::explorer::steal::SubtreePool;
+use crate::explorer::Config;
 use std::sync::Arc;
 
 /// How a strategy's work splits: its [`Split`] and what each kind of split
@@ -74,6 +76,23 @@ pub trait Splitting {
     /// executions one run has. Default `None` (not logged).
     fn logged(&self) -> Option<crate::explorer::visits::Logged> {
         None
+    }
+
+    /// For a strategy that runs in rounds ([`Split::Rounds`]): a fresh pool
+    /// for the `workers` of one run with `cfg` (its budget, whether it
+    /// stops at its first bug, the bugs it keeps). `None` (the default)
+    /// for the others.
+    fn rounds(&self, _cfg: &Config, _workers: usize) -> Option<Arc<dyn RoundsPool>> {
+        None
+    }
+
+    /// Makes the strategy one of the workers of `pool` (made by
+    /// [`rounds`](Self::rounds) of a strategy built with the same options),
+    /// before its first `begin`; false when it cannot (the default), and
+    /// then nothing changed. A strategy that joins runs only the
+    /// executions the pool hands it, and tells the pool how each ended.
+    fn join_rounds(&mut self, _pool: Arc<dyn RoundsPool>) -> bool {
+        false
     }
 
     /// For a strategy that runs in phases ([`Split::Phases`], the

@@ -69,6 +69,29 @@ impl StateCache {
         }
     }
 
+    /// An empty cache with the same cap.
+    pub fn emptied(&self) -> Self {
+        StateCache {
+            slots: Vec::new(),
+            has_zero: false,
+            cap_slots: self.cap_slots,
+            len: 0,
+            hits: 0,
+            evictions: 0,
+        }
+    }
+
+    /// A cache of `slots` hashes at most (rounded down to a power of two
+    /// of at least one bucket): tests fill a small one.
+    #[cfg(test)]
+    pub(crate) fn with_slots(slots: usize) -> Self {
+        let cap_slots = 1usize << (usize::BITS - 1 - slots.max(BUCKET).leading_zeros());
+        StateCache {
+            cap_slots,
+            ..StateCache::new(0)
+        }
+    }
+
     /// Whether the cache can hold anything (`cache_mb > 0`).
     pub fn enabled(&self) -> bool {
         self.cap_slots > 0

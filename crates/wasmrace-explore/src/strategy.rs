@@ -233,6 +233,16 @@ pub trait Capabilities {
         false
     }
 
+    /// The first step of the current execution whose state a cycle found
+    /// by a state cache may lead back to, for the livelock it shows
+    /// (default 0: any). An execution started from a saved state compares
+    /// only the states after it, whose hashes the explorer keeps; SES on
+    /// several threads, which replays its entry's prefix instead, answers
+    /// the prefix's length to see the cycles one thread sees.
+    fn cycles_from(&self) -> usize {
+        0
+    }
+
     /// A bound of the strategy's own (e.g. preemptions) that pruned part of
     /// the space, if any did.
     fn bound_hit(&self) -> Option<BoundHit> {

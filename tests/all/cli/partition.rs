@@ -868,6 +868,59 @@ fn jobs_share_an_exhaustive_dfs_tree() {
     }
 }
 
+/// `check --jobs N` with `ses` runs each round's executions side by side
+/// and prints, in `--json`, the one-thread document but for the saved
+/// states (the threads replay their entries' prefixes where one thread
+/// restores snapshots) and timing: exhaustive runs with their states,
+/// cache hits and frontier, bugs with their execution numbers, runs cut by
+/// `--max-executions` and by `--delay-bound`, a cache small enough to
+/// evict. Partitions, which cannot share the cache, are refused.
+#[test]
+fn jobs_run_ses_rounds_side_by_side() {
+    let dir = TempDir::new("partition-jobs-ses");
+    let twopc = fixture(&dir, "two_phase_commit");
+    let philosophers = fixture(&dir, "philosophers");
+    let condvar = fixture(&dir, "condvar_pc");
+    let runs: [&[&str]; 5] = [
+        &[&twopc, "--test", "two_phase_commit_2"],
+        &[&philosophers],
+        &[&condvar, "--max-executions", "3000"],
+        &[&condvar, "--explorer", "rr", "--delay-bound", "2"],
+        &[&twopc, "--test", "two_phase_commit_2", "--cache-mb", "1"],
+    ];
+    for args in runs {
+        let doc = |jobs: &str| {
+            let mut full = vec!["check", "--json", "--strategy", "ses", "--jobs", jobs];
+            full.extend(args);
+            let run = wasmrace(&dir, &full);
+            let mut doc: Value = serde_json::from_str(&run.stdout).unwrap();
+            super::without_elapsed(&mut doc);
+            for test in doc["tests"].as_array_mut().unwrap() {
+                test["strategy_stats"]
+                    .as_object_mut()
+                    .unwrap()
+                    .remove("saved_states");
+            }
+            (run.code, doc)
+        };
+        let (code, one) = doc("1");
+        let first = &one["tests"][0];
+        assert!(first["executions"].as_u64().unwrap() > 50, "{one}");
+        let stats = first["strategy_stats"].to_string();
+        assert!(stats.contains("frontier entries"), "{stats}");
+        for jobs in ["2", "3"] {
+            assert_eq!(doc(jobs), (code, one.clone()), "{args:?} --jobs {jobs}");
+        }
+    }
+    expect_error(
+        &wasmrace(
+            &dir,
+            &["check", &condvar, "--strategy", "ses", "--partition", "1/2"],
+        ),
+        "`--partition 1/2` does not apply to `--strategy ses`",
+    );
+}
+
 /// `check --jobs N` with `dfs --state-cache` shares the search tree and
 /// the state cache between the threads and prints, in `--json`, exactly the
 /// one-thread document (timing aside): exhaustive runs with their states

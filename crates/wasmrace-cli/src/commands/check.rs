@@ -217,7 +217,8 @@ pub struct CheckCommand {
     /// dfs shares its search tree between them (work stealing: the same
     /// executions, the same first bug and the same numbers for any N; with
     /// --state-cache the threads share the cache too, which cannot evict:
-    /// a full one stops the run);
+    /// a full one stops the run); ses runs each round's executions side
+    /// by side and counts them in one thread's order;
     /// random, the pos family, pct, racefuzzer and ss split into N
     /// partitions, procrastination deals out whole families, and the
     /// portfolio runs its openings side by side and then splits its
@@ -377,7 +378,7 @@ impl CheckCommand {
                 Split::ByExecution | Split::Phases | Split::ByPrefix => {
                     std::thread::available_parallelism().map_or(1, |n| n.get() as u32)
                 }
-                Split::None | Split::Shared => 1,
+                Split::None | Split::Shared | Split::Rounds => 1,
             }
         })
     }

@@ -17,6 +17,7 @@ mod livelock;
 pub mod partition;
 mod path;
 mod report;
+pub mod rounds;
 mod saved;
 mod start;
 pub mod steal;
@@ -620,7 +621,9 @@ impl<P: Program, O: Observer + ?Sized> Run<'_, P, O> {
             if !self.step()? {
                 // A state cache cut the execution: at a state of its own
                 // path, round a cycle it could take for ever, it livelocks.
-                let lasso = livelock::lasso(&*self.program, &self.hashes, self.path.decisions());
+                let from = (self.strategy.capabilities()).map_or(0, |c| c.cycles_from());
+                let hashes = &self.hashes;
+                let lasso = livelock::lasso(&*self.program, hashes, from, self.path.decisions());
                 return Ok(lasso.map_or(Outcome::Abandoned, Outcome::Failed));
             }
         }

@@ -108,6 +108,14 @@ pub enum Split {
     /// [`SharedVisits`](super::visits::SharedVisits)); partitions, which
     /// cannot share the cache, are refused.
     Shared,
+    /// Its executions come in rounds (`ses`'s delay bounds): those of a
+    /// round depend on the earlier rounds and, through a state cache that
+    /// ends each where it reaches a state seen before, on the earlier
+    /// executions of their round. The threads of one process run a
+    /// round's executions side by side and hand them over in order
+    /// ([`RoundsPool`](super::rounds::RoundsPool)); partitions, which
+    /// cannot share the cache, are refused.
+    Rounds,
     /// It runs in phases ([`Splitting::openings`](crate::Splitting::openings),
     /// the portfolio): opening members one after the other, each alone,
     /// then a sampling phase that splits by execution. `check --jobs`
@@ -147,7 +155,7 @@ impl Share {
             });
         };
         match split {
-            Split::None | Split::Shared => None,
+            Split::None | Split::Shared | Split::Rounds => None,
             // A phased strategy partitions with its phases as a prologue.
             Split::Phases if blocks.prologue() > 0 => Some(Share::Indices(p, blocks)),
             Split::Phases => None,

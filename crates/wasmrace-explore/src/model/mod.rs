@@ -405,6 +405,8 @@ mod onward_tests;
 mod partition_tests;
 mod run;
 #[cfg(test)]
+mod ses_rounds_tests;
+#[cfg(test)]
 mod shared_cache_tests;
 #[cfg(test)]
 mod steal_tests;

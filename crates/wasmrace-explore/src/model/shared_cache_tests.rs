@@ -18,7 +18,7 @@ use super::partition_tests::racy;
 /// Three threads writing their own variables twice, one of them reading
 /// another's in between: hundreds of interleavings, few states, and a
 /// bug when the read falls between two writes.
-fn converging() -> Model {
+pub(super) fn converging() -> Model {
     let mut b = ModelBuilder::new();
     let (x, y, w) = (b.var("x", 0), b.var("y", 0), b.var("w", 0));
     let a = b.thread("a", |t| {
@@ -52,7 +52,7 @@ fn all_of<'t>(t: &'t mut ThreadBuilder, defs: &[DefId]) -> &'t mut ThreadBuilder
 
 /// A thread spinning with `yield_now` on a flag two others set: cycles
 /// in the state graph, cut at the repeated state; no bug.
-fn spinning() -> Model {
+pub(super) fn spinning() -> Model {
     let mut b = ModelBuilder::new();
     let (flag, z) = (b.var("flag", 0), b.var("z", 0));
     let spin = b.thread("spin", |t| {
@@ -75,7 +75,7 @@ fn spinning() -> Model {
 /// A waiter yielding until three bumps of a flag, while two other threads
 /// bump it between writes of their own: the waiter yields more often than
 /// fairness lets pass for free, in many different states.
-fn waiting() -> Model {
+pub(super) fn waiting() -> Model {
     let mut b = ModelBuilder::new();
     let (flag, x) = (b.var("flag", 0), b.var("x", 0));
     let waiter = b.thread("waiter", |t| {
@@ -106,7 +106,7 @@ fn waiting() -> Model {
 
 /// Two threads each yielding until the other's flag is set, which neither
 /// ever sets: a livelock the cache finds as a cycle on a path.
-fn livelocked() -> Model {
+pub(super) fn livelocked() -> Model {
     let mut b = ModelBuilder::new();
     let (a, c, z) = (b.var("a", 0), b.var("c", 0), b.var("z", 0));
     // Yields until `wait_on` is set, then sets `set`.
@@ -162,27 +162,40 @@ fn shared(
     if let Some(v) = visits {
         assert!(pool.share_visits(v));
     }
-    let together = std::sync::Barrier::new(n);
-    let reports: Vec<Report> = std::thread::scope(|s| {
-        let handles: Vec<_> = (0..n)
-            .map(|_| {
-                s.spawn(|| {
-                    let mut explorer = Explorer::new(model.clone(), config.clone());
-                    together.wait();
-                    explorer
-                        .run_shared(&mut cached(bound), &mut (), &pool)
-                        .unwrap()
-                })
-            })
-            .collect();
-        handles.into_iter().map(|h| h.join().unwrap()).collect()
+    let reports = on_workers(n, model, config, |explorer| {
+        explorer
+            .run_shared(&mut cached(bound), &mut (), &pool)
+            .unwrap()
     });
     let kills = pool.cached().map_or(0, |v| v.kills());
     (pool.settle(&reports, config), kills)
 }
 
+/// `run` on `n` threads at once, each with an explorer of its own on
+/// `model`: the workers' reports, in no order.
+pub(super) fn on_workers(
+    n: usize,
+    model: &Model,
+    config: &Config,
+    run: impl Fn(&mut Explorer<Model>) -> Report + Sync,
+) -> Vec<Report> {
+    let together = std::sync::Barrier::new(n);
+    std::thread::scope(|s| {
+        let handles: Vec<_> = (0..n)
+            .map(|_| {
+                s.spawn(|| {
+                    let mut explorer = Explorer::new(model.clone(), config.clone());
+                    together.wait();
+                    run(&mut explorer)
+                })
+            })
+            .collect();
+        handles.into_iter().map(|h| h.join().unwrap()).collect()
+    })
+}
+
 /// Everything a report says that does not depend on timing.
-fn verdict(r: &Report) -> String {
+pub(super) fn verdict(r: &Report) -> String {
     let bugs: Vec<_> = (r.bugs.iter())
         .map(|b| (b.schedule.clone(), b.execution, b.failure.message.clone()))
         .collect();

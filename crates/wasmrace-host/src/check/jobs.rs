@@ -23,6 +23,8 @@ use wasmrace_explore::{Blocks, Explorer, LowestBug, Partition, Report, Split};
 /// numbers the bug and cuts the budget in the search order,
 /// [`SubtreePool::settle`]); one that shares its tree (`dfs` with a state
 /// cache, [`Split::Shared`]) does the same and shares the cache as well;
+/// one that runs in rounds (`ses`, [`Split::Rounds`]) runs each round's
+/// executions side by side and is counted in one thread's order;
 /// one that splits by execution is split into `jobs`
 /// partitions (partition `K` of `N` becomes partitions `K + N * j` of `N *
 /// jobs`), and its report is the one-thread run's: the failing execution
@@ -70,6 +72,9 @@ pub fn check_jobs_with_progress(
     let (split, blocks) = (strategy.split(), strategy.blocks());
     if split == Split::Phases && opts.explore.partition.is_none() {
         return super::phases::check_phases(guest, test, opts, jobs, progress);
+    }
+    if split == Split::Rounds {
+        return super::rounds::check_rounds(guest, test, opts, jobs, progress);
     }
     let tick = progress_ticks(progress);
     let tick = &tick;

@@ -49,15 +49,32 @@
 //!
 //! **Alternatives** (`choose`) are delays like thread switches: see
 //! [`DelayCursor`].
+//!
+//! **On several threads** (`check --jobs`, [`Split::Rounds`]): within a
+//! round every frame has spent the round's delays, so each frontier entry
+//! is one execution along the explorer, and the threads run a round's
+//! entries side by side while a pool counts them in this order, cutting
+//! each where one thread's cache would: the run reports what one thread
+//! reports (`ses/rounds.rs`).
 
+mod rounds;
+mod worker;
+
+use crate::explorer::partition::Split;
+use crate::explorer::rounds::RoundsPool;
+use crate::explorer::Config;
 use crate::program::StepInfo;
+use crate::splitting::Splitting;
 use crate::state_cache::StateCache;
 use crate::strategies::delaying::explorer::{choices, DelayCursor, DelayingExplorer};
 use crate::strategies::delaying::ExplorerKind;
 use crate::strategies::registry::{Descriptor, Knob, StrategyOptions, Takes};
-use crate::strategy::{BoundHit, Capabilities, Context, Start, Stat, Strategy};
+use crate::strategy::{BoundHit, Capabilities, Context, Outcome, Start, Stat, Strategy};
+use rounds::SesRounds;
 use std::collections::VecDeque;
+use std::sync::Arc;
 use wasmrace_trace::Decision;
+use worker::Worker;
 
 /// Options of [`Ses`].
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
@@ -170,8 +187,6 @@ pub struct Ses<E> {
     initial: E,
     opts: SesOptions,
     seed: u64,
-    /// The current delay bound.
-    db: u32,
     cache: StateCache,
     frames: Vec<Frame<E>>,
     /// Entries found in this round, for the next one.
@@ -187,12 +202,51 @@ pub struct Ses<E> {
     next_id: u64,
     started: bool,
     exhausted: bool,
+    tally: Tally,
+    /// With other workers (`check --jobs`): the pool they share.
+    worker: Option<Worker>,
+}
+
+/// What SES counts, and the delay bound it reached: kept by one thread's
+/// search, or by the pool of a run on several ([`SesRounds`]), which
+/// counts the executions as one thread does.
+#[derive(Clone, Debug, Default)]
+struct Tally {
+    /// The current delay bound.
+    db: u32,
     /// Frontier entries left unexplored at the delay bound.
     cut_by_bound: u64,
     states: u64,
     cache_hits: u64,
     frontier_peak: u64,
     frontier_total: u64,
+}
+
+impl Tally {
+    /// A frontier entry was found; `held` are held now.
+    fn found(&mut self, held: usize) {
+        self.frontier_total += 1;
+        self.frontier_peak = self.frontier_peak.max(held as u64);
+    }
+
+    fn bound_hit(&self) -> Option<BoundHit> {
+        (self.cut_by_bound > 0).then(|| BoundHit {
+            bound: "delays",
+            value: u64::from(self.db),
+            knob: "--delay-bound",
+        })
+    }
+
+    fn stats(&self, evictions: u64) -> Vec<Stat> {
+        vec![
+            Stat::new(crate::state_cache::STATES_EXPLORED, self.states),
+            Stat::new(crate::state_cache::CACHE_HITS, self.cache_hits),
+            Stat::new(crate::state_cache::CACHE_EVICTIONS, evictions),
+            Stat::peak("delay bound reached", u64::from(self.db)),
+            Stat::new("frontier entries", self.frontier_total),
+            Stat::peak("frontier peak", self.frontier_peak),
+        ]
+    }
 }
 
 impl<E: DelayingExplorer + Clone> Ses<E> {
@@ -204,7 +258,6 @@ impl<E: DelayingExplorer + Clone> Ses<E> {
             initial: explorer,
             opts,
             seed,
-            db: 0,
             cache: StateCache::new(opts.cache_mb),
             frames: Vec::new(),
             frontier: Vec::new(),
@@ -216,12 +269,17 @@ impl<E: DelayingExplorer + Clone> Ses<E> {
             next_id: 0,
             started: false,
             exhausted: false,
-            cut_by_bound: 0,
-            states: 0,
-            cache_hits: 0,
-            frontier_peak: 0,
-            frontier_total: 0,
+            tally: Tally::default(),
+            worker: None,
         }
+    }
+
+    /// With `cache` for its state cache (tests fill a small one); a pool
+    /// it makes ([`Splitting::rounds`]) gets one with the same cap.
+    #[cfg(test)]
+    pub(crate) fn with_cache(mut self, cache: StateCache) -> Self {
+        self.cache = cache;
+        self
     }
 
     /// The options it runs with.
@@ -236,18 +294,18 @@ impl<E: DelayingExplorer + Clone> Ses<E> {
 
     /// The delay bound being explored (the last one, once done).
     pub fn delay_bound(&self) -> u32 {
-        self.db
+        self.tally.db
     }
 
     /// States explored from: distinct states with the cache on (up to
     /// evictions), every visit without it.
     pub fn states_explored(&self) -> u64 {
-        self.states
+        self.tally.states
     }
 
     /// Transitions that led to a cached state (each ends an execution).
     pub fn cache_hits(&self) -> u64 {
-        self.cache_hits
+        self.tally.cache_hits
     }
 
     /// The cache of visited states (`SesOptions::cache_mb`).
@@ -257,24 +315,47 @@ impl<E: DelayingExplorer + Clone> Ses<E> {
 
     /// The largest frontier (entries held at once).
     pub fn frontier_peak(&self) -> u64 {
-        self.frontier_peak
+        self.tally.frontier_peak
     }
 
     /// Frontier entries found over the whole run.
     pub fn frontier_total(&self) -> u64 {
-        self.frontier_total
+        self.tally.frontier_total
+    }
+
+    /// The frame of a new state, below the path's last: the parent's
+    /// explorer after the step that led here, no transition taken yet.
+    fn new_frame(&self, ctx: &Context<'_>) -> Frame<E> {
+        let threads = ctx.threads;
+        let cursor = match (self.frames.last(), &self.last_event) {
+            (Some(parent), Some(event)) => {
+                let mut c = parent.cursor.clone();
+                c.after_step(event, threads);
+                c
+            }
+            _ => DelayCursor::new(self.initial.clone(), threads),
+        };
+        Frame {
+            cursor,
+            i: 0,
+            choices: choices(threads),
+            n: self.frames.last().map_or(0, |p| p.n),
+            delay_next: false,
+            saved: None,
+            depth: ctx.step,
+        }
     }
 
     /// Whether the frame will go to the frontier: after its current
     /// transition, the delays left (`db - n`) run out before its choices.
     fn bound_for_frontier(&self, f: &Frame<E>) -> bool {
-        f.i + ((self.db - f.n) as usize) < f.choices
+        f.i + ((self.tally.db - f.n) as usize) < f.choices
     }
 
     /// Asks for `f`'s state to be saved if the frontier will need it and a
     /// later round will resume it.
     fn maybe_save(&mut self, f: &mut Frame<E>) {
-        let last_round = self.opts.delay_bound == Some(self.db);
+        let last_round = self.opts.delay_bound == Some(self.tally.db);
         if f.saved.is_none() && !last_round && self.bound_for_frontier(f) {
             let id = self.next_id;
             self.next_id += 1;
@@ -293,6 +374,9 @@ impl<E: DelayingExplorer + Clone> Strategy for Ses<E> {
         if self.exhausted {
             return None;
         }
+        if self.worker.is_some() {
+            return self.worker_begin();
+        }
         self.resuming = false;
         self.save = None;
         if !self.started {
@@ -302,13 +386,12 @@ impl<E: DelayingExplorer + Clone> Strategy for Ses<E> {
         // Back from the transition the top frame took.
         while let Some(f) = self.frames.last_mut() {
             if f.i < f.choices {
-                if f.n == self.db {
+                if f.n == self.tally.db {
                     // `frontier[s] := (d, i)`: more choices than delays.
                     let mut f = self.frames.pop()?;
                     f.delay_next = true;
                     self.frontier.push(f);
-                    self.frontier_total += 1;
-                    self.frontier_peak = self.frontier_peak.max(self.frontier.len() as u64);
+                    self.tally.found(self.frontier.len());
                     continue;
                 }
                 f.delay_next = true;
@@ -334,18 +417,21 @@ impl<E: DelayingExplorer + Clone> Strategy for Ses<E> {
                 self.exhausted = true;
                 return None;
             }
-            if self.opts.delay_bound == Some(self.db) {
-                self.cut_by_bound = self.frontier.len() as u64;
+            if self.opts.delay_bound == Some(self.tally.db) {
+                self.tally.cut_by_bound = self.frontier.len() as u64;
                 self.frontier.clear();
                 self.exhausted = true;
                 return None;
             }
-            self.db += 1;
+            self.tally.db += 1;
             self.pending = std::mem::take(&mut self.frontier).into();
         }
     }
 
     fn decide(&mut self, ctx: &Context<'_>) -> Option<Decision> {
+        if self.worker.is_some() {
+            return self.worker_decide(ctx);
+        }
         let threads = ctx.threads;
         let hash = self.hash.take();
         let mut frame = if self.resuming {
@@ -358,30 +444,14 @@ impl<E: DelayingExplorer + Clone> Strategy for Ses<E> {
             }
             f
         } else {
-            let cursor = match (self.frames.last(), &self.last_event) {
-                (Some(parent), Some(event)) => {
-                    let mut c = parent.cursor.clone();
-                    c.after_step(event, threads);
-                    c
-                }
-                _ => DelayCursor::new(self.initial.clone(), threads),
-            };
             if let Some(h) = hash {
                 if !self.cache.insert(h) {
-                    self.cache_hits += 1;
+                    self.tally.cache_hits += 1;
                     return None;
                 }
             }
-            self.states += 1;
-            Frame {
-                cursor,
-                i: 0,
-                choices: choices(threads),
-                n: self.frames.last().map_or(0, |p| p.n),
-                delay_next: false,
-                saved: None,
-                depth: ctx.step,
-            }
+            self.tally.states += 1;
+            self.new_frame(ctx)
         };
         let d = frame.cursor.next(threads);
         frame.i += 1;
@@ -391,7 +461,14 @@ impl<E: DelayingExplorer + Clone> Strategy for Ses<E> {
     }
 
     fn observe(&mut self, step: &StepInfo) {
+        if let Some(w) = &mut self.worker {
+            w.observe(step);
+        }
         self.last_event = Some(step.clone());
+    }
+
+    fn end(&mut self, outcome: &Outcome) {
+        self.worker_end(outcome);
     }
 
     fn capabilities(&self) -> Option<&dyn Capabilities> {
@@ -432,23 +509,56 @@ impl<E: DelayingExplorer + Clone> Capabilities for Ses<E> {
         self.exhausted
     }
 
-    fn bound_hit(&self) -> Option<BoundHit> {
-        (self.cut_by_bound > 0).then(|| BoundHit {
-            bound: "delays",
-            value: u64::from(self.db),
-            knob: "--delay-bound",
-        })
+    fn cycles_from(&self) -> usize {
+        self.worker.as_ref().map_or(0, |w| w.entry_depth())
     }
 
+    /// With other workers, the pool's: the run's, as one thread has it.
+    fn bound_hit(&self) -> Option<BoundHit> {
+        match &self.worker {
+            Some(w) => w.pool.bound_hit(),
+            None => self.tally.bound_hit(),
+        }
+    }
+
+    /// With other workers, the pool's: the run's, as one thread has it.
     fn stats(&self) -> Vec<Stat> {
-        vec![
-            Stat::new(crate::state_cache::STATES_EXPLORED, self.states),
-            Stat::new(crate::state_cache::CACHE_HITS, self.cache_hits),
-            Stat::new(crate::state_cache::CACHE_EVICTIONS, self.cache.evictions()),
-            Stat::peak("delay bound reached", u64::from(self.db)),
-            Stat::new("frontier entries", self.frontier_total),
-            Stat::peak("frontier peak", self.frontier_peak),
-        ]
+        match &self.worker {
+            Some(w) => w.pool.stats(),
+            None => self.tally.stats(self.cache.evictions()),
+        }
+    }
+
+    fn splitting(&self) -> Option<&dyn Splitting> {
+        Some(self)
+    }
+
+    fn splitting_mut(&mut self) -> Option<&mut dyn Splitting> {
+        Some(self)
+    }
+}
+
+/// SES runs in rounds: on several threads, the workers share a
+/// `SesRounds` pool (`ses/rounds.rs`).
+impl<E: DelayingExplorer + Clone> Splitting for Ses<E> {
+    fn split(&self) -> Split {
+        Split::Rounds
+    }
+
+    fn rounds(&self, cfg: &Config, workers: usize) -> Option<Arc<dyn RoundsPool>> {
+        let cache = self.cache.emptied();
+        Some(Arc::new(SesRounds::new(self.opts, cfg, workers, cache)))
+    }
+
+    fn join_rounds(&mut self, pool: Arc<dyn RoundsPool>) -> bool {
+        if self.started || self.worker.is_some() {
+            return false;
+        }
+        let Ok(pool) = pool.into_any().downcast::<SesRounds>() else {
+            return false;
+        };
+        self.worker = Some(Worker::new(pool));
+        true
     }
 }
 
