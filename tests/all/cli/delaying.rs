@@ -31,7 +31,11 @@ fn ses_exhausts_mutex_counter_with_the_states_dfs_with_a_state_cache_explores() 
     let dir = TempDir::new("ses-exhaust");
     let m = fixture(&dir, "mutex_counter");
     let test = ["check", &m, "--test", "mutex_counter_3"];
-    let ses = wasmrace(&dir, &[&test[..], &["--strategy", "ses"]].concat());
+    // One thread saves the frontier's states (threads replay them).
+    let ses = wasmrace(
+        &dir,
+        &[&test[..], &["--strategy", "ses", "--jobs", "1"]].concat(),
+    );
     expect(&ses, 0);
     let first = ses.stdout.lines().next().unwrap();
     assert!(
@@ -86,7 +90,17 @@ fn ses_exhausts_mutex_counter_with_the_states_dfs_with_a_state_cache_explores() 
 fn ses_bug_replays_and_frontier_storage_does_not_change_the_run() {
     let dir = TempDir::new("ses-bug");
     let m = fixture(&dir, "mailbox_server");
-    let args = ["check", &m, "--strategy", "ses", "--explorer", "rr"];
+    // One thread saves the frontier's states (threads replay them).
+    let args = [
+        "check",
+        &m,
+        "--strategy",
+        "ses",
+        "--explorer",
+        "rr",
+        "--jobs",
+        "1",
+    ];
     let run = wasmrace(&dir, &args);
     expect(&run, 1);
     assert!(run.stdout.contains(

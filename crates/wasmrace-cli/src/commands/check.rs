@@ -223,10 +223,10 @@ pub struct CheckCommand {
     /// partitions, procrastination deals out whole families, and the
     /// portfolio runs its openings side by side and then splits its
     /// samplers' executions: all report exactly what one thread reports.
-    /// Default: the number of cores for these (dfs too), one thread for
-    /// the others and for dfs --state-cache (whose cache, shared, cannot
-    /// evict); an explicit N above 1 for a strategy that cannot split is
-    /// an error
+    /// Default: the number of cores for these (dfs and ses too), one
+    /// thread for the others and for dfs --state-cache (whose cache,
+    /// shared, cannot evict); an explicit N above 1 for a strategy that
+    /// cannot split is an error
     #[arg(long, value_name = "N")]
     jobs: Option<u32>,
     #[arg(long, value_name = "D", help = format!(
@@ -365,20 +365,21 @@ impl CheckCommand {
     }
 
     /// Threads for the exploration: `--jobs`, else every core for the
-    /// strategies that split by execution, the portfolio and dfs (whose
+    /// strategies that split by execution, the portfolio, dfs (whose
     /// report is the same on any number of threads, and which takes about
     /// one thread's time on two where a budget cuts the run, README
-    /// "Scaling out"), one for the others. dfs with a state
+    /// "Scaling out") and ses (the same report but for the saved states,
+    /// which its threads do not use), one for the others. dfs with a state
     /// cache stays on one: a cache the threads share cannot evict, so a
     /// full one stops the run where one thread's goes on.
     fn jobs(&self, strategy: &StrategyChoice) -> u32 {
         self.jobs.unwrap_or_else(|| {
             use wasmrace_explore::Split;
             match strategy.build(self.seed).split() {
-                Split::ByExecution | Split::Phases | Split::ByPrefix => {
+                Split::ByExecution | Split::Phases | Split::ByPrefix | Split::Rounds => {
                     std::thread::available_parallelism().map_or(1, |n| n.get() as u32)
                 }
-                Split::None | Split::Shared | Split::Rounds => 1,
+                Split::None | Split::Shared => 1,
             }
         })
     }
