@@ -1,10 +1,12 @@
 #!/usr/bin/env bash
 # Checks that `wasmrace check --jobs N` prints exactly the `--jobs 1`
-# document (`--json`, the `elapsed_ms` fields aside) for dfs sharing its
-# tree, with and without `--state-cache`, on every test of every built
-# fixture: unbounded and with a preemption bound, with budgets that cut
-# most runs and budgets that do not. The CLI tests check a few of these
-# runs; this walks them all (about 4 minutes on 2 cores).
+# document (`--json`, the `elapsed_ms` fields and the saved-state counters
+# aside) for dfs sharing its tree, with and without `--state-cache`, and
+# for ses running its rounds side by side, on every test of every built
+# fixture: dfs unbounded and with a preemption bound, ses without and
+# with a delay bound, with budgets that cut most runs and budgets that do
+# not. The CLI tests check a few of these runs; this walks them all
+# (about 8 minutes on 2 cores).
 #
 # Usage: scripts/jobs-same-output.sh [JOBS...]   (default: 2 3)
 # Environment:
@@ -27,6 +29,8 @@ import json, sys
 def strip(v):
     if isinstance(v, dict):
         v.pop("elapsed_ms", None)
+        # How states were saved: ses threads replay and save none.
+        v.pop("saved_states", None)
         for x in v.values(): strip(x)
     elif isinstance(v, list):
         for x in v: strip(x)
@@ -45,6 +49,20 @@ for module in "$GUESTS"/*.wasm; do
     name=$(basename "$module" .wasm)
     # Modules that exist to fail loading or to have nothing to explore.
     case $name in hostile|stack_overflow|world_hello|sdk_smoke) continue ;; esac
+    for bound in "" "--delay-bound 2"; do
+        for max in 300 3000; do
+            # shellcheck disable=SC2086 # the options are words
+            args=("$module" --strategy ses $bound --max-executions "$max")
+            one=$(run "${args[@]}" --jobs 1)
+            for jobs in "${JOBS[@]}"; do
+                compared=$((compared + 1))
+                if [ "$(run "${args[@]}" --jobs "$jobs")" != "$one" ]; then
+                    differing=$((differing + 1))
+                    echo "differs: ${args[*]} --jobs $jobs"
+                fi
+            done
+        done
+    done
     for cache in "" "--state-cache"; do
         for bound in "--unbounded" "--preemption-bound 1"; do
             for max in 300 3000; do
