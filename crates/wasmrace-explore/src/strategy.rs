@@ -233,6 +233,16 @@ pub trait Capabilities {
         false
     }
 
+    /// For a strategy that hashes states ([`wants_state_hash`](Self::wants_state_hash)):
+    /// it does not need the hash of the state before step `step` of the
+    /// current execution, which it replays along a path it knows (SES on
+    /// several threads, below its entry's state). The explorer then skips
+    /// the hash, and still steps as for a strategy that hashes. Default
+    /// false.
+    fn knows_state(&self, _step: usize) -> bool {
+        false
+    }
+
     /// The first step of the current execution whose state a cycle found
     /// by a state cache may lead back to, for the livelock it shows
     /// (default 0: any). An execution started from a saved state compares

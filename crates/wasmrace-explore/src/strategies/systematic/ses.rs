@@ -513,6 +513,12 @@ impl<E: DelayingExplorer + Clone> Capabilities for Ses<E> {
         self.worker.as_ref().map_or(0, |w| w.entry_depth())
     }
 
+    /// A worker replays its entry's prefix: no state before the entry's
+    /// is looked up.
+    fn knows_state(&self, step: usize) -> bool {
+        step < self.cycles_from()
+    }
+
     /// With other workers, the pool's: the run's, as one thread has it.
     fn bound_hit(&self) -> Option<BoundHit> {
         match &self.worker {
