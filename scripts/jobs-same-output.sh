@@ -45,6 +45,21 @@ run() {
 
 compared=0
 differing=0
+
+# Runs `check` with the given arguments on one thread and on each of JOBS,
+# counting the runs that differ.
+compare() {
+    local one
+    one=$(run "$@" --jobs 1)
+    for jobs in "${JOBS[@]}"; do
+        compared=$((compared + 1))
+        if [ "$(run "$@" --jobs "$jobs")" != "$one" ]; then
+            differing=$((differing + 1))
+            echo "differs: $* --jobs $jobs"
+        fi
+    done
+}
+
 for module in "$GUESTS"/*.wasm; do
     name=$(basename "$module" .wasm)
     # Modules that exist to fail loading or to have nothing to explore.
@@ -52,30 +67,14 @@ for module in "$GUESTS"/*.wasm; do
     for bound in "" "--delay-bound 2"; do
         for max in 300 3000; do
             # shellcheck disable=SC2086 # the options are words
-            args=("$module" --strategy ses $bound --max-executions "$max")
-            one=$(run "${args[@]}" --jobs 1)
-            for jobs in "${JOBS[@]}"; do
-                compared=$((compared + 1))
-                if [ "$(run "${args[@]}" --jobs "$jobs")" != "$one" ]; then
-                    differing=$((differing + 1))
-                    echo "differs: ${args[*]} --jobs $jobs"
-                fi
-            done
+            compare "$module" --strategy ses $bound --max-executions "$max"
         done
     done
     for cache in "" "--state-cache"; do
         for bound in "--unbounded" "--preemption-bound 1"; do
             for max in 300 3000; do
                 # shellcheck disable=SC2086 # the options are words
-                args=("$module" --strategy dfs $cache $bound --max-executions "$max")
-                one=$(run "${args[@]}" --jobs 1)
-                for jobs in "${JOBS[@]}"; do
-                    compared=$((compared + 1))
-                    if [ "$(run "${args[@]}" --jobs "$jobs")" != "$one" ]; then
-                        differing=$((differing + 1))
-                        echo "differs: ${args[*]} --jobs $jobs"
-                    fi
-                done
+                compare "$module" --strategy dfs $cache $bound --max-executions "$max"
             done
         done
     done

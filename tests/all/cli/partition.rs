@@ -868,6 +868,16 @@ fn jobs_share_an_exhaustive_dfs_tree() {
     }
 }
 
+/// `check --json --jobs <jobs>` with `args`: the exit code and the
+/// document, its timing aside.
+fn jobs_doc(dir: &Path, args: &[&str], jobs: &str) -> (i32, Value) {
+    let full = [&["check", "--json", "--jobs", jobs], args].concat();
+    let run = wasmrace(dir, &full);
+    let mut doc: Value = serde_json::from_str(&run.stdout).unwrap();
+    super::without_elapsed(&mut doc);
+    (run.code, doc)
+}
+
 /// `check --jobs N` with `ses` runs each round's executions side by side
 /// and prints, in `--json`, the one-thread document but for the saved
 /// states (the threads replay their entries' prefixes where one thread
@@ -890,18 +900,16 @@ fn jobs_run_ses_rounds_side_by_side() {
     ];
     for args in runs {
         let doc = |jobs: &str| {
-            let mut full = vec!["check", "--json", "--strategy", "ses", "--jobs", jobs];
-            full.extend(args);
-            let run = wasmrace(&dir, &full);
-            let mut doc: Value = serde_json::from_str(&run.stdout).unwrap();
-            super::without_elapsed(&mut doc);
-            for test in doc["tests"].as_array_mut().unwrap() {
+            let mut doc = jobs_doc(&dir, &[&["--strategy", "ses"], args].concat(), jobs);
+            // Threads replay their entries' prefixes where one thread
+            // restores saved states.
+            for test in doc.1["tests"].as_array_mut().unwrap() {
                 test["strategy_stats"]
                     .as_object_mut()
                     .unwrap()
                     .remove("saved_states");
             }
-            (run.code, doc)
+            doc
         };
         let (code, one) = doc("1");
         let first = &one["tests"][0];
@@ -943,13 +951,8 @@ fn jobs_share_a_dfs_state_cache() {
     ];
     for args in runs {
         let doc = |jobs: &str| {
-            let mut full = vec!["check", "--json", "--strategy", "dfs", "--state-cache"];
-            full.extend(["--jobs", jobs]);
-            full.extend(args);
-            let run = wasmrace(&dir, &full);
-            let mut doc: Value = serde_json::from_str(&run.stdout).unwrap();
-            super::without_elapsed(&mut doc);
-            (run.code, doc)
+            let strategy = ["--strategy", "dfs", "--state-cache"];
+            jobs_doc(&dir, &[&strategy[..], args].concat(), jobs)
         };
         let (code, one) = doc("1");
         let first = &one["tests"][0];
