@@ -878,6 +878,20 @@ fn jobs_doc(dir: &Path, args: &[&str], jobs: &str) -> (i32, Value) {
     (run.code, doc)
 }
 
+/// `doc` (exit code and document of a run on the given `--jobs`) on 2
+/// and 3 threads is the one-thread run's, which ran more than `min`
+/// executions in its first test and reports the strategy's counter `stat`.
+fn same_on_threads(doc: impl Fn(&str) -> (i32, Value), min: u64, stat: &str, args: &[&str]) {
+    let (code, one) = doc("1");
+    let first = &one["tests"][0];
+    assert!(first["executions"].as_u64().unwrap() > min, "{one}");
+    let stats = first["strategy_stats"].to_string();
+    assert!(stats.contains(stat), "{stats}");
+    for jobs in ["2", "3"] {
+        assert_eq!(doc(jobs), (code, one.clone()), "{args:?} --jobs {jobs}");
+    }
+}
+
 /// `check --jobs N` with `ses` runs each round's executions side by side
 /// and prints, in `--json`, the one-thread document but for the saved
 /// states (the threads replay their entries' prefixes where one thread
@@ -911,14 +925,7 @@ fn jobs_run_ses_rounds_side_by_side() {
             }
             doc
         };
-        let (code, one) = doc("1");
-        let first = &one["tests"][0];
-        assert!(first["executions"].as_u64().unwrap() > 50, "{one}");
-        let stats = first["strategy_stats"].to_string();
-        assert!(stats.contains("frontier entries"), "{stats}");
-        for jobs in ["2", "3"] {
-            assert_eq!(doc(jobs), (code, one.clone()), "{args:?} --jobs {jobs}");
-        }
+        same_on_threads(doc, 50, "frontier entries", args);
     }
     expect_error(
         &wasmrace(
@@ -954,14 +961,7 @@ fn jobs_share_a_dfs_state_cache() {
             let strategy = ["--strategy", "dfs", "--state-cache"];
             jobs_doc(&dir, &[&strategy[..], args].concat(), jobs)
         };
-        let (code, one) = doc("1");
-        let first = &one["tests"][0];
-        assert!(first["executions"].as_u64().unwrap() > 400, "{one}");
-        let stats = first["strategy_stats"].to_string();
-        assert!(stats.contains("states explored"), "{stats}");
-        for jobs in ["2", "3"] {
-            assert_eq!(doc(jobs), (code, one.clone()), "{args:?} --jobs {jobs}");
-        }
+        same_on_threads(doc, 400, "states explored", args);
     }
     expect_error(
         &wasmrace(
