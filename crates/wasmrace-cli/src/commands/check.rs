@@ -180,12 +180,13 @@ pub struct CheckCommand {
         shown(defaults("dpor").dpor.map(|m| m.name()))
     ))]
     dpor: Option<DporArg>,
-    /// States saved for later (ses's frontier) kept as snapshots at most;
-    /// beyond that they are replayed from their prefix
+    /// States saved for later (ses's frontier on one thread; its threads
+    /// replay instead) kept as snapshots at most; beyond that they are
+    /// replayed from their prefix
     #[arg(long, value_name = "N", default_value_t = Config::default().max_saved_snapshots)]
     max_saved_snapshots: usize,
-    /// Memory for saved snapshots (ses's frontier), in MiB; beyond it saved
-    /// states are replayed from their prefix
+    /// Memory for saved snapshots (ses's frontier on one thread), in MiB;
+    /// beyond it saved states are replayed from their prefix
     #[arg(long, value_name = "MB", default_value_t = Config::default().max_saved_bytes >> 20)]
     saved_snapshots_mb: usize,
     /// Stop after N executions per test
