@@ -177,3 +177,45 @@ fn a_worker_that_leaves_early_stops_the_run() {
     assert!(!settled.exhausted);
     assert_eq!(settled.executions, 0);
 }
+
+#[test]
+fn a_workers_counters_are_the_runs() {
+    let setup = Setup {
+        explorer: ExplorerKind::RoundRobin,
+        delay_bound: None,
+        slots: Some(1 << 12),
+    };
+    let config = Config::default();
+    let mut one = setup.ses();
+    Explorer::new(converging(), config.clone())
+        .run(&mut one)
+        .unwrap();
+    let pool = setup.ses().rounds(&config, 2).unwrap();
+    let workers: Vec<Ses<BuiltinExplorer>> = std::thread::scope(|s| {
+        let handles: Vec<_> = (0..2)
+            .map(|_| {
+                s.spawn(|| {
+                    let mut ses = setup.ses();
+                    Explorer::new(converging(), config.clone())
+                        .run_rounds(&mut ses, &mut (), &mut |_| {}, &pool)
+                        .unwrap();
+                    ses
+                })
+            })
+            .collect();
+        handles.into_iter().map(|h| h.join().unwrap()).collect()
+    });
+    assert!(one.states_explored() > 10);
+    for w in &workers {
+        let counters = |s: &Ses<BuiltinExplorer>| {
+            (
+                s.states_explored(),
+                s.cache_hits(),
+                s.delay_bound(),
+                s.frontier_total(),
+                s.frontier_peak(),
+            )
+        };
+        assert_eq!(counters(w), counters(&one));
+    }
+}

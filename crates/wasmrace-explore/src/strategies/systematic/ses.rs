@@ -294,33 +294,43 @@ impl<E: DelayingExplorer + Clone> Ses<E> {
 
     /// The delay bound being explored (the last one, once done).
     pub fn delay_bound(&self) -> u32 {
-        self.tally.db
+        self.counted().db
     }
 
     /// States explored from: distinct states with the cache on (up to
     /// evictions), every visit without it.
     pub fn states_explored(&self) -> u64 {
-        self.tally.states
+        self.counted().states
     }
 
     /// Transitions that led to a cached state (each ends an execution).
     pub fn cache_hits(&self) -> u64 {
-        self.tally.cache_hits
+        self.counted().cache_hits
     }
 
-    /// The cache of visited states (`SesOptions::cache_mb`).
+    /// The cache of visited states (`SesOptions::cache_mb`); empty on a
+    /// worker of a run on several threads, whose pool holds the run's.
     pub fn state_cache(&self) -> &StateCache {
         &self.cache
     }
 
+    /// What the search counted so far: its own, or on a worker of a run on
+    /// several threads the pool's, which is one thread's.
+    fn counted(&self) -> Tally {
+        match &self.worker {
+            Some(w) => w.pool.tally(),
+            None => self.tally.clone(),
+        }
+    }
+
     /// The largest frontier (entries held at once).
     pub fn frontier_peak(&self) -> u64 {
-        self.tally.frontier_peak
+        self.counted().frontier_peak
     }
 
     /// Frontier entries found over the whole run.
     pub fn frontier_total(&self) -> u64 {
-        self.tally.frontier_total
+        self.counted().frontier_total
     }
 
     /// The frame of a new state, below the path's last: the parent's

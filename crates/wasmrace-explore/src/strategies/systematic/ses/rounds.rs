@@ -361,6 +361,11 @@ impl SesRounds {
         }
     }
 
+    /// The counters so far, as one thread has them.
+    pub(super) fn tally(&self) -> Tally {
+        self.lock().tally.clone()
+    }
+
     /// Whether the run explored its whole space (within the delay bound).
     pub(super) fn exhausted(&self) -> bool {
         self.lock().end == Some(End::Exhausted)
