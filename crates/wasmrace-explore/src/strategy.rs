@@ -234,22 +234,14 @@ pub trait Capabilities {
     }
 
     /// For a strategy that hashes states ([`wants_state_hash`](Self::wants_state_hash)):
-    /// it does not need the hash of the state before step `step` of the
-    /// current execution, which it replays along a path it knows (SES on
-    /// several threads, below its entry's state). The explorer then skips
-    /// the hash, and still steps as for a strategy that hashes. Default
-    /// false.
-    fn knows_state(&self, _step: usize) -> bool {
-        false
-    }
-
-    /// The first step of the current execution whose state a cycle found
-    /// by a state cache may lead back to, for the livelock it shows
-    /// (default 0: any). An execution started from a saved state compares
-    /// only the states after it, whose hashes the explorer keeps; SES on
-    /// several threads, which replays its entry's prefix instead, answers
-    /// the prefix's length to see the cycles one thread sees.
-    fn cycles_from(&self) -> usize {
+    /// the steps of the current execution it replays along a path it knows
+    /// (default 0), as one started from a saved state at their end would
+    /// (SES on several threads: its entry's prefix). The explorer hashes
+    /// none of their states, nothing looking them up, though it still
+    /// steps as for a strategy that hashes; and a cycle a state cache
+    /// closes back to one of them is no livelock, as for the execution
+    /// started from the saved state, which does not know their hashes.
+    fn known_prefix(&self) -> usize {
         0
     }
 

@@ -621,7 +621,7 @@ impl<P: Program, O: Observer + ?Sized> Run<'_, P, O> {
             if !self.step()? {
                 // A state cache cut the execution: at a state of its own
                 // path, round a cycle it could take for ever, it livelocks.
-                let from = (self.strategy.capabilities()).map_or(0, |c| c.cycles_from());
+                let from = (self.strategy.capabilities()).map_or(0, |c| c.known_prefix());
                 let hashes = &self.hashes;
                 let lasso = livelock::lasso(&*self.program, hashes, from, self.path.decisions());
                 return Ok(lasso.map_or(Outcome::Abandoned, Outcome::Failed));
@@ -710,7 +710,7 @@ impl<P: Program, O: Observer + ?Sized> Run<'_, P, O> {
     fn decide(&mut self, step: usize) -> Result<Option<Decided>, ExploreError<P::Error>> {
         self.learn_forced(step)?;
         if let Some(caps) = self.strategy.capabilities_mut() {
-            if caps.wants_state_hash() && !caps.knows_state(step) {
+            if caps.wants_state_hash() && step >= caps.known_prefix() {
                 let hash = self.program.state_hash().map(|h| self.fair.key(h));
                 self.report.state_hashes += u64::from(hash.is_some());
                 caps.observe_state(hash);

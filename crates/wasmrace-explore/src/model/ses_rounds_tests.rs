@@ -191,19 +191,12 @@ fn a_workers_counters_are_the_runs() {
         .run(&mut one)
         .unwrap();
     let pool = setup.ses().rounds(&config, 2).unwrap();
-    let workers: Vec<Ses<BuiltinExplorer>> = std::thread::scope(|s| {
-        let handles: Vec<_> = (0..2)
-            .map(|_| {
-                s.spawn(|| {
-                    let mut ses = setup.ses();
-                    Explorer::new(converging(), config.clone())
-                        .run_rounds(&mut ses, &mut (), &mut |_| {}, &pool)
-                        .unwrap();
-                    ses
-                })
-            })
-            .collect();
-        handles.into_iter().map(|h| h.join().unwrap()).collect()
+    let workers = on_workers(2, &converging(), &config, |explorer| {
+        let mut ses = setup.ses();
+        explorer
+            .run_rounds(&mut ses, &mut (), &mut |_| {}, &pool)
+            .unwrap();
+        ses
     });
     assert!(one.states_explored() > 10);
     for w in &workers {

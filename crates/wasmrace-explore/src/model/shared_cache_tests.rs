@@ -172,13 +172,13 @@ fn shared(
 }
 
 /// `run` on `n` threads at once, each with an explorer of its own on
-/// `model`: the workers' reports, in no order.
-pub(super) fn on_workers(
+/// `model`: what each returned (its report, say), in no order.
+pub(super) fn on_workers<T: Send>(
     n: usize,
     model: &Model,
     config: &Config,
-    run: impl Fn(&mut Explorer<Model>) -> Report + Sync,
-) -> Vec<Report> {
+    run: impl Fn(&mut Explorer<Model>) -> T + Sync,
+) -> Vec<T> {
     let together = std::sync::Barrier::new(n);
     std::thread::scope(|s| {
         let handles: Vec<_> = (0..n)

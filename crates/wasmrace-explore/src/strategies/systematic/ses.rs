@@ -337,7 +337,12 @@ impl<E: DelayingExplorer + Clone> Ses<E> {
     /// explorer after the step that led here, no transition taken yet.
     fn new_frame(&self, ctx: &Context<'_>) -> Frame<E> {
         let threads = ctx.threads;
-        let cursor = match (self.frames.last(), &self.last_event) {
+        // A worker keeps every step's event (it resumes past some).
+        let event = match &self.worker {
+            Some(w) => w.last_event(),
+            None => self.last_event.as_ref(),
+        };
+        let cursor = match (self.frames.last(), event) {
             (Some(parent), Some(event)) => {
                 let mut c = parent.cursor.clone();
                 c.after_step(event, threads);
@@ -471,10 +476,10 @@ impl<E: DelayingExplorer + Clone> Strategy for Ses<E> {
     }
 
     fn observe(&mut self, step: &StepInfo) {
-        if let Some(w) = &mut self.worker {
-            w.observe(step);
+        match &mut self.worker {
+            Some(w) => w.observe(step),
+            None => self.last_event = Some(step.clone()),
         }
-        self.last_event = Some(step.clone());
     }
 
     fn end(&mut self, outcome: &Outcome) {
@@ -519,14 +524,10 @@ impl<E: DelayingExplorer + Clone> Capabilities for Ses<E> {
         self.exhausted
     }
 
-    fn cycles_from(&self) -> usize {
+    /// A worker replays its entry's prefix, where one thread starts from
+    /// the saved state.
+    fn known_prefix(&self) -> usize {
         self.worker.as_ref().map_or(0, |w| w.entry_depth())
-    }
-
-    /// A worker replays its entry's prefix: no state before the entry's
-    /// is looked up.
-    fn knows_state(&self, step: usize) -> bool {
-        step < self.cycles_from()
     }
 
     /// With other workers, the pool's: the run's, as one thread has it.

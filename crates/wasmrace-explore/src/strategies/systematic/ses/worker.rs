@@ -61,6 +61,11 @@ impl Worker {
         }
     }
 
+    /// What the last step of the path did.
+    pub(super) fn last_event(&self) -> Option<&StepInfo> {
+        self.events.last()
+    }
+
     /// The step just decided ran as `event`.
     pub(super) fn observe(&mut self, event: &StepInfo) {
         self.events
@@ -129,9 +134,6 @@ impl<E: DelayingExplorer + Clone> Ses<E> {
         let handed = w.run.pop_front()?;
         let lcp = w.start(handed);
         self.frames.truncate(lcp);
-        // The step before the first to decide (the explorer resumes past
-        // it without showing it).
-        self.last_event = w.events.last().cloned();
         self.hash = None;
         Some(if lcp == 0 {
             self.frames.clear();
