@@ -150,7 +150,8 @@ impl<P: Program> Explorer<P> {
         observer: &mut O,
         progress: &mut ProgressFn<'_>,
     ) -> Result<Report, ExploreError<P::Error>> {
-        self.run_in(strategy, observer, progress, None)
+        let cfg = self.config.clone();
+        self.run_in(&cfg, strategy, observer, progress, None)
     }
 
     /// Runs `strategy` with `observer` beside it as one of the workers
@@ -193,7 +194,8 @@ impl<P: Program> Explorer<P> {
                 strategy: strategy.name().to_string(),
             });
         }
-        self.run_in(strategy, observer, progress, Some(pool))
+        let cfg = self.config.clone();
+        self.run_in(&cfg, strategy, observer, progress, Some(pool))
     }
 
     /// The executions this run owns, in the strategy's split. Open blocks
@@ -210,15 +212,17 @@ impl<P: Program> Explorer<P> {
         Share::of(cfg.partition, strategy.split(), cfg.split_depth, blocks).ok_or_else(cannot)
     }
 
+    /// Runs `strategy` under `cfg` (the explorer's own, or a worker's in a
+    /// run in rounds), as one of the workers of `pool` if given.
     fn run_in<O: Observer + ?Sized>(
         &mut self,
+        cfg: &Config,
         strategy: &mut dyn Strategy,
         observer: &mut O,
         progress: &mut ProgressFn<'_>,
         pool: Option<&SubtreePool>,
     ) -> Result<Report, ExploreError<P::Error>> {
-        let cfg = self.config.clone();
-        let share = Self::share(&cfg, strategy)?;
+        let share = Self::share(cfg, strategy)?;
         let mut run = Run {
             share,
             last_index: None,
@@ -235,7 +239,7 @@ impl<P: Program> Explorer<P> {
                 cfg.snapshot_resume_returns,
                 cfg.max_snapshots,
             ),
-            saved: SavedStates::new(&cfg),
+            saved: SavedStates::new(cfg),
             fair: Fairness::new(cfg.fairness_bound),
             forced: ForcedPrefix::new(
                 cfg.snapshot_forced_prefix
@@ -247,7 +251,7 @@ impl<P: Program> Explorer<P> {
             hashes: Vec::new(),
             ahead: None,
             program: &mut self.program,
-            cfg: &cfg,
+            cfg,
             strategy,
             observer,
             report: Report::default(),

@@ -61,13 +61,14 @@ impl<P: Program> Explorer<P> {
                 strategy: strategy.name().to_string(),
             });
         }
-        let whole = self.config.clone();
         // The pool numbers bugs and spends the budget in one thread's order.
-        self.config.stop_on_first_bug = false;
-        self.config.max_bugs_kept = 0;
-        self.config.max_executions = u64::MAX;
-        let report = self.run_in(strategy, observer, progress, None);
-        self.config = whole;
+        let cfg = Config {
+            stop_on_first_bug: false,
+            max_bugs_kept: 0,
+            max_executions: u64::MAX,
+            ..self.config.clone()
+        };
+        let report = self.run_in(&cfg, strategy, observer, progress, None);
         pool.leave();
         report
     }
