@@ -544,33 +544,41 @@ impl SubtreePool {
         let n = self.executions.fetch_add(1, Ordering::Relaxed) + 1;
         if n < max {
             self.fold_if_due(n, max);
-        } else if n >= self.next_recut.load(Ordering::Relaxed) {
-            self.recut(n, max);
+        } else {
+            self.when_due(n, &self.next_recut, |s| self.recut(s, n, max));
         }
+    }
+
+    /// Runs `work` under the lock once `n` executions reach the threshold
+    /// `next`, unless another worker just did; `work` says how many
+    /// executions later it is due again.
+    fn when_due(&self, n: u64, next: &AtomicU64, work: impl FnOnce(&mut State) -> u64) {
+        if n < next.load(Ordering::Relaxed) {
+            return;
+        }
+        let mut s = self.lock();
+        if n < next.load(Ordering::Relaxed) {
+            return; // another worker just did it
+        }
+        let every = work(&mut s);
+        next.store(n + every, Ordering::Relaxed);
     }
 
     /// Folds the finished stretches (without a shared cache) when `n`
     /// executions are counted, if a folding is due by then.
     fn fold_if_due(&self, n: u64, max: u64) {
-        if n < self.next_fold.load(Ordering::Relaxed) || self.cached().is_some() {
+        if self.cached().is_some() {
             return;
         }
-        let mut s = self.lock();
-        if n < self.next_fold.load(Ordering::Relaxed) {
-            return; // another worker just folded
-        }
-        s.fold_finished(max);
-        let every = (s.stretches.len() as u64 / self.fold_share).max(self.fold_every);
-        self.next_fold.store(n + every, Ordering::Relaxed);
+        self.when_due(n, &self.next_fold, |s| {
+            s.fold_finished(max);
+            (s.stretches.len() as u64 / self.fold_share).max(self.fold_every)
+        });
     }
 
     /// Computes the budget `max`'s cut again once `n` executions are
-    /// counted, lowering it if it moved.
-    fn recut(&self, n: u64, max: u64) {
-        let mut s = self.lock();
-        if n < self.next_recut.load(Ordering::Relaxed) {
-            return; // another worker just computed it
-        }
+    /// counted, lowering it if it moved; returns when it is due again.
+    fn recut(&self, s: &mut State, n: u64, max: u64) -> u64 {
         s.order();
         let (cut, every) = match self.cached() {
             None => {
@@ -583,17 +591,16 @@ impl SubtreePool {
             // Counting by logs walks every execution: less and less often.
             Some(visits) => {
                 s.budget = max;
-                (ledger::Ledger::new(&s, &visits.dead()).cut(max), n / 8)
+                (ledger::Ledger::new(s, &visits.dead()).cut(max), n / 8)
             }
         };
-        self.next_recut
-            .store(n + every.max(RECUT_EVERY), Ordering::Relaxed);
         if let Some(cut) = cut {
             if s.cut.as_ref().is_none_or(|c| cut < *c) {
                 s.cut = Some(cut);
                 self.threshold_moves.fetch_add(1, Ordering::Release);
             }
         }
+        every.max(RECUT_EVERY)
     }
 
     /// Records that the execution at `place` (order key `key`) is one
