@@ -2,10 +2,81 @@
 //! first key, the numbers one run gives executions, the budget's cut, and
 //! folding the finished ones into one count.
 
-use super::{ledger, Place, State};
+use super::{ledger, Place, State, SubtreePool, RECUT_EVERY, RECUT_SHARE};
 use crate::explorer::{Bug, Report};
-use std::sync::atomic::Ordering;
+use std::sync::atomic::{AtomicU64, Ordering};
 use std::sync::Arc;
+
+/// When the stretches are folded and the budget's cut computed again.
+impl SubtreePool {
+    /// Counts an execution of all workers' against the budget `max`; once
+    /// they have run `max`, computes the cut, and lowers it now and then
+    /// after ([`RECUT_EVERY`], [`RECUT_SHARE`]: a computation walks every
+    /// stretch, or with a shared cache every execution; a cut computed
+    /// earlier is higher, which only explores more).
+    pub(crate) fn counted(&self, max: u64) {
+        let n = self.executions.fetch_add(1, Ordering::Relaxed) + 1;
+        if n < max {
+            self.fold_if_due(n, max);
+        } else {
+            self.when_due(n, &self.next_recut, |s| self.recut(s, n, max));
+        }
+    }
+
+    /// Runs `work` under the lock once `n` executions reach the threshold
+    /// `next`, unless another worker just did; `work` says how many
+    /// executions later it is due again.
+    fn when_due(&self, n: u64, next: &AtomicU64, work: impl FnOnce(&mut State) -> u64) {
+        if n < next.load(Ordering::Relaxed) {
+            return;
+        }
+        let mut s = self.lock();
+        if n < next.load(Ordering::Relaxed) {
+            return; // another worker just did it
+        }
+        let every = work(&mut s);
+        next.store(n + every, Ordering::Relaxed);
+    }
+
+    /// Folds the finished stretches (without a shared cache) when `n`
+    /// executions are counted, if a folding is due by then.
+    fn fold_if_due(&self, n: u64, max: u64) {
+        if self.cached().is_some() {
+            return;
+        }
+        self.when_due(n, &self.next_fold, |s| {
+            s.fold_finished(max);
+            (s.stretches.len() as u64 / self.fold_share).max(self.fold_every)
+        });
+    }
+
+    /// Computes the budget `max`'s cut again once `n` executions are
+    /// counted, lowering it if it moved; returns when it is due again.
+    fn recut(&self, s: &mut State, n: u64, max: u64) -> u64 {
+        s.order();
+        let (cut, every) = match self.cached() {
+            None => {
+                let stretches = s.stretches.len() as u64;
+                (
+                    State::cut_at(s.folded, s.sorted(), max),
+                    stretches / RECUT_SHARE,
+                )
+            }
+            // Counting by logs walks every execution: less and less often.
+            Some(visits) => {
+                s.budget = max;
+                (ledger::Ledger::new(s, &visits.dead()).cut(max), n / 8)
+            }
+        };
+        if let Some(cut) = cut {
+            if s.cut.as_ref().is_none_or(|c| cut < *c) {
+                s.cut = Some(cut);
+                self.threshold_moves.fetch_add(1, Ordering::Release);
+            }
+        }
+        every.max(RECUT_EVERY)
+    }
+}
 
 impl State {
     /// Sorts the stretches by first key, unless they are (`by_key`).
