@@ -532,10 +532,7 @@ impl<E: DelayingExplorer + Clone> Capabilities for Ses<E> {
 
     /// With other workers, the pool's: the run's, as one thread has it.
     fn bound_hit(&self) -> Option<BoundHit> {
-        match &self.worker {
-            Some(w) => w.pool.bound_hit(),
-            None => self.tally.bound_hit(),
-        }
+        self.counted().bound_hit()
     }
 
     /// With other workers, the pool's: the run's, as one thread has it.

@@ -371,11 +371,6 @@ impl SesRounds {
         self.lock().end == Some(End::Exhausted)
     }
 
-    /// The delay bound, if it left frontier entries unexplored.
-    pub(super) fn bound_hit(&self) -> Option<BoundHit> {
-        self.lock().tally.bound_hit()
-    }
-
     /// SES's counters as one thread has them.
     pub(super) fn stats(&self) -> Vec<Stat> {
         let evictions = self.read_cache().evictions();
