@@ -179,13 +179,56 @@ impl Node {
     }
 }
 
+/// The nodes of the current path, kept where they stand: a node popped off
+/// the path is emptied in place (keeping its buffers) and the next push
+/// takes it again, so that a step moves no `Node`. Popping nodes into a
+/// spare list and pushing them back copied each one twice per step, and a
+/// `Node` is a few hundred bytes.
+#[derive(Debug, Default)]
+struct Path {
+    nodes: Vec<Node>,
+    /// How many of `nodes` are on the path; the rest are empty.
+    len: usize,
+}
+
+impl Path {
+    /// Empties the nodes from `len` on.
+    fn truncate(&mut self, len: usize) {
+        if len < self.len {
+            self.nodes[len..self.len].iter_mut().for_each(Node::clear);
+            self.len = len;
+        }
+    }
+
+    /// Adds an empty node at the end of the path.
+    fn push(&mut self) {
+        if self.len == self.nodes.len() {
+            self.nodes.push(Node::default());
+        }
+        self.len += 1;
+    }
+}
+
+impl std::ops::Deref for Path {
+    type Target = [Node];
+    fn deref(&self) -> &[Node] {
+        &self.nodes[..self.len]
+    }
+}
+
+impl std::ops::DerefMut for Path {
+    fn deref_mut(&mut self) -> &mut [Node] {
+        &mut self.nodes[..self.len]
+    }
+}
+
 /// Dynamic partial-order reduction; see the module documentation.
 #[derive(Debug)]
 pub struct Dpor {
     mode: DporMode,
     started: bool,
     exhausted: bool,
-    nodes: Vec<Node>,
+    nodes: Path,
     /// Events of the current execution, `events[i]` taken from `nodes[i]`.
     events: Vec<Ev>,
     /// Events before this index were checked for races already.
@@ -202,9 +245,6 @@ pub struct Dpor {
     max_wut: usize,
     /// The preemption bound, when bounded.
     bound: Option<bound::Bound>,
-    /// Nodes popped off the path, emptied, kept for their buffers: a node
-    /// per step is made and dropped, and its `Vec`s cost allocations.
-    spare: Vec<Node>,
 }
 
 impl Dpor {
@@ -214,7 +254,7 @@ impl Dpor {
             mode,
             started: false,
             exhausted: false,
-            nodes: Vec::new(),
+            nodes: Path::default(),
             events: Vec::new(),
             checked: 0,
             clocks: race::Clocks::default(),
@@ -225,7 +265,6 @@ impl Dpor {
             infeasible: 0,
             max_wut: 0,
             bound: None,
-            spare: Vec::new(),
         }
     }
 
@@ -275,8 +314,10 @@ impl Dpor {
         Ev::new(view.tid, alt, Some(view.pending.op), &view.pending.accesses)
     }
 
-    /// Sets `node` to run `(ev.tid, ev.alt)` next, following `sub`, and
-    /// plans the thread's other alternatives.
+    /// Sets `node` to run `(next.tid, next.alt)` next, following `sub`,
+    /// and plans the thread's other alternatives. `next` is the thread's
+    /// event as predicted from `view` (what it sleeps with once explored),
+    /// made once by the caller: a free choice has made it already.
     ///
     /// Source mode queues every other alternative (with the subtrees
     /// planned for them, if any) to run right after this one; the thread
@@ -294,11 +335,11 @@ impl Dpor {
     fn take(
         node: &mut Node,
         view: &ThreadView,
-        ev: &Ev,
+        next: Ev,
         sub: WakeupTree,
         mode: DporMode,
     ) -> Decision {
-        let others = (0..view.pending.alts).filter(|&a| a != ev.alt);
+        let others = (0..view.pending.alts).filter(|&a| a != next.alt);
         match mode {
             DporMode::Optimal => {
                 for a in others {
@@ -310,7 +351,7 @@ impl Dpor {
                 }
             }
             DporMode::Source => {
-                let mut planned = node.wut.take_thread(ev);
+                let mut planned = node.wut.take_thread(&next);
                 node.alts = others
                     .map(|a| match planned.iter().position(|(e, _)| e.alt == a) {
                         Some(i) => (a, planned.swap_remove(i).1),
@@ -320,8 +361,8 @@ impl Dpor {
             }
         }
         node.child_wut = sub;
-        node.pending = Some(Self::predicted(view, ev.alt));
-        let d = Decision::new(ev.tid, ev.alt);
+        let d = Decision::new(next.tid, next.alt);
+        node.pending = Some(next);
         node.chosen = Some(d);
         d
     }
@@ -349,7 +390,8 @@ impl Dpor {
             if Self::asleep(n, ev.tid, ev.alt, self.mode) {
                 continue;
             }
-            return Some(Self::take(n, view, &ev, sub, self.mode));
+            let next = Self::predicted(view, ev.alt);
+            return Some(Self::take(n, view, next, sub, self.mode));
         }
         None
     }
@@ -373,8 +415,8 @@ impl Dpor {
                 (false, _) => 1,
                 (true, true) => 2,
             })?;
-        let ev = Self::predicted(view, alt);
-        Some(Self::take(node, view, &ev, WakeupTree::default(), mode))
+        let next = Self::predicted(view, alt);
+        Some(Self::take(node, view, next, WakeupTree::default(), mode))
     }
 
     /// Reverses the races of the execution that just ended.
@@ -422,13 +464,9 @@ impl Dpor {
         }
     }
 
-    /// Pops the nodes from `len` on, keeping them emptied in `spare`.
+    /// Pops the nodes from `len` on.
     fn truncate_nodes(&mut self, len: usize) {
-        while self.nodes.len() > len {
-            let mut n = self.nodes.pop().expect("longer than `len`");
-            n.clear();
-            self.spare.push(n);
-        }
+        self.nodes.truncate(len);
     }
 
     /// Marks the chosen child of `node` as explored: its thread sleeps.
@@ -493,13 +531,13 @@ impl Strategy for Dpor {
         }
         // A new node, below the one the last step was taken from.
         self.truncate_nodes(depth);
-        let mut node = self.spare.pop().unwrap_or_default();
+        if depth > self.events.len() {
+            return None;
+        }
+        self.nodes.push();
         if let Some(p) = depth.checked_sub(1) {
-            let parent = &mut self.nodes[p];
-            let Some(e) = self.events.get(p) else {
-                self.spare.push(node);
-                return None;
-            };
+            let (above, below) = self.nodes.split_at_mut(depth);
+            let (parent, node, e) = (&mut above[p], &mut below[0], &self.events[p]);
             let awake = parent.sleep.iter().filter(|s| !dependent(s, e));
             node.sleep.extend(awake.cloned());
             node.wut = std::mem::take(&mut parent.child_wut);
@@ -507,7 +545,6 @@ impl Strategy for Dpor {
         if let Some(b) = &mut self.bound {
             b.enter(depth, ctx);
         }
-        self.nodes.push(node);
         if let Some(d) = self.planned(depth, ctx) {
             return Some(d);
         }
