@@ -238,11 +238,19 @@ pub trait Capabilities {
     /// (default 0), as one started from a saved state at their end would
     /// (SES on several threads: its entry's prefix). The explorer hashes
     /// none of their states, nothing looking them up, though it still
-    /// steps as for a strategy that hashes; and a cycle a state cache
-    /// closes back to one of them is no livelock, as for the execution
-    /// started from the saved state, which does not know their hashes.
+    /// steps as for a strategy that hashes; it takes their hashes from
+    /// [`known_hashes`](Self::known_hashes) instead, so that a cycle a
+    /// state cache closes back to one of them is a livelock, as for the
+    /// execution started from the saved state, which keeps them.
     fn known_prefix(&self) -> usize {
         0
+    }
+
+    /// The hashes of the states of the [`known_prefix`](Self::known_prefix)
+    /// (`[i]`: the state after `i` steps; `None`, or missing, where not
+    /// known). Default: none.
+    fn known_hashes(&self) -> &[Option<[u8; 32]>] {
+        &[]
     }
 
     /// A bound of the strategy's own (e.g. preemptions) that pruned part of

@@ -95,23 +95,20 @@ fn spin_hint<P: Program + ?Sized>(
 }
 
 /// The livelock of an execution a state cache cut at a state it visited
-/// earlier on the same path, after step `from` (`hashes[i]`: the state
-/// after `i` steps), when every thread enabled there took a step in the
-/// cycle; `None` for a cut anywhere else (a state of another execution,
-/// or a cycle that leaves some enabled thread out: a fair scheduler would
-/// not go round it for ever).
+/// earlier on the same path (`hashes[i]`: the state after `i` steps, the
+/// steps before a saved state it started from included), when every
+/// thread enabled there took a step in the cycle; `None` for a cut
+/// anywhere else (a state of another execution, or a cycle that leaves
+/// some enabled thread out: a fair scheduler would not go round it for
+/// ever).
 pub(crate) fn lasso<P: Program + ?Sized>(
     program: &P,
     hashes: &[Option<[u8; 32]>],
-    from: usize,
     decisions: &[Decision],
 ) -> Option<Failure> {
     let (now, before) = hashes.split_last()?;
     let now = (*now)?;
     let start = before.iter().rposition(|h| *h == Some(now))?;
-    if start < from {
-        return None;
-    }
     let cycle = &decisions[start..];
     let enabled: Vec<Tid> = program
         .threads()

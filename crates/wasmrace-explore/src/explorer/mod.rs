@@ -625,9 +625,8 @@ impl<P: Program, O: Observer + ?Sized> Run<'_, P, O> {
             if !self.step()? {
                 // A state cache cut the execution: at a state of its own
                 // path, round a cycle it could take for ever, it livelocks.
-                let from = (self.strategy.capabilities()).map_or(0, |c| c.known_prefix());
                 let hashes = &self.hashes;
-                let lasso = livelock::lasso(&*self.program, hashes, from, self.path.decisions());
+                let lasso = livelock::lasso(&*self.program, hashes, self.path.decisions());
                 return Ok(lasso.map_or(Outcome::Abandoned, Outcome::Failed));
             }
         }
@@ -661,7 +660,7 @@ impl<P: Program, O: Observer + ?Sized> Run<'_, P, O> {
                 .save(
                     id,
                     self.program,
-                    &self.path,
+                    (&self.path, &self.hashes),
                     self.fair.state(),
                     &mut self.report,
                 )
@@ -718,7 +717,12 @@ impl<P: Program, O: Observer + ?Sized> Run<'_, P, O> {
                 let hash = self.program.state_hash().map(|h| self.fair.key(h));
                 self.report.state_hashes += u64::from(hash.is_some());
                 caps.observe_state(hash);
-                self.hashes.resize(step, None);
+                // The states before, where not hashed: those of the known
+                // prefix, as the strategy has them.
+                self.hashes.truncate(step);
+                let (from, known) = (self.hashes.len(), caps.known_hashes());
+                let before = (from..step).map(|i| known.get(i).copied().flatten());
+                self.hashes.extend(before);
                 self.hashes.push(hash);
             }
         }

@@ -1,7 +1,11 @@
 //! The states saved at a strategy's request (`Capabilities::save_request`,
 //! SES's frontier): their prefixes share a prefix tree of (decision,
-//! operation) nodes, and each keeps a snapshot while the count and byte
-//! budgets allow, else only its prefix.
+//! operation, hash of the state it was taken at) nodes, and each keeps a
+//! snapshot while the count and byte budgets allow, else only its prefix.
+//! The hashes go with the prefix so that an execution started from a
+//! saved state knows the states before it: a cycle back to one of them
+//! is a livelock like a cycle on its own steps (without them, SES on
+//! one thread exhausted a polite-backoff livelock with no bug).
 
 use super::fairness::FairState;
 use super::path::{PathSnapshots, PathStep};
@@ -21,10 +25,17 @@ struct Saved<S> {
     fair: FairState,
 }
 
+/// One step of a saved prefix: the decision and operation, and the hash
+/// of the state it was taken at (`None` where none was computed).
+type SavedStep = (PathStep, Option<[u8; 32]>);
+
 /// A saved state taken out of the store to start from.
 pub(crate) struct Taken<S> {
     /// The decisions (and operations) that lead to it.
     pub(crate) prefix: Vec<PathStep>,
+    /// `hashes[i]`: the hash of the state after the first `i` of them, where
+    /// one was computed.
+    pub(crate) hashes: Vec<Option<[u8; 32]>>,
     pub(crate) snapshot: Option<S>,
     /// Fair scheduling's state there.
     pub(crate) fair: FairState,
@@ -33,7 +44,7 @@ pub(crate) struct Taken<S> {
 
 /// See the module documentation.
 pub(crate) struct SavedStates<S> {
-    tree: PrefixTree<PathStep>,
+    tree: PrefixTree<SavedStep>,
     /// `path_nodes[i]` is the node of the current path's first `i + 1`
     /// decisions, interned only when a save needs it and held once by the
     /// path.
@@ -69,20 +80,21 @@ impl<S> SavedStates<S> {
         }
     }
 
-    /// Saves the state the program is in (reached by `path`) as `id`,
-    /// replacing a state saved under the same id.
+    /// Saves the state the program is in (reached by `path`, with the
+    /// hashes of the states along it) as `id`, replacing a state saved
+    /// under the same id.
     pub(crate) fn save<P>(
         &mut self,
         id: u64,
         program: &mut P,
-        path: &PathSnapshots<S>,
+        (path, hashes): (&PathSnapshots<S>, &[Option<[u8; 32]>]),
         fair: &FairState,
         report: &mut Report,
     ) -> Result<(), P::Error>
     where
         P: Program<Snapshot = S>,
     {
-        self.intern_path(path);
+        self.intern_path(path, hashes);
         let node = self.path_nodes.last().copied().unwrap_or(NIL);
         self.tree.hold(node);
         // The byte budget is checked before the snapshot is taken (its size
@@ -115,12 +127,13 @@ impl<S> SavedStates<S> {
 
     /// Interns the current path's decisions into the tree, extending
     /// `path_nodes` (each new node held once by the path).
-    fn intern_path(&mut self, path: &PathSnapshots<S>) {
+    fn intern_path(&mut self, path: &PathSnapshots<S>, hashes: &[Option<[u8; 32]>]) {
         let (decisions, ops) = (path.decisions(), path.ops());
         while self.path_nodes.len() < decisions.len() {
             let i = self.path_nodes.len();
             let parent = self.path_nodes.last().copied().unwrap_or(NIL);
-            let node = self.tree.push(parent, (decisions[i], ops[i]));
+            let hash = hashes.get(i).copied().flatten();
+            let node = self.tree.push(parent, ((decisions[i], ops[i]), hash));
             self.path_nodes.push(node);
         }
     }
@@ -133,8 +146,10 @@ impl<S> SavedStates<S> {
             self.snapshots -= 1;
             self.bytes -= state.bytes;
         }
+        let (prefix, hashes) = self.tree.prefix(state.node).into_iter().unzip();
         Some(Taken {
-            prefix: self.tree.prefix(state.node),
+            prefix,
+            hashes,
             snapshot: state.snapshot,
             fair: state.fair,
             node: state.node,

@@ -60,8 +60,8 @@ impl<P: Program, O: Observer + ?Sized> Run<'_, P, O> {
                 self.saved.adopt_path(&taken);
                 let len = taken.prefix.len();
                 self.fair.start_at(len, std::mem::take(&mut taken.fair));
-                // The hashes along a saved prefix are not kept.
-                self.hashes.clear();
+                // The states before it, for cycles back to them (`saved.rs`).
+                self.hashes = std::mem::take(&mut taken.hashes);
             }
         }
         Ok(())

@@ -400,6 +400,8 @@ mod fair_cache_tests;
 #[cfg(test)]
 mod forced_tests;
 #[cfg(test)]
+mod lasso_tests;
+#[cfg(test)]
 mod onward_tests;
 #[cfg(test)]
 mod partition_tests;

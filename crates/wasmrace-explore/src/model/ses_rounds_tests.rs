@@ -6,6 +6,7 @@
 //! so small that states a worker stopped at are evicted before its
 //! execution is counted (`ses/rounds.rs`: run again), and without one.
 
+use super::lasso_tests::polite;
 use super::partition_tests::racy;
 use super::shared_cache_tests::{converging, livelocked, on_workers, spinning, verdict, waiting};
 use super::steal_tests::three;
@@ -63,6 +64,7 @@ fn models() -> Vec<(&'static str, Model)> {
         ("spinning", spinning()),
         ("waiting", waiting()),
         ("livelocked", livelocked()),
+        ("polite", polite()),
     ]
 }
 

@@ -530,6 +530,11 @@ impl<E: DelayingExplorer + Clone> Capabilities for Ses<E> {
         self.worker.as_ref().map_or(0, |w| w.entry_depth())
     }
 
+    /// The hashes one thread's saved state keeps with its prefix.
+    fn known_hashes(&self) -> &[Option<[u8; 32]>] {
+        self.worker.as_ref().map_or(&[], |w| w.entry_hashes())
+    }
+
     /// With other workers, the pool's: the run's, as one thread has it.
     fn bound_hit(&self) -> Option<BoundHit> {
         self.counted().bound_hit()

@@ -60,11 +60,15 @@ pub(super) struct Mark {
 }
 
 /// An execution's decisions, each with the transitions its frame had
-/// taken with it (1 for the first; `k` after `k - 1` delays).
+/// taken with it (1 for the first; `k` after `k - 1` delays), and the
+/// hash of the state each was taken at (`None` where the program gave
+/// none): an execution from an entry knows the states before it, as one
+/// thread's does from its saved state (`explorer/saved.rs`).
 #[derive(Clone, Debug, Default, PartialEq, Eq)]
 pub(super) struct Path {
     pub(super) decisions: Vec<Decision>,
     pub(super) took: Vec<u32>,
+    pub(super) states: Vec<Option<[u8; 32]>>,
 }
 
 /// Where an execution of a round starts.
