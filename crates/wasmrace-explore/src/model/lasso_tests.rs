@@ -9,6 +9,7 @@
 //! some path: a back edge of its search); those programs did not show the
 //! gap above, the polite model does.
 
+use super::shared_cache_tests::all_of;
 use super::{reg, Model, ModelBuilder, ThreadBuilder};
 use crate::state_cache::StateCache;
 use crate::strategies::{BuiltinExplorer, ExplorerKind, Ses, SesOptions};
@@ -64,7 +65,7 @@ pub(super) fn polite() -> Model {
     let left = b.thread("left", backoff(a, c));
     let right = b.thread("right", backoff(c, a));
     b.main(|t| {
-        t.spawn(left, 0).spawn(right, 1).join(reg(0)).join(reg(1));
+        all_of(t, &[left, right]);
     });
     b.build().unwrap()
 }
@@ -149,12 +150,7 @@ fn random_loops(seed: u64) -> Model {
         }));
     }
     b.main(|m| {
-        for (i, d) in defs.iter().enumerate() {
-            m.spawn(*d, i as u8);
-        }
-        for i in 0..defs.len() {
-            m.join(reg(i as u8));
-        }
+        all_of(m, &defs);
     });
     b.build().unwrap()
 }

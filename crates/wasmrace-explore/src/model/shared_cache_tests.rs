@@ -40,7 +40,7 @@ pub(super) fn converging() -> Model {
 
 /// Spawns a thread of each of `defs` (its tid in register `i`) and joins
 /// them all.
-fn all_of<'t>(t: &'t mut ThreadBuilder, defs: &[DefId]) -> &'t mut ThreadBuilder {
+pub(super) fn all_of<'t>(t: &'t mut ThreadBuilder, defs: &[DefId]) -> &'t mut ThreadBuilder {
     for (i, def) in defs.iter().enumerate() {
         t.spawn(*def, i as u8);
     }
