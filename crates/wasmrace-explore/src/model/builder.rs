@@ -237,6 +237,26 @@ impl ThreadBuilder {
         self.spawn_with(def, dst, [])
     }
 
+    /// Spawns a thread running each of `defs`, in order, the `i`-th one's
+    /// id going to register `i`.
+    pub fn spawn_each(&mut self, defs: &[DefId]) -> &mut Self {
+        for (i, def) in defs.iter().enumerate() {
+            let dst = Reg::try_from(i).unwrap_or(Reg::MAX);
+            self.spawn(*def, dst);
+        }
+        self
+    }
+
+    /// Waits for the threads whose ids are in registers `0..n` (as
+    /// [`spawn_each`](Self::spawn_each) leaves them), in order.
+    pub fn join_each(&mut self, n: usize) -> &mut Self {
+        for i in 0..n {
+            let r = Reg::try_from(i).unwrap_or(Reg::MAX);
+            self.join(super::reg(r));
+        }
+        self
+    }
+
     /// Spawns a thread running `def` with its registers `0..args.len()`
     /// set to `args` (evaluated by the spawning thread); its id goes to `dst`.
     pub fn spawn_with(

@@ -9,7 +9,6 @@
 //! some path: a back edge of its search); those programs did not show the
 //! gap above, the polite model does.
 
-use super::shared_cache_tests::all_of;
 use super::{reg, Model, ModelBuilder, ThreadBuilder};
 use crate::state_cache::StateCache;
 use crate::strategies::{BuiltinExplorer, ExplorerKind, Ses, SesOptions};
@@ -65,7 +64,7 @@ pub(super) fn polite() -> Model {
     let left = b.thread("left", backoff(a, c));
     let right = b.thread("right", backoff(c, a));
     b.main(|t| {
-        all_of(t, &[left, right]);
+        t.spawn_each(&[left, right]).join_each(2);
     });
     b.build().unwrap()
 }
@@ -150,7 +149,7 @@ fn random_loops(seed: u64) -> Model {
         }));
     }
     b.main(|m| {
-        all_of(m, &defs);
+        m.spawn_each(&defs).join_each(defs.len());
     });
     b.build().unwrap()
 }

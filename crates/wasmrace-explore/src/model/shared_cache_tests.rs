@@ -6,7 +6,7 @@
 //! expansions later (see `explorer/visits.rs`).
 
 use super::steal_tests::three;
-use super::{reg, DefId, Model, ModelBuilder, ThreadBuilder};
+use super::{reg, Model, ModelBuilder, ThreadBuilder};
 use crate::explorer::steal::SubtreePool;
 use crate::explorer::visits::SharedVisits;
 use crate::explorer::Report;
@@ -31,23 +31,12 @@ pub(super) fn converging() -> Model {
         t.read(x, 0).write(w, reg(0));
     });
     b.main(|t| {
-        all_of(t, &[a, bt, c])
+        t.spawn_each(&[a, bt, c])
+            .join_each(3)
             .read(w, 3)
             .assert(reg(3).not_equals(1), "read x between its writes");
     });
     b.build().unwrap()
-}
-
-/// Spawns a thread of each of `defs` (its tid in register `i`) and joins
-/// them all.
-pub(super) fn all_of<'t>(t: &'t mut ThreadBuilder, defs: &[DefId]) -> &'t mut ThreadBuilder {
-    for (i, def) in defs.iter().enumerate() {
-        t.spawn(*def, i as u8);
-    }
-    for i in 0..defs.len() {
-        t.join(reg(i as u8));
-    }
-    t
 }
 
 /// A thread spinning with `yield_now` on a flag two others set: cycles
@@ -67,7 +56,7 @@ pub(super) fn spinning() -> Model {
         t.fetch_add(flag, 1, 0).fetch_add(z, 1, 1);
     });
     b.main(|t| {
-        all_of(t, &[spin, set, set]);
+        t.spawn_each(&[spin, set, set]).join_each(3);
     });
     b.build().unwrap()
 }
@@ -99,7 +88,7 @@ pub(super) fn waiting() -> Model {
             .fetch_add(x, 1, 2);
     });
     b.main(|t| {
-        all_of(t, &[waiter, bump, other]);
+        t.spawn_each(&[waiter, bump, other]).join_each(3);
     });
     b.build().unwrap()
 }
@@ -128,7 +117,7 @@ pub(super) fn livelocked() -> Model {
         t.fetch_add(z, 1, 0).fetch_add(z, 1, 1).fetch_add(z, 1, 2);
     });
     b.main(|t| {
-        all_of(t, &[left, right, busy]);
+        t.spawn_each(&[left, right, busy]).join_each(3);
     });
     b.build().unwrap()
 }

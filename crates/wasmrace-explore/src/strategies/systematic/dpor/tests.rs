@@ -68,12 +68,7 @@ pub(crate) fn ring() -> Model {
         })
         .collect();
     b.main(|m| {
-        for (i, d) in defs.iter().enumerate() {
-            m.spawn(*d, i as u8);
-        }
-        for i in 0..3u8 {
-            m.join(reg(i));
-        }
+        m.spawn_each(&defs).join_each(defs.len());
     });
     b.build().unwrap()
 }
@@ -187,15 +182,11 @@ pub(crate) fn random_model(seed: u64) -> Model {
         }));
     }
     b.main(|m| {
-        for (i, d) in defs.iter().enumerate() {
-            m.spawn(*d, i as u8);
-        }
+        m.spawn_each(&defs);
         for _ in 0..sends {
             m.recv(5);
         }
-        for i in 0..defs.len() {
-            m.join(reg(i as u8));
-        }
+        m.join_each(defs.len());
     });
     b.build().unwrap()
 }
@@ -315,12 +306,7 @@ fn random_spin_model(seed: u64) -> Model {
         }));
     }
     b.main(|m| {
-        for (i, d) in defs.iter().enumerate() {
-            m.spawn(*d, i as u8);
-        }
-        for i in 0..defs.len() {
-            m.join(reg(i as u8));
-        }
+        m.spawn_each(&defs).join_each(defs.len());
     });
     b.build().unwrap()
 }
