@@ -96,10 +96,7 @@ pub(super) struct Handed {
 /// How a worker's execution went, for the pool to count.
 #[derive(Debug)]
 pub(super) struct Record {
-    /// The hashes of the states at which it made a frame, in order (`None`
-    /// where the program gave none).
-    pub(super) states: Vec<Option<[u8; 32]>>,
-    /// The frame made at each of `states`.
+    /// The frames it made, at new states, in order.
     pub(super) frames: Vec<Mark>,
     /// The entry's frame, after resuming it.
     pub(super) resumed: Option<Mark>,
@@ -109,6 +106,14 @@ pub(super) struct Record {
     pub(super) failure: Option<Failure>,
     /// Its path.
     pub(super) path: Arc<Path>,
+}
+
+impl Record {
+    /// The hashes of the states at which it made its frames, in order
+    /// (`None` where the program gave none): its path's, at their depths.
+    fn states(&self) -> impl Iterator<Item = Option<[u8; 32]>> + '_ {
+        self.frames.iter().map(|m| self.path.states[m.depth])
+    }
 }
 
 /// Why the run ended.
@@ -278,8 +283,9 @@ impl SesRounds {
     /// worker stopped (see the module documentation): it must run again.
     fn count(&self, s: &mut Rounds, record: &Record) -> bool {
         let mut cache = self.cache.write().unwrap_or_else(PoisonError::into_inner);
-        let mut kept = record.states.len();
-        for (k, h) in record.states.iter().enumerate().skip(s.partial) {
+        let made = record.frames.len();
+        let mut kept = made;
+        for (k, h) in record.states().enumerate().skip(s.partial) {
             if h.is_some_and(|h| !cache.insert(h)) {
                 kept = k;
                 break;
@@ -289,12 +295,12 @@ impl SesRounds {
         // Cut before where the worker stopped: one thread abandons the
         // execution there, at a state an earlier execution reached and not
         // its own path (the worker would have stopped there): no lasso.
-        let cut = kept < record.states.len();
+        let cut = kept < made;
         if let (false, Some(h)) = (cut, record.cached) {
             if cache.insert(h) {
                 // Dropped since the worker saw it: one thread explores on.
                 s.tally.states += 1;
-                s.partial = record.states.len() + 1;
+                s.partial = made + 1;
                 return false;
             }
         }

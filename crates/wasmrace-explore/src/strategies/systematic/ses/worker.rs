@@ -31,13 +31,12 @@ pub(super) struct Worker {
     at: Option<Handed>,
     /// The current execution's path.
     path: Path,
-    /// The current execution's record so far.
-    states: Vec<Option<[u8; 32]>>,
     /// The states of the path from the entry's on, for its own cycles
     /// (those before it: [`before`](Self::before)).
     own: HashSet<[u8; 32]>,
     cached: Option<[u8; 32]>,
-    /// Marks of the frames made at `states`.
+    /// The frames made at new states, in order (the record of the
+    /// execution; their hashes are the path's at their depths).
     marks: Vec<Mark>,
     resumed: Option<Mark>,
     /// What each step of the path did, for the frames below it (the
@@ -53,7 +52,6 @@ impl Worker {
             run: VecDeque::new(),
             at: None,
             path: Path::default(),
-            states: Vec::new(),
             own: HashSet::new(),
             cached: None,
             marks: Vec::new(),
@@ -119,7 +117,6 @@ impl Worker {
         self.path.took.truncate(lcp);
         self.path.states.truncate(lcp);
         self.events.truncate(lcp);
-        self.states.clear();
         self.own.clear();
         self.marks.clear();
         (self.cached, self.resumed, self.at) = (None, None, Some(handed));
@@ -199,14 +196,13 @@ impl<E: DelayingExplorer + Clone> Ses<E> {
             }
             Now::New(trust) => {
                 if let Some(h) = hash {
-                    let trusted = w.states.len() < trust;
+                    let trusted = w.marks.len() < trust;
                     if !trusted && (w.own.contains(&h) || w.pool.cached(&h) || w.before(&h)) {
                         w.cached = Some(h);
                         return None;
                     }
                     w.own.insert(h);
                 }
-                w.states.push(hash);
                 let frame = self.new_frame(ctx);
                 let choices = frame.choices as u32;
                 let d = self.take_first(frame, ctx, hash);
@@ -264,7 +260,6 @@ impl<E: DelayingExplorer + Clone> Ses<E> {
             return;
         };
         let record = Record {
-            states: std::mem::take(&mut w.states),
             frames: std::mem::take(&mut w.marks),
             resumed: w.resumed.take(),
             cached: w.cached.take(),
