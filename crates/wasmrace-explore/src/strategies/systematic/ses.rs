@@ -525,12 +525,7 @@ impl<E: DelayingExplorer + Clone> Capabilities for Ses<E> {
     }
 
     /// A worker replays its entry's prefix, where one thread starts from
-    /// the saved state.
-    fn known_prefix(&self) -> usize {
-        self.worker.as_ref().map_or(0, |w| w.entry_depth())
-    }
-
-    /// The hashes one thread's saved state keeps with its prefix.
+    /// the saved state, which keeps these hashes with its prefix.
     fn known_hashes(&self) -> &[Option<[u8; 32]>] {
         self.worker.as_ref().map_or(&[], |w| w.entry_hashes())
     }

@@ -72,15 +72,6 @@ impl Worker {
         self.events.push(event.clone());
     }
 
-    /// Decisions before the current entry's state: one thread starts there
-    /// from a saved state.
-    pub(super) fn entry_depth(&self) -> usize {
-        match self.at.as_ref().map(|h| &h.entry) {
-            Some(Entry::Resume { at, .. }) => at.depth,
-            _ => 0,
-        }
-    }
-
     /// The hashes of the states before the current entry's, which one
     /// thread's saved state keeps with its prefix.
     pub(super) fn entry_hashes(&self) -> &[Option<[u8; 32]>] {
