@@ -464,11 +464,6 @@ impl Dpor {
         }
     }
 
-    /// Pops the nodes from `len` on.
-    fn truncate_nodes(&mut self, len: usize) {
-        self.nodes.truncate(len);
-    }
-
     /// Marks the chosen child of `node` as explored: its thread sleeps.
     fn finish_child(node: &mut Node) {
         if let (Some(p), Some(d)) = (node.pending.take(), node.chosen) {
@@ -510,7 +505,7 @@ impl Strategy for Dpor {
                 self.resume = Some(depth);
                 return Some(Start::Resume { prefix_len: depth });
             }
-            self.truncate_nodes(depth);
+            self.nodes.truncate(depth);
         }
         self.exhausted = true;
         None
@@ -530,7 +525,7 @@ impl Strategy for Dpor {
             return self.planned(depth, ctx);
         }
         // A new node, below the one the last step was taken from.
-        self.truncate_nodes(depth);
+        self.nodes.truncate(depth);
         if depth > self.events.len() {
             return None;
         }
@@ -556,7 +551,7 @@ impl Strategy for Dpor {
         };
         if d.is_none() || !afford {
             self.sleep_blocked += u64::from(d.is_none());
-            self.truncate_nodes(depth);
+            self.nodes.truncate(depth);
             return None;
         }
         d
@@ -575,7 +570,7 @@ impl Strategy for Dpor {
             self.traces += 1;
         }
         // The explorer may stop between a decision and its step.
-        self.truncate_nodes(self.events.len().max(1));
+        self.nodes.truncate(self.events.len().max(1));
         self.reverse_races();
     }
 
