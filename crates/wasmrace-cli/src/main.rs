@@ -8,6 +8,7 @@ mod chart;
 mod commands;
 mod fold;
 mod html;
+mod lanes;
 mod output;
 mod partition;
 mod report;

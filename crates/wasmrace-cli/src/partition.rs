@@ -80,32 +80,59 @@ pub fn splitting_strategies(jobs: bool) -> String {
 
 /// Refuses to split `strategy`'s work as asked (`--partition`, or `--jobs`
 /// above 1) when it cannot, in one line naming the strategies that can;
-/// `with_cache` says `--state-cache` was given.
+/// `with_cache` says `--state-cache` was given. With `all_tests` (no
+/// `--test`), `--jobs` above 1 on a strategy that cannot split runs the
+/// module's tests side by side instead (`lanes.rs`).
 pub fn check_split(
     strategy: &dyn wasmrace_explore::Strategy,
     partition: Option<PartitionArg>,
     jobs: u32,
     with_cache: bool,
+    all_tests: bool,
 ) -> anyhow::Result<()> {
+    let split = strategy.split();
     let flag = match (partition, jobs) {
         (Some(p), _) => format!("--partition {p}"),
         (None, 1) => return Ok(()),
+        (None, _) if all_tests && split == Split::None => return Ok(()),
         (None, jobs) => format!("--jobs {jobs}"),
     };
-    let split = strategy.split();
     if split == Split::None || (threads_only(strategy) && partition.is_some()) {
         anyhow::bail!(
-            "`{flag}` does not apply to `--strategy {}`{}: only {} split their work",
+            "`{flag}` does not apply to `--strategy {}`{}{}: only {} split their work",
             strategy.name(),
             if with_cache {
                 " with `--state-cache`"
             } else {
                 ""
             },
+            match (partition, split) {
+                // Without `--test` the threads would take a test each.
+                (None, Split::None) => " and one `--test`",
+                _ => "",
+            },
             splitting_strategies(partition.is_none())
         );
     }
     Ok(())
+}
+
+/// Threads for a run without `--jobs`: every core for the strategies
+/// that split by execution, the portfolio, dfs (whose report is the same
+/// on any number of threads, and which takes about one thread's time on
+/// two where a budget cuts the run, README "Scaling out"), ses (the same
+/// report but for the saved states, which its threads do not use), and a
+/// strategy that cannot split when it explores `all_tests` of the module
+/// (side by side, `lanes.rs`); one for the others. dfs with a state cache
+/// stays on one: a cache the threads share cannot evict, so a full one
+/// stops the run where one thread's goes on.
+pub fn default_jobs(split: Split, all_tests: bool) -> u32 {
+    let cores = || std::thread::available_parallelism().map_or(1, |n| n.get() as u32);
+    match split {
+        Split::ByExecution | Split::Phases | Split::ByPrefix | Split::Rounds => cores(),
+        Split::None if all_tests => cores(),
+        Split::None | Split::Shared => 1,
+    }
 }
 
 /// Whether a strategy splits only between the threads of one run

@@ -440,6 +440,31 @@ pub fn shell_quote(arg: &str) -> String {
     }
 }
 
+/// How printed commands name this program: `wasmrace` when that name on
+/// `PATH` is this very binary, else the path of the running binary (quoted
+/// by `command_line` when it needs it), so that the command runs as
+/// printed.
+pub fn program_word() -> String {
+    const NAME: &str = "wasmrace";
+    let Ok(exe) = std::env::current_exe() else {
+        return NAME.into();
+    };
+    let file = format!("{NAME}{}", std::env::consts::EXE_SUFFIX);
+    let first_on_path = std::env::var_os("PATH")
+        .into_iter()
+        .flat_map(|p| std::env::split_paths(&p).collect::<Vec<_>>())
+        .map(|dir| dir.join(&file))
+        .find(|candidate| candidate.is_file());
+    let same = |a: &Path, b: &Path| match (a.canonicalize(), b.canonicalize()) {
+        (Ok(a), Ok(b)) => a == b,
+        _ => false,
+    };
+    match first_on_path {
+        Some(found) if same(&found, &exe) => NAME.into(),
+        _ => exe.display().to_string(),
+    }
+}
+
 /// A command line, each word quoted as needed.
 pub fn command_line(words: &[String]) -> String {
     words

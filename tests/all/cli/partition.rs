@@ -498,14 +498,53 @@ fn jobs_print_the_one_thread_report() {
             assert_eq!(text(jobs), one, "--jobs {jobs}");
         }
     }
-    expect_error(
-        &wasmrace(&dir, &["check", &pos, "--strategy", "dpor", "--jobs", "2"]),
-        "`--jobs 2` does not apply to `--strategy dpor`",
-    );
+    // `pos_example` has one test: nothing to run side by side either.
+    for args in [&[][..], &["--test", "pos_example"]] {
+        let full = [&["check", &pos, "--strategy", "dpor", "--jobs", "2"], args].concat();
+        expect_error(
+            &wasmrace(&dir, &full),
+            "`--jobs 2` does not apply to `--strategy dpor` and one `--test`: only `basic-pos`",
+        );
+    }
     expect_error(
         &wasmrace(&dir, &["check", &pos, "--jobs", "0"]),
         "`--jobs` must be at least 1",
     );
+}
+
+/// `check --jobs N` with a strategy that cannot split its work (`dpor`)
+/// explores up to N of the module's tests side by side, one thread each,
+/// and prints exactly the one-thread report (timing aside), in text and in
+/// `--json`, bugs, schedules and all; every core by default.
+#[test]
+fn jobs_run_the_tests_of_a_strategy_that_cannot_split_side_by_side() {
+    let dir = TempDir::new("partition-jobs-lanes");
+    let readers = fixture(&dir, "readers");
+    let twopc = fixture(&dir, "two_phase_commit");
+    for (module, code) in [(&readers, 0), (&twopc, 1)] {
+        let args = [module.as_str(), "--strategy", "dpor"];
+        let (json_code, one) = jobs_doc(&dir, &args, "1");
+        assert_eq!(json_code, code);
+        assert!(one["tests"].as_array().unwrap().len() > 2, "{one}");
+        let text = |jobs: Option<&str>| {
+            let mut full = vec!["check"];
+            full.extend(jobs.map(|j| ["--jobs", j]).into_iter().flatten());
+            full.extend(args);
+            let run = wasmrace(&dir, &full);
+            expect(&run, code);
+            super::without_timing(&run.stdout)
+        };
+        let one_text = text(Some("1"));
+        for jobs in ["2", "3"] {
+            assert_eq!(
+                jobs_doc(&dir, &args, jobs),
+                (code, one.clone()),
+                "--jobs {jobs}"
+            );
+            assert_eq!(text(Some(jobs)), one_text, "--jobs {jobs}");
+        }
+        assert_eq!(text(None), one_text, "the default");
+    }
 }
 
 /// `check --jobs N` on a strategy that splits by execution, and on the

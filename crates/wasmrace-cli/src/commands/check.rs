@@ -5,11 +5,12 @@
 use super::refusals::{out_of_range, refusal, unsupported};
 use super::HostArgs;
 use crate::html;
+use crate::lanes;
 use crate::output;
 use crate::partition::{self, PartitionArg};
 use crate::report;
 use crate::Verdict;
-use anyhow::{bail, Context, Result};
+use anyhow::{anyhow, bail, Context, Result};
 use clap::builder::{PossibleValue, PossibleValuesParser};
 use indicatif::{ProgressBar, ProgressDrawTarget, ProgressState, ProgressStyle};
 use std::io::IsTerminal;
@@ -223,11 +224,12 @@ pub struct CheckCommand {
     /// random, the pos family, pct, racefuzzer and ss split into N
     /// partitions, procrastination deals out whole families, and the
     /// portfolio runs its openings side by side and then splits its
-    /// samplers' executions: all report exactly what one thread reports.
-    /// Default: the number of cores for these (dfs and ses too), one
-    /// thread for the others and for dfs --state-cache (whose cache,
-    /// shared, cannot evict); an explicit N above 1 for a strategy that
-    /// cannot split is an error
+    /// samplers' executions; dpor, which cannot split its work, explores
+    /// up to N of the module's tests side by side, one thread each: all
+    /// report exactly what one thread reports. Default: the number of
+    /// cores (one thread for dfs --state-cache, whose cache, shared,
+    /// cannot evict, and for dpor with one test); an explicit N above 1
+    /// for dpor with one test is an error
     #[arg(long, value_name = "N")]
     jobs: Option<u32>,
     #[arg(long, value_name = "D", help = format!(
@@ -295,8 +297,23 @@ impl CheckCommand {
         // report: it is printed, and the error comes after it (exit 2).
         let mut write_error = None;
         let mut explored = Vec::new();
+        // A strategy that cannot split runs tests side by side instead.
+        let built = opts.strategy.build(self.seed);
+        let (given, with_cache) = (self.jobs.unwrap_or(1), self.state_cache);
+        partition::check_split(&*built, None, given, with_cache, tests.len() > 1)?;
+        let split = built.split();
+        let (lanes, jobs) = (
+            lanes::count(split, jobs, tests.len()),
+            lanes::within(split, jobs),
+        );
+        // No progress bars then: several would share one line.
+        let explore_lane = |test: &str| explore(&guest, test, &opts, true, 1);
+        let mut ahead = (lanes > 1).then(|| lanes::explore_all(&tests, lanes, explore_lane));
         for (i, test) in tests.iter().enumerate() {
-            let mut outcome = explore(&guest, test, &opts, self.json, jobs)?;
+            let mut outcome = match ahead.as_mut() {
+                Some(all) => std::mem::replace(&mut all[i], Err(anyhow!("taken")))?,
+                None => explore(&guest, test, &opts, self.json, jobs)?,
+            };
             self.shrink(&guest, &mut outcome)?;
             let schedule_path = match &outcome.bug {
                 Some(bug) => {
@@ -365,24 +382,11 @@ impl CheckCommand {
         })
     }
 
-    /// Threads for the exploration: `--jobs`, else every core for the
-    /// strategies that split by execution, the portfolio, dfs (whose
-    /// report is the same on any number of threads, and which takes about
-    /// one thread's time on two where a budget cuts the run, README
-    /// "Scaling out") and ses (the same report but for the saved states,
-    /// which its threads do not use), one for the others. dfs with a state
-    /// cache stays on one: a cache the threads share cannot evict, so a
-    /// full one stops the run where one thread's goes on.
+    /// Threads for the exploration: `--jobs`, else
+    /// [`partition::default_jobs`].
     fn jobs(&self, strategy: &StrategyChoice) -> u32 {
-        self.jobs.unwrap_or_else(|| {
-            use wasmrace_explore::Split;
-            match strategy.build(self.seed).split() {
-                Split::ByExecution | Split::Phases | Split::ByPrefix | Split::Rounds => {
-                    std::thread::available_parallelism().map_or(1, |n| n.get() as u32)
-                }
-                Split::None | Split::Shared => 1,
-            }
-        })
+        let split = || strategy.build(self.seed).split();
+        (self.jobs).unwrap_or_else(|| partition::default_jobs(split(), self.test.is_none()))
     }
 
     fn options(&self) -> Result<CheckOptions> {
@@ -418,11 +422,13 @@ impl CheckCommand {
             );
         }
         let with_cache = given.state_cache == Some(true);
+        let built = strategy.build(self.seed);
         partition::check_split(
-            &*strategy.build(self.seed),
+            &*built,
             self.partition,
             jobs,
             with_cache,
+            self.test.is_none(),
         )?;
         if self.max_executions == 0 {
             bail!("`--max-executions` must be at least 1");
@@ -495,7 +501,7 @@ impl CheckCommand {
     /// it (the schedule file holds the settings the bug was found under).
     fn reproduce_command(&self, schedule: &Path) -> String {
         let mut words = vec![
-            program_word(),
+            report::program_word(),
             "replay".to_string(),
             self.module.display().to_string(),
             schedule.display().to_string(),
@@ -697,31 +703,6 @@ impl CheckCommand {
 /// says otherwise: one folder under the working directory, not its top
 /// level.
 pub const DEFAULT_SCHEDULE_DIR: &str = "wasmrace-schedules";
-
-/// How printed commands name this program: `wasmrace` when that name on
-/// `PATH` is this very binary, else the path of the running binary (quoted
-/// by `command_line` when it needs it), so that the command runs as
-/// printed.
-fn program_word() -> String {
-    const NAME: &str = "wasmrace";
-    let Ok(exe) = std::env::current_exe() else {
-        return NAME.into();
-    };
-    let file = format!("{NAME}{}", std::env::consts::EXE_SUFFIX);
-    let first_on_path = std::env::var_os("PATH")
-        .into_iter()
-        .flat_map(|p| std::env::split_paths(&p).collect::<Vec<_>>())
-        .map(|dir| dir.join(&file))
-        .find(|candidate| candidate.is_file());
-    let same = |a: &Path, b: &Path| match (a.canonicalize(), b.canonicalize()) {
-        (Ok(a), Ok(b)) => a == b,
-        _ => false,
-    };
-    match first_on_path {
-        Some(found) if same(&found, &exe) => NAME.into(),
-        _ => exe.display().to_string(),
-    }
-}
 
 /// Where the schedule of a bug went.
 enum Written {
