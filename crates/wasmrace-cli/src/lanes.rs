@@ -35,7 +35,7 @@ pub fn explore_all<T: Send>(
     tests: &[String],
     lanes: usize,
     explore: impl Fn(&str) -> Result<T> + Sync,
-) -> Vec<Result<T>> {
+) -> std::vec::IntoIter<Result<T>> {
     let next = AtomicUsize::new(0);
     let results: Vec<Mutex<Option<Result<T>>>> = tests.iter().map(|_| Mutex::new(None)).collect();
     std::thread::scope(|scope| {
@@ -56,7 +56,8 @@ pub fn explore_all<T: Send>(
             let r = r.into_inner().unwrap_or_else(|e| e.into_inner());
             r.unwrap_or_else(|| Err(anyhow::anyhow!("a test's exploration did not run")))
         })
-        .collect()
+        .collect::<Vec<_>>()
+        .into_iter()
 }
 
 #[cfg(test)]
@@ -84,9 +85,9 @@ mod tests {
             }
             Ok(n)
         });
-        for (i, r) in results.iter().enumerate() {
+        for (i, r) in results.enumerate() {
             match r {
-                Ok(n) => assert_eq!(*n, i as u64),
+                Ok(n) => assert_eq!(n, i as u64),
                 Err(e) => assert_eq!((i, e.to_string().as_str()), (7, "t7 failed")),
             }
         }

@@ -107,8 +107,8 @@ pub fn check_split(
                 ""
             },
             match (partition, split) {
-                // Without `--test` the threads would take a test each.
-                (None, Split::None) => " and one `--test`",
+                // With several tests the threads would take a test each.
+                (None, Split::None) => " with one test",
                 _ => "",
             },
             splitting_strategies(partition.is_none())

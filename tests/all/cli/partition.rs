@@ -503,7 +503,7 @@ fn jobs_print_the_one_thread_report() {
         let full = [&["check", &pos, "--strategy", "dpor", "--jobs", "2"], args].concat();
         expect_error(
             &wasmrace(&dir, &full),
-            "`--jobs 2` does not apply to `--strategy dpor` and one `--test`: only `basic-pos`",
+            "`--jobs 2` does not apply to `--strategy dpor` with one test: only `basic-pos`",
         );
     }
     expect_error(

@@ -10,7 +10,7 @@ use crate::output;
 use crate::partition::{self, PartitionArg};
 use crate::report;
 use crate::Verdict;
-use anyhow::{anyhow, bail, Context, Result};
+use anyhow::{bail, Context, Result};
 use clap::builder::{PossibleValue, PossibleValuesParser};
 use indicatif::{ProgressBar, ProgressDrawTarget, ProgressState, ProgressStyle};
 use std::io::IsTerminal;
@@ -297,7 +297,8 @@ impl CheckCommand {
         // report: it is printed, and the error comes after it (exit 2).
         let mut write_error = None;
         let mut explored = Vec::new();
-        // A strategy that cannot split runs tests side by side instead.
+        // A strategy that cannot split runs the tests side by side: an
+        // explicit `--jobs` above 1 needs more than one test.
         let built = opts.strategy.build(self.seed);
         let (given, with_cache) = (self.jobs.unwrap_or(1), self.state_cache);
         partition::check_split(&*built, None, given, with_cache, tests.len() > 1)?;
@@ -310,8 +311,8 @@ impl CheckCommand {
         let explore_lane = |test: &str| explore(&guest, test, &opts, true, 1);
         let mut ahead = (lanes > 1).then(|| lanes::explore_all(&tests, lanes, explore_lane));
         for (i, test) in tests.iter().enumerate() {
-            let mut outcome = match ahead.as_mut() {
-                Some(all) => std::mem::replace(&mut all[i], Err(anyhow!("taken")))?,
+            let mut outcome = match ahead.as_mut().and_then(Iterator::next) {
+                Some(explored) => explored?,
                 None => explore(&guest, test, &opts, self.json, jobs)?,
             };
             self.shrink(&guest, &mut outcome)?;
@@ -422,9 +423,8 @@ impl CheckCommand {
             );
         }
         let with_cache = given.state_cache == Some(true);
-        let built = strategy.build(self.seed);
         partition::check_split(
-            &*built,
+            &*strategy.build(self.seed),
             self.partition,
             jobs,
             with_cache,
