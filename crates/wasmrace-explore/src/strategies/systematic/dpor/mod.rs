@@ -245,6 +245,8 @@ pub struct Dpor {
     max_wut: usize,
     /// The preemption bound, when bounded.
     bound: Option<bound::Bound>,
+    /// Scratch: the reversal of the race being reversed, as indices.
+    reversal: Vec<usize>,
 }
 
 impl Dpor {
@@ -265,6 +267,7 @@ impl Dpor {
             infeasible: 0,
             max_wut: 0,
             bound: None,
+            reversal: Vec::new(),
         }
     }
 
@@ -421,8 +424,14 @@ impl Dpor {
 
     /// Reverses the races of the execution that just ended.
     fn reverse_races(&mut self) {
+        // One buffer each for all the races (a `Vec` per race was an
+        // allocation each).
+        let mut at = std::mem::take(&mut self.reversal);
+        let mut v: Vec<&Ev> = Vec::new();
         for r in self.clocks.races(&self.events, self.checked) {
-            let v: Vec<&Ev> = r.v.iter().map(|&i| &self.events[i]).collect();
+            self.clocks.reversal(&r, &mut at);
+            v.clear();
+            v.extend(at.iter().map(|&i| &self.events[i]));
             if let Some(b) = &mut self.bound {
                 let size = b.reverse(&mut self.nodes, &self.events, r.at, &v);
                 self.max_wut = self.max_wut.max(size);
@@ -440,6 +449,7 @@ impl Dpor {
             }
             self.max_wut = self.max_wut.max(self.nodes[r.at].wut.size());
         }
+        self.reversal = at;
         self.checked = self.events.len();
     }
 

@@ -160,13 +160,15 @@ pub(crate) fn dependent(a: &Ev, b: &Ev) -> bool {
     false
 }
 
-/// A race to reverse: the reversal `v` (indices into the execution,
-/// `notdep(e, E)` then `e'`) belongs to the wakeup tree or backtrack set at
-/// depth `at`, the state right before `e`.
+/// A race to reverse: `e` at depth `at` (or the acquisition it races
+/// through) and `e'` at `k`. Its reversal `v` (`notdep(e, E)` then `e'`,
+/// [`Clocks::reversal`]) belongs to the wakeup tree or backtrack set at
+/// `at`, the state right before `e`. The reversal is computed when it is
+/// used rather than kept: a `Vec` per race was an allocation each.
 #[derive(Debug, PartialEq, Eq)]
 pub(crate) struct Race {
     pub at: usize,
-    pub v: Vec<usize>,
+    pub k: usize,
 }
 
 /// Per object: the last exclusive access and the shared ones since (a
@@ -401,11 +403,7 @@ impl Clocks {
         let candidates = std::mem::take(&mut self.candidates);
         for &(d, obj) in &candidates {
             if let Some(at) = reversible(events, self, &preds, d, k, obj) {
-                let v = (at + 1..k)
-                    .filter(|&f| !self.hb(at, f))
-                    .chain([k])
-                    .collect();
-                out.push(Race { at, v });
+                out.push(Race { at, k });
             }
         }
         self.candidates = candidates;
@@ -422,19 +420,41 @@ impl Clocks {
         while self.len() < events.len() {
             self.push(events, &mut out);
         }
-        out.sort_by_key(|r| (r.v.last().copied(), r.at));
+        out.sort_by_key(|r| (r.k, r.at));
         out.dedup();
         out
+    }
+
+    /// The reversal of `race` (indices into the execution the clocks
+    /// cover): the events after `e` that do not happen after it, then
+    /// `e'`, into `v` (emptied first).
+    pub fn reversal(&self, race: &Race, v: &mut Vec<usize>) {
+        let Race { at, k } = *race;
+        v.clear();
+        v.extend((at + 1..k).filter(|&f| !self.hb(at, f)));
+        v.push(k);
     }
 }
 
 /// The races of `events` whose later event is at `from` or later, computed
-/// afresh (see [`Clocks::races`]).
+/// afresh (see [`Clocks::races`]), each with its reversal.
 #[cfg(test)]
-pub(crate) fn races(events: &[Ev], from: usize) -> Vec<Race> {
+pub(crate) fn races(events: &[Ev], from: usize) -> Vec<(usize, Vec<usize>)> {
     let mut clocks = Clocks::default();
     clocks.races(&events[..from], 0);
-    clocks.races(events, from)
+    let races = clocks.races(events, from);
+    reversals(&clocks, races)
+}
+
+/// Each of `races` with its reversal under `clocks`.
+#[cfg(test)]
+fn reversals(clocks: &Clocks, races: Vec<Race>) -> Vec<(usize, Vec<usize>)> {
+    let reversal = |r: &Race| {
+        let mut v = Vec::new();
+        clocks.reversal(r, &mut v);
+        (r.at, v)
+    };
+    races.iter().map(reversal).collect()
 }
 
 /// For a direct conflict of `d` before `k` on `obj`: the event `k` races
@@ -494,7 +514,7 @@ mod tests {
         assert!(!dependent(&r(1), &r(2)));
         // w1 r2 r3 w4: w1 races r2 and r3, r2 and r3 race w4, not w1-w4.
         let e = [w(1), r(2), r(3), w(4)];
-        let got: Vec<(usize, Vec<usize>)> = races(&e, 0).into_iter().map(|r| (r.at, r.v)).collect();
+        let got = races(&e, 0);
         assert_eq!(
             got,
             vec![(0, vec![1]), (0, vec![2]), (1, vec![2, 3]), (2, vec![3])]
@@ -509,7 +529,7 @@ mod tests {
             ev(1, OpKind::MutexUnlock, &[Access::sync(m)]),
             ev(2, OpKind::MutexLock, &[Access::sync(m)]),
         ];
-        let got: Vec<(usize, Vec<usize>)> = races(&e, 0).into_iter().map(|r| (r.at, r.v)).collect();
+        let got = races(&e, 0);
         assert_eq!(got, vec![(0, vec![2])]);
     }
 
@@ -531,14 +551,17 @@ mod tests {
             r(2, y),
         ];
         let mut kept = Clocks::default();
-        assert_eq!(kept.races(&first, 0), races(&first, 0));
+        let found = kept.races(&first, 0);
+        assert_eq!(reversals(&kept, found), races(&first, 0));
         // Back to depth 2, then a different suffix: only it is computed.
-        let got = kept.races(&second, 2);
+        let found = kept.races(&second, 2);
         assert_eq!(kept.len(), second.len());
+        let got = reversals(&kept, found);
         assert_eq!(got, races(&second, 2));
         assert!(!got.is_empty());
         // And back to the root.
-        assert_eq!(kept.races(&first, 0), races(&first, 0));
+        let found = kept.races(&first, 0);
+        assert_eq!(reversals(&kept, found), races(&first, 0));
     }
 
     #[test]
