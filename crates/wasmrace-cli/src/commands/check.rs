@@ -307,7 +307,6 @@ impl CheckCommand {
             lanes::count(split, jobs, tests.len()),
             lanes::within(split, jobs),
         );
-        // No progress bars then: several would share one line.
         let explore_lane = |test: &str| explore(&guest, test, &opts, true, 1);
         let mut ahead = (lanes > 1).then(|| lanes::explore_all(&tests, lanes, explore_lane));
         for (i, test) in tests.iter().enumerate() {
@@ -713,15 +712,17 @@ enum Written {
 }
 
 /// Runs one test's exploration, with a progress bar on stderr when a person
-/// is watching (stderr is a terminal and the output is not JSON).
+/// is watching (stderr is a terminal) and a bar is wanted (`no_bar` is set
+/// for JSON output, and for tests run side by side, whose bars would share
+/// one line).
 fn explore(
     guest: &Guest,
     test: &str,
     opts: &CheckOptions,
-    json: bool,
+    no_bar: bool,
     jobs: u32,
 ) -> Result<CheckOutcome> {
-    if json || !std::io::stderr().is_terminal() {
+    if no_bar || !std::io::stderr().is_terminal() {
         return Ok(wasmrace_host::check_jobs(guest, test, opts, jobs)?);
     }
     let bar = ProgressBar::with_draw_target(

@@ -426,12 +426,12 @@ impl Dpor {
     fn reverse_races(&mut self) {
         // One buffer each for all the races (a `Vec` per race was an
         // allocation each).
-        let mut at = std::mem::take(&mut self.reversal);
+        let mut indices = std::mem::take(&mut self.reversal);
         let mut v: Vec<&Ev> = Vec::new();
         for r in self.clocks.races(&self.events, self.checked) {
-            self.clocks.reversal(&r, &mut at);
+            self.clocks.reversal(&r, &mut indices);
             v.clear();
-            v.extend(at.iter().map(|&i| &self.events[i]));
+            v.extend(indices.iter().map(|&i| &self.events[i]));
             if let Some(b) = &mut self.bound {
                 let size = b.reverse(&mut self.nodes, &self.events, r.at, &v);
                 self.max_wut = self.max_wut.max(size);
@@ -449,7 +449,7 @@ impl Dpor {
             }
             self.max_wut = self.max_wut.max(self.nodes[r.at].wut.size());
         }
-        self.reversal = at;
+        self.reversal = indices;
         self.checked = self.events.len();
     }
 
