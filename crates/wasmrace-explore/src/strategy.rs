@@ -234,22 +234,16 @@ pub trait Capabilities {
     }
 
     /// For a strategy that hashes states ([`wants_state_hash`](Self::wants_state_hash)):
-    /// the steps of the current execution it replays along a path it knows,
-    /// as one started from a saved state at their end would (SES on
-    /// several threads: its entry's prefix): as many as
-    /// [`known_hashes`](Self::known_hashes) gives (default none). The
-    /// explorer hashes none of their states, nothing looking them up,
-    /// though it still steps as for a strategy that hashes; it takes their
-    /// hashes from `known_hashes` instead, so that a cycle a state cache
-    /// closes back to one of them is a livelock, as for the execution
-    /// started from the saved state, which keeps them.
-    fn known_prefix(&self) -> usize {
-        self.known_hashes().len()
-    }
-
-    /// The hashes of the states of the steps it replays along a path it
-    /// knows ([`known_prefix`](Self::known_prefix); `[i]`: the state after
-    /// `i` steps, `None` where not known). Default: none.
+    /// the hashes of the states of the steps of the current execution it
+    /// replays along a path it knows, as one started from a saved state
+    /// at their end would (SES on several threads: its entry's prefix);
+    /// `[i]` is the state after `i` steps, `None` where not known. Default:
+    /// none. The explorer hashes none of the states of those steps (as
+    /// many as the slice holds), nothing looking them up, though it still
+    /// steps as for a strategy that hashes; it takes their hashes from
+    /// here instead, so that a cycle a state cache closes back to one of
+    /// them is a livelock, as for the execution started from the saved
+    /// state, which keeps them.
     fn known_hashes(&self) -> &[Option<[u8; 32]>] {
         &[]
     }

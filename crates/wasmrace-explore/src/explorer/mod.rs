@@ -713,7 +713,7 @@ impl<P: Program, O: Observer + ?Sized> Run<'_, P, O> {
     fn decide(&mut self, step: usize) -> Result<Option<Decided>, ExploreError<P::Error>> {
         self.learn_forced(step)?;
         if let Some(caps) = self.strategy.capabilities_mut() {
-            if caps.wants_state_hash() && step >= caps.known_prefix() {
+            if caps.wants_state_hash() && step >= caps.known_hashes().len() {
                 let hash = self.program.state_hash().map(|h| self.fair.key(h));
                 self.report.state_hashes += u64::from(hash.is_some());
                 caps.observe_state(hash);
