@@ -271,10 +271,18 @@ pub struct CheckCommand {
     host: HostArgs,
 }
 
+/// What [`CheckCommand::options`] settles before the module loads.
+struct Settled {
+    opts: CheckOptions,
+    /// Threads for the exploration.
+    jobs: u32,
+    /// How the strategy splits its work.
+    split: wasmrace_explore::Split,
+}
+
 impl CheckCommand {
     pub fn run(self) -> Result<Verdict> {
-        let opts = self.options()?;
-        let jobs = self.jobs(&opts.strategy);
+        let Settled { opts, jobs, split } = self.options()?;
         let guest = Guest::load(&self.module, self.host.config()?.with_slots_for(jobs))?;
         let tests: Vec<String> = match &self.test {
             Some(t) => {
@@ -298,11 +306,13 @@ impl CheckCommand {
         let mut write_error = None;
         let mut explored = Vec::new();
         // A strategy that cannot split runs the tests side by side: an
-        // explicit `--jobs` above 1 needs more than one test.
-        let built = opts.strategy.build(self.seed);
+        // explicit `--jobs` above 1 needs more than one test, which only
+        // the loaded module says (`options` checked the rest).
         let (given, with_cache) = (self.jobs.unwrap_or(1), self.state_cache);
-        partition::check_split(&*built, None, given, with_cache, tests.len() > 1)?;
-        let split = built.split();
+        if given > 1 && tests.len() == 1 {
+            let built = opts.strategy.build(self.seed);
+            partition::check_split(&*built, None, given, with_cache, false)?;
+        }
         let (lanes, jobs) = (
             lanes::count(split, jobs, tests.len()),
             lanes::within(split, jobs),
@@ -382,14 +392,9 @@ impl CheckCommand {
         })
     }
 
-    /// Threads for the exploration: `--jobs`, else
-    /// [`partition::default_jobs`].
-    fn jobs(&self, strategy: &StrategyChoice) -> u32 {
-        let split = || strategy.build(self.seed).split();
-        (self.jobs).unwrap_or_else(|| partition::default_jobs(split(), self.test.is_none()))
-    }
-
-    fn options(&self) -> Result<CheckOptions> {
+    /// The options, checked before the module loads, with the threads
+    /// for the exploration (`--jobs`, else [`partition::default_jobs`]).
+    fn options(&self) -> Result<Settled> {
         let defaults = CheckOptions::default();
         let descriptor = registry::find(&self.strategy)
             .with_context(|| format!("unknown strategy `{}`", self.strategy))?;
@@ -411,8 +416,12 @@ impl CheckCommand {
         if self.jobs == Some(0) {
             bail!("`--jobs` must be at least 1");
         }
-        let jobs = self.jobs(&strategy);
-        let by_prefix = strategy.build(self.seed).split() == wasmrace_explore::Split::ByPrefix;
+        // Built once, to ask how it splits.
+        let built = strategy.build(self.seed);
+        let split = built.split();
+        let jobs =
+            (self.jobs).unwrap_or_else(|| partition::default_jobs(split, self.test.is_none()));
+        let by_prefix = split == wasmrace_explore::Split::ByPrefix;
         // Threads share the tree rather than split it by prefix: only a
         // partition uses the depth.
         if self.split_depth.is_some() && (!by_prefix || self.partition.is_none()) {
@@ -423,7 +432,7 @@ impl CheckCommand {
         }
         let with_cache = given.state_cache == Some(true);
         partition::check_split(
-            &*strategy.build(self.seed),
+            &*built,
             self.partition,
             jobs,
             with_cache,
@@ -438,7 +447,7 @@ impl CheckCommand {
         if self.time_budget == Some(0) {
             bail!("`--time-budget` must be at least 1 second");
         }
-        Ok(CheckOptions {
+        let opts = CheckOptions {
             strategy,
             seed: self.seed,
             explore: Config {
@@ -452,7 +461,8 @@ impl CheckCommand {
                 split_depth: self.split_depth.unwrap_or(defaults.explore.split_depth),
                 ..defaults.explore
             },
-        })
+        };
+        Ok(Settled { opts, jobs, split })
     }
 
     /// The strategy options given on the command line, `None` where not.
