@@ -307,11 +307,12 @@ impl CheckCommand {
         let mut explored = Vec::new();
         // A strategy that cannot split runs the tests side by side: an
         // explicit `--jobs` above 1 needs more than one test, which only
-        // the loaded module says (`options` checked the rest).
-        let (given, with_cache) = (self.jobs.unwrap_or(1), self.state_cache);
-        if given > 1 && tests.len() == 1 {
+        // the loaded module says (`options` checked the rest). The
+        // strategy is built again only for the refusal's words.
+        let given = self.jobs.unwrap_or(1);
+        if given > 1 && tests.len() == 1 && split == wasmrace_explore::Split::None {
             let built = opts.strategy.build(self.seed);
-            partition::check_split(&*built, None, given, with_cache, false)?;
+            partition::check_split(&*built, None, given, self.state_cache, false)?;
         }
         let (lanes, jobs) = (
             lanes::count(split, jobs, tests.len()),
