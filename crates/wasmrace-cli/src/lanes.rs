@@ -5,7 +5,7 @@
 
 use anyhow::Result;
 use std::sync::atomic::{AtomicUsize, Ordering};
-use std::sync::Mutex;
+use std::sync::{Condvar, Mutex};
 use wasmrace_explore::Split;
 
 /// How many tests run side by side: `jobs` (at most one per test) when
@@ -27,37 +27,73 @@ pub fn within(split: Split, jobs: u32) -> u32 {
     }
 }
 
-/// Explores every test of `tests` with `explore` on `lanes` threads, each
-/// taking the next test not yet taken; the results in the order of
-/// `tests`. Each test's exploration is its own (nothing is shared between
-/// them), so what each reports does not depend on the others.
-pub fn explore_all<T: Send>(
+/// Explores the tests of `tests` with `explore` on `lanes` threads, each
+/// taking the next test not yet taken, while `body` runs on this thread
+/// with the results in the order of `tests`: its iterator gives result
+/// `i` as soon as test `i` is done, so that reports print as the tests
+/// finish rather than all at the end. Once `body` returns, no test not yet
+/// taken starts. Each test's exploration is its own (nothing is shared
+/// between them), so what each reports does not depend on the others.
+pub fn explore_all<T: Send, R>(
     tests: &[String],
     lanes: usize,
     explore: impl Fn(&str) -> Result<T> + Sync,
-) -> std::vec::IntoIter<Result<T>> {
-    let next = AtomicUsize::new(0);
-    let results: Vec<Mutex<Option<Result<T>>>> = tests.iter().map(|_| Mutex::new(None)).collect();
+    body: impl FnOnce(&mut dyn Iterator<Item = Result<T>>) -> R,
+) -> R {
+    let slots = Slots {
+        next: AtomicUsize::new(0),
+        results: Mutex::new(tests.iter().map(|_| None).collect()),
+        done: Condvar::new(),
+    };
     std::thread::scope(|scope| {
         for _ in 0..lanes {
-            scope.spawn(|| loop {
-                let i = next.fetch_add(1, Ordering::Relaxed);
-                let Some(test) = tests.get(i) else {
-                    break;
-                };
-                let result = explore(test);
-                *results[i].lock().unwrap_or_else(|e| e.into_inner()) = Some(result);
+            scope.spawn(|| {
+                while let Some(i) = slots.take(tests.len()) {
+                    let result = explore(&tests[i]);
+                    slots.put(i, result);
+                }
             });
         }
-    });
-    results
-        .into_iter()
-        .map(|r| {
-            let r = r.into_inner().unwrap_or_else(|e| e.into_inner());
-            r.unwrap_or_else(|| Err(anyhow::anyhow!("a test's exploration did not run")))
-        })
-        .collect::<Vec<_>>()
-        .into_iter()
+        let mut ordered = (0..tests.len()).map(|i| slots.wait(i));
+        let out = body(&mut ordered);
+        // Tests not taken yet are not run: `body` wants no more.
+        slots.next.store(tests.len(), Ordering::Relaxed);
+        out
+    })
+}
+
+/// The tests' results as the threads finish them.
+struct Slots<T> {
+    /// The next test to take.
+    next: AtomicUsize,
+    results: Mutex<Vec<Option<Result<T>>>>,
+    /// Signalled whenever a result is put.
+    done: Condvar,
+}
+
+impl<T> Slots<T> {
+    /// The next test to explore, if any is left.
+    fn take(&self, tests: usize) -> Option<usize> {
+        let i = self.next.fetch_add(1, Ordering::Relaxed);
+        (i < tests).then_some(i)
+    }
+
+    fn put(&self, i: usize, result: Result<T>) {
+        let mut results = self.results.lock().unwrap_or_else(|e| e.into_inner());
+        results[i] = Some(result);
+        self.done.notify_all();
+    }
+
+    /// Waits for test `i`'s result and takes it.
+    fn wait(&self, i: usize) -> Result<T> {
+        let mut results = self.results.lock().unwrap_or_else(|e| e.into_inner());
+        loop {
+            if let Some(result) = results[i].take() {
+                return result;
+            }
+            results = self.done.wait(results).unwrap_or_else(|e| e.into_inner());
+        }
+    }
 }
 
 #[cfg(test)]
@@ -76,7 +112,7 @@ mod tests {
     #[test]
     fn results_come_in_the_order_of_the_tests_whoever_ran_them() {
         let tests: Vec<String> = (0..40).map(|i| format!("t{i}")).collect();
-        let results = explore_all(&tests, 3, |t| {
+        let explore = |t: &str| {
             // Later tests finish first.
             let n: u64 = t[1..].parse().unwrap();
             std::thread::sleep(std::time::Duration::from_micros(400 - 10 * n));
@@ -84,12 +120,32 @@ mod tests {
                 anyhow::bail!("t7 failed")
             }
             Ok(n)
-        });
-        for (i, r) in results.enumerate() {
-            match r {
-                Ok(n) => assert_eq!(n, i as u64),
-                Err(e) => assert_eq!((i, e.to_string().as_str()), (7, "t7 failed")),
+        };
+        let seen = explore_all(&tests, 3, explore, |results| {
+            let mut seen = 0;
+            for (i, r) in results.enumerate() {
+                match r {
+                    Ok(n) => assert_eq!(n, i as u64),
+                    Err(e) => assert_eq!((i, e.to_string().as_str()), (7, "t7 failed")),
+                }
+                seen += 1;
             }
-        }
+            seen
+        });
+        assert_eq!(seen, 40);
+    }
+
+    #[test]
+    fn tests_not_taken_when_the_caller_stops_do_not_run() {
+        let tests: Vec<String> = (0..40).map(|i| format!("t{i}")).collect();
+        let ran = AtomicUsize::new(0);
+        let explore = |_: &str| {
+            ran.fetch_add(1, Ordering::Relaxed);
+            std::thread::sleep(std::time::Duration::from_millis(2));
+            Ok(())
+        };
+        // The caller stops at the first result, as `check` does on an error.
+        explore_all(&tests, 2, explore, |results| results.next().map(|_| ()));
+        assert!(ran.load(Ordering::Relaxed) < 40);
     }
 }

@@ -319,43 +319,49 @@ impl CheckCommand {
             lanes::within(split, jobs),
         );
         let explore_lane = |test: &str| explore(&guest, test, &opts, true, 1);
-        let mut ahead = (lanes > 1).then(|| lanes::explore_all(&tests, lanes, explore_lane));
-        for (i, test) in tests.iter().enumerate() {
-            let mut outcome = match ahead.as_mut().and_then(Iterator::next) {
-                Some(explored) => explored?,
-                None => explore(&guest, test, &opts, self.json, jobs)?,
-            };
-            self.shrink(&guest, &mut outcome)?;
-            let schedule_path = match &outcome.bug {
-                Some(bug) => {
-                    failed.push(test.clone());
-                    let written = self.write_schedule(test, several, &bug.schedule.to_json());
-                    if let Written::Failed(message) = &written {
-                        write_error.get_or_insert_with(|| message.clone());
-                    }
-                    Some(written)
-                }
-                None => {
-                    if self.races == RacesArg::Fail && !outcome.races.is_empty() {
-                        failed.push(test.clone());
-                    }
-                    None
-                }
-            };
-            if self.json {
-                results.push(self.json_result(&outcome, &opts, schedule_path.as_ref()));
-            } else {
-                let mut text = if i > 0 {
-                    "\n".to_string()
-                } else {
-                    String::new()
+        let mut report_all = |ahead: &mut dyn Iterator<Item = Result<CheckOutcome>>| -> Result<()> {
+            for (i, test) in tests.iter().enumerate() {
+                let mut outcome = match ahead.next() {
+                    Some(explored) => explored?,
+                    None => explore(&guest, test, &opts, self.json, jobs)?,
                 };
-                text.push_str(&self.text_result(&outcome, &opts, schedule_path.as_ref()));
-                output::print(&text)?;
+                self.shrink(&guest, &mut outcome)?;
+                let schedule_path = match &outcome.bug {
+                    Some(bug) => {
+                        failed.push(test.clone());
+                        let written = self.write_schedule(test, several, &bug.schedule.to_json());
+                        if let Written::Failed(message) = &written {
+                            write_error.get_or_insert_with(|| message.clone());
+                        }
+                        Some(written)
+                    }
+                    None => {
+                        if self.races == RacesArg::Fail && !outcome.races.is_empty() {
+                            failed.push(test.clone());
+                        }
+                        None
+                    }
+                };
+                if self.json {
+                    results.push(self.json_result(&outcome, &opts, schedule_path.as_ref()));
+                } else {
+                    let mut text = if i > 0 {
+                        "\n".to_string()
+                    } else {
+                        String::new()
+                    };
+                    text.push_str(&self.text_result(&outcome, &opts, schedule_path.as_ref()));
+                    output::print(&text)?;
+                }
+                if self.html.is_some() {
+                    explored.push(outcome);
+                }
             }
-            if self.html.is_some() {
-                explored.push(outcome);
-            }
+            Ok(())
+        };
+        match lanes {
+            1 => report_all(&mut std::iter::empty())?,
+            _ => lanes::explore_all(&tests, lanes, explore_lane, report_all)?,
         }
         if let Some(path) = &self.html {
             self.write_html(path, &explored, &opts)?;
