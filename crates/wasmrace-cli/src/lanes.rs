@@ -49,7 +49,14 @@ pub fn explore_all<T: Send, R>(
         for _ in 0..lanes {
             scope.spawn(|| {
                 while let Some(i) = slots.take(tests.len()) {
-                    let result = explore(&tests[i]);
+                    // A panic must still fill the slot: `body` waits on it.
+                    let run = std::panic::AssertUnwindSafe(|| explore(&tests[i]));
+                    let result = std::panic::catch_unwind(run).unwrap_or_else(|_| {
+                        Err(anyhow::anyhow!(
+                            "the exploration of test `{}` panicked",
+                            crate::report::shown(&tests[i])
+                        ))
+                    });
                     slots.put(i, result);
                 }
             });
@@ -133,6 +140,23 @@ mod tests {
             seen
         });
         assert_eq!(seen, 40);
+    }
+
+    #[test]
+    fn a_panicking_exploration_is_an_error_not_a_hang() {
+        let tests: Vec<String> = (0..4).map(|i| format!("t{i}")).collect();
+        let explore = |t: &str| -> Result<()> {
+            if t == "t1" {
+                panic!("boom");
+            }
+            Ok(())
+        };
+        let errors: Vec<String> = explore_all(&tests, 2, explore, |results| {
+            results
+                .filter_map(|r| r.err().map(|e| e.to_string()))
+                .collect()
+        });
+        assert_eq!(errors, ["the exploration of test `t1` panicked"]);
     }
 
     #[test]
