@@ -1,11 +1,12 @@
 //! `--partition K/N`: parsing the 1-based partition of the command line
-//! (as cargo-nextest's `--partition count:K/N`), and which strategies can
-//! run one.
+//! (as cargo-nextest's `--partition count:K/N`), which strategies split a
+//! test's exploration into partitions, and how the others deal out a
+//! module's tests instead.
 
 use serde_json::Value;
 use wasmrace_explore::strategies::registry::REGISTRY;
-use wasmrace_explore::{Partition, Split};
-use wasmrace_host::{CheckOptions, CheckOutcome};
+use wasmrace_explore::{Partition, Report, Split};
+use wasmrace_host::CheckOptions;
 
 /// Partition `k` of `n`, both 1-based as the user writes them.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
@@ -81,8 +82,11 @@ pub fn splitting_strategies(jobs: bool) -> String {
 /// Refuses to split `strategy`'s work as asked (`--partition`, or `--jobs`
 /// above 1) when it cannot, in one line naming the strategies that can;
 /// `with_cache` says `--state-cache` was given. With `all_tests` (no
-/// `--test`), `--jobs` above 1 on a strategy that cannot split runs the
-/// module's tests side by side instead (`lanes.rs`).
+/// `--test`), a strategy that cannot split one test's exploration deals
+/// the module's tests out to the partitions instead ([`deals_tests`]), and
+/// `--jobs` above 1 on one that cannot split at all runs them side by side
+/// (`lanes.rs`); a module of one test is refused after loading, by a second
+/// call with `all_tests` false.
 pub fn check_split(
     strategy: &dyn wasmrace_explore::Strategy,
     partition: Option<PartitionArg>,
@@ -92,29 +96,43 @@ pub fn check_split(
 ) -> anyhow::Result<()> {
     let split = strategy.split();
     let flag = match (partition, jobs) {
-        (Some(p), _) => format!("--partition {p}"),
-        (None, 1) => return Ok(()),
-        (None, _) if all_tests && split == Split::None => return Ok(()),
-        (None, jobs) => format!("--jobs {jobs}"),
+        (Some(_), _) if !deals_tests(strategy) => return Ok(()),
+        (Some(p), _) if !all_tests => format!("--partition {p}"),
+        (_, 1) => return Ok(()),
+        (_, _) if all_tests || split != Split::None => return Ok(()),
+        (_, jobs) => format!("--jobs {jobs}"),
     };
-    if split == Split::None || (threads_only(strategy) && partition.is_some()) {
-        anyhow::bail!(
-            "`{flag}` does not apply to `--strategy {}`{}{}: only {} split their work",
-            strategy.name(),
-            if with_cache {
-                " with `--state-cache`"
-            } else {
-                ""
-            },
-            match (partition, split) {
-                // With several tests the threads would take a test each.
-                (None, Split::None) => " with one test",
-                _ => "",
-            },
-            splitting_strategies(partition.is_none())
-        );
-    }
-    Ok(())
+    anyhow::bail!(
+        "`{flag}` does not apply to `--strategy {}` with {}one test: only {} split one \
+         test's work{}",
+        strategy.name(),
+        if with_cache {
+            "`--state-cache` and "
+        } else {
+            ""
+        },
+        splitting_strategies(partition.is_none()),
+        if partition.is_some() {
+            " (partitions of a module of several tests take whole tests)"
+        } else {
+            " (threads take whole tests of a module of several)"
+        }
+    )
+}
+
+/// Whether `--partition` deals out a module's tests, whole, rather than
+/// splitting each test's exploration: the strategy cannot split one test
+/// into partitions (dpor, ses, procrastination, dfs with a state cache).
+pub fn deals_tests(strategy: &dyn wasmrace_explore::Strategy) -> bool {
+    strategy.split() == Split::None || threads_only(strategy)
+}
+
+/// The partition (1-based) that runs test `index` (0-based, in the
+/// module's order) of a run dealt out to `n` partitions: the tests are
+/// dealt in turn, as cards, so that each partition's share is fixed by the
+/// module alone and the shares differ in size by at most one test.
+pub fn dealt_to(index: usize, n: u32) -> u32 {
+    (index % n as usize) as u32 + 1
 }
 
 /// Threads for a run without `--jobs`: every core for the strategies
@@ -162,21 +180,65 @@ pub fn split_name(split: Split) -> Option<&'static str> {
     }
 }
 
+/// With whole tests dealt out to partition `deal`: the partition that runs
+/// test `index` when it is not `deal` itself; `None` for a test `deal`
+/// runs, and for every test when tests are not dealt out (`deal` is
+/// `None`).
+pub fn elsewhere(deal: Option<PartitionArg>, index: usize) -> Option<u32> {
+    let p = deal?;
+    Some(dealt_to(index, p.n)).filter(|&m| m != p.k)
+}
+
+/// How a partitioned run shares its work, as the JSON output names it:
+/// `test` when whole tests are dealt out ([`deals_tests`]), else the
+/// strategy's split ([`split_name`]).
+pub fn sharing_name(strategy: &dyn wasmrace_explore::Strategy) -> Option<&'static str> {
+    if deals_tests(strategy) {
+        Some("test")
+    } else {
+        split_name(strategy.split())
+    }
+}
+
 /// What `wasmrace merge` needs of a partition beyond the usual report:
-/// which partition, how the strategy splits (which says how bugs merge),
-/// the split depth, the executions of other partitions it skipped, and the
-/// order key of its bug (dfs: where one run would have found it).
-pub fn partition_json(p: PartitionArg, opts: &CheckOptions, outcome: &CheckOutcome) -> Value {
-    let split = opts.strategy.build(opts.seed).split();
-    let r = &outcome.report;
-    serde_json::json!({
+/// which partition, how the work is shared (`sharing`, which says how bugs
+/// merge), the split depth, the executions of other partitions it skipped,
+/// the order key of its bug (dfs: where one run would have found it), and,
+/// when tests are dealt out, which partition runs this one.
+pub fn partition_json(
+    p: PartitionArg,
+    sharing: Option<&str>,
+    dealt_to: Option<u32>,
+    opts: &CheckOptions,
+    report: Option<&Report>,
+) -> Value {
+    let mut json = serde_json::json!({
         "k": p.k,
         "n": p.n,
-        "split": split_name(split),
+        "split": sharing,
         "split_depth": opts.explore.split_depth,
-        "skipped": r.partition_skipped,
+        "skipped": report.map_or(0, |r| r.partition_skipped),
         "description": crate::report::strategy_description(&opts.strategy, opts.seed),
-        "bug_order_key": r.first_bug().and_then(|b| b.order_key.clone()),
+        "bug_order_key": report.and_then(|r| r.first_bug()).and_then(|b| b.order_key.clone()),
+    });
+    if let (Some(m), Some(j)) = (dealt_to, json.as_object_mut()) {
+        j.insert("dealt_to".into(), m.into());
+    }
+    json
+}
+
+/// The entry of a `--json` part for a test dealt to another partition:
+/// what `wasmrace merge` checks all parts agree on, no executions, and
+/// which partition runs it.
+pub fn not_run_json(p: PartitionArg, test: &str, dealt_to: u32, opts: &CheckOptions) -> Value {
+    serde_json::json!({
+        "test": test,
+        "strategy": opts.strategy.name(),
+        "seed": opts.seed,
+        "options": opts.to_json(),
+        "executions": 0,
+        "ran": false,
+        "partition": partition_json(p, Some("test"), Some(dealt_to), opts, None),
     })
 }
 
@@ -203,6 +265,23 @@ mod tests {
             Partition::new(1, 7).unwrap()
         );
         assert_eq!(PartitionArg { k: 2, n: 7 }.to_string(), "2/7");
+    }
+
+    #[test]
+    fn tests_are_dealt_in_turn_by_strategies_that_cannot_split_one() {
+        let dealt: Vec<u32> = (0..7).map(|i| dealt_to(i, 3)).collect();
+        assert_eq!(dealt, [1, 2, 3, 1, 2, 3, 1]);
+        assert!((0..5).all(|i| dealt_to(i, 1) == 1));
+        let deals = |name: &str| {
+            let d = wasmrace_explore::strategies::registry::find(name).unwrap();
+            deals_tests(&*(d.build)(&d.defaults, 0))
+        };
+        for name in ["dpor", "ses", "procrastination"] {
+            assert!(deals(name), "{name}");
+        }
+        for name in ["dfs", "random", "pct", "portfolio", "ss"] {
+            assert!(!deals(name), "{name}");
+        }
     }
 
     #[test]

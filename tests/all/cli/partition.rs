@@ -313,6 +313,91 @@ fn dfs_partitions_merge_to_the_single_run() {
     }
 }
 
+/// A strategy that cannot split one test's exploration (dpor, ses) deals
+/// a module's tests out whole, test `i` to partition `i mod N + 1`: each
+/// partition runs and prints its share, lists the others in its JSON as
+/// dealt elsewhere, and the merged verdict is the single run's, test by
+/// test (N = 7 leaves partitions with no test).
+#[test]
+fn partitions_of_a_strategy_that_cannot_split_take_whole_tests() {
+    let dir = TempDir::new("partition-dealt");
+    let twopc = fixture(&dir, "two_phase_commit");
+    let lost = fixture(&dir, "lost_update");
+    for args in [
+        [twopc.as_str(), "--strategy", "dpor"],
+        [lost.as_str(), "--strategy", "ses"],
+    ] {
+        let (code, single) = json_of(&dir, &[&["check", "--json"][..], &args].concat());
+        assert_eq!(code, 1, "{args:?}");
+        let tests = single["tests"].as_array().unwrap();
+        for n in COUNTS {
+            let files = partitions(&dir, &args, n);
+            let mut merge = vec!["merge", "--json"];
+            merge.extend(files.iter().map(String::as_str));
+            let (code, doc) = json_of(&dir, &merge);
+            assert_eq!(code, 1, "{args:?}, {n} partitions");
+            let merged = doc["tests"].as_array().unwrap();
+            assert_eq!(merged.len(), tests.len());
+            for (i, (t, one)) in merged.iter().zip(tests).enumerate() {
+                let what = format!("{args:?}, {n} partitions, test {}", one["test"]);
+                assert_eq!(t["test"], one["test"], "{what}");
+                assert_eq!(t["run_by"], i as u64 % u64::from(n) + 1, "{what}");
+                for key in ["executions", "exhausted"] {
+                    assert_eq!(t[key], one[key], "{what}: {key}");
+                }
+                for key in ["failure", "trace", "execution"] {
+                    assert_eq!(t["bug"][key], one["bug"][key], "{what}: {key}");
+                }
+            }
+            // Each part lists every test, run or not.
+            let part: Value =
+                serde_json::from_str(&std::fs::read_to_string(dir.join(&files[0])).unwrap())
+                    .unwrap();
+            let ran: Vec<bool> = (part["tests"].as_array().unwrap().iter())
+                .map(|t| t["ran"] != false)
+                .collect();
+            let dealt: Vec<bool> = (0..tests.len())
+                .map(|i| (i as u32).is_multiple_of(n))
+                .collect();
+            assert_eq!(ran, dealt, "{args:?}, partition 1/{n}");
+        }
+    }
+    // The text of a partition names its share; one with none runs nothing.
+    let run = wasmrace(
+        &dir,
+        &["check", &twopc, "--strategy", "dpor", "--partition", "2/2"],
+    );
+    expect(&run, 0);
+    for line in [
+        "partition 2/2 runs 1 of the module's 3 tests (dealt in turn): `two_phase_commit_2`",
+        "test `two_phase_commit_2` (dpor, optimal, unbounded, partition 2/2): no bug in 80 \
+         executions",
+        "1 of 3 tests run in partition 2/2: 0 with a bug, 1 without",
+    ] {
+        assert!(run.stdout.contains(line), "{line}\n{}", run.stdout);
+    }
+    let run = wasmrace(
+        &dir,
+        &["check", &twopc, "--strategy", "dpor", "--partition", "5/7"],
+    );
+    expect(&run, 0);
+    assert!(run
+        .stdout
+        .starts_with("partition 5/7 runs none of the module's 3 tests"));
+    assert!(!run.stdout.contains("test `"), "{}", run.stdout);
+    // A part whose tests were not dealt by the rule is refused.
+    let files = partitions(&dir, &[twopc.as_str(), "--strategy", "dpor"], 2);
+    let path = dir.join(&files[1]);
+    let text = std::fs::read_to_string(&path).unwrap();
+    let mut doc: Value = serde_json::from_str(&text).unwrap();
+    doc["tests"][0]["ran"] = Value::Bool(true);
+    std::fs::write(&path, doc.to_string()).unwrap();
+    expect_error(
+        &wasmrace(&dir, &["merge", &files[0], &files[1]]),
+        "does not deal test `two_phase_commit` to partition 1/2 as `check --partition` does",
+    );
+}
+
 #[test]
 fn bad_partitions_and_parts_that_do_not_belong_together_are_one_error_line() {
     let dir = TempDir::new("partition-errors");
@@ -326,9 +411,23 @@ fn bad_partitions_and_parts_that_do_not_belong_together_are_one_error_line() {
             &format!("`{bad}` is not a partition `K/N`"),
         );
     }
+    // One test cannot be dealt out (a module of several can: below).
     expect_error(
-        &wasmrace(&dir, &["check", &m, "--strategy", "ses", "--partition", "1/2"]),
-        "`--partition 1/2` does not apply to `--strategy ses`: only `basic-pos`, `dfs` (without `--state-cache`)",
+        &wasmrace(
+            &dir,
+            &[
+                "check",
+                &m,
+                "--test",
+                "lost_update",
+                "--strategy",
+                "ses",
+                "--partition",
+                "1/2",
+            ],
+        ),
+        "`--partition 1/2` does not apply to `--strategy ses` with one test: only `basic-pos`, \
+         `dfs` (without `--state-cache`)",
     );
     for args in [
         &["--split-depth", "3"][..],
@@ -739,15 +838,20 @@ fn jobs_print_the_one_thread_json() {
     for jobs in ["7", "20"] {
         assert_eq!(doc(jobs), one, "--jobs {jobs}");
     }
-    // Procrastination shares threads, not machines: `--partition` is
-    // refused (its families' sizes are learnt in memory the threads share).
+    // Procrastination shares threads, not machines: `--partition` cannot
+    // split one test (its families' sizes are learnt in memory the
+    // threads share), only deal out whole ones.
     let procrastination = ["check", &lost, "--strategy", "procrastination"];
     expect_error(
         &wasmrace(
             &dir,
-            &[&procrastination[..], &["--partition", "1/2"]].concat(),
+            &[
+                &procrastination[..],
+                &["--test", "lost_update", "--partition", "1/2"],
+            ]
+            .concat(),
         ),
-        "`--partition 1/2` does not apply to `--strategy procrastination`",
+        "`--partition 1/2` does not apply to `--strategy procrastination` with one test",
     );
 }
 

@@ -4,22 +4,23 @@
 
 use super::refusals::{out_of_range, refusal, unsupported};
 use super::HostArgs;
-use crate::html;
 use crate::lanes;
 use crate::output;
 use crate::partition::{self, PartitionArg};
-use crate::report;
 use crate::Verdict;
 use anyhow::{bail, Context, Result};
 use clap::builder::{PossibleValue, PossibleValuesParser};
 use indicatif::{ProgressBar, ProgressDrawTarget, ProgressState, ProgressStyle};
+use results::Results;
 use std::io::IsTerminal;
-use std::path::{Path, PathBuf};
+use std::path::PathBuf;
 use std::time::{Duration, Instant};
 use wasmrace_explore::strategies::registry::{self, Knob, StrategyOptions, REGISTRY};
 use wasmrace_explore::strategies::{DporMode, ExplorerKind};
 use wasmrace_explore::{Config, Report};
 use wasmrace_host::{CheckOptions, CheckOutcome, Guest, HostError, ShrinkOptions, StrategyChoice};
+
+mod results;
 
 const AFTER_HELP: &str = "\
 Output: for each test, either `no bug in N executions (...)`, saying whether
@@ -211,8 +212,11 @@ pub struct CheckCommand {
     /// (after the calibration, detection or opening executions every
     /// partition runs), ss every N-th sample,
     /// dfs the subtrees below --split-depth decisions whose prefix hashes
-    /// to K. Write each with --json and add them up with `wasmrace merge`
-    /// (docs/scale-out.md)
+    /// to K; the strategies that cannot split one test (dpor, ses,
+    /// procrastination, dfs --state-cache) take whole tests of a module of
+    /// several instead, test i (in the module's order, from 0) to partition
+    /// i mod N + 1. Write each with --json and add them up with `wasmrace
+    /// merge` (docs/scale-out.md)
     #[arg(long, value_name = "K/N", value_parser = partition::parse_partition)]
     partition: Option<PartitionArg>,
     /// Explore on N threads, each with its own instance of the module:
@@ -278,125 +282,81 @@ struct Settled {
     jobs: u32,
     /// How the strategy splits its work.
     split: wasmrace_explore::Split,
+    /// With `--partition`: how the work is shared, as the JSON names it
+    /// ([`partition::sharing_name`]).
+    sharing: Option<&'static str>,
+    /// The partition, when `--partition` deals out whole tests
+    /// ([`partition::deals_tests`]).
+    deal: Option<PartitionArg>,
 }
 
 impl CheckCommand {
     pub fn run(self) -> Result<Verdict> {
-        let Settled { opts, jobs, split } = self.options()?;
+        let settled = self.options()?;
+        let (jobs, split) = (settled.jobs, settled.split);
         let guest = Guest::load(&self.module, self.host.config()?.with_slots_for(jobs))?;
-        let tests: Vec<String> = match &self.test {
-            Some(t) => {
-                if !guest.tests().contains(t) {
-                    return Err(HostError::UnknownTest {
-                        name: guest.name().into(),
-                        test: t.clone(),
-                        available: format!("`{}`", guest.tests().join("`, `")),
-                    }
-                    .into());
-                }
-                vec![t.clone()]
-            }
-            None => guest.tests().to_vec(),
-        };
-        let several = tests.len() > 1;
-        let mut results = Vec::new();
-        let mut failed = Vec::new();
-        // A schedule that cannot be written does not cost the user the
-        // report: it is printed, and the error comes after it (exit 2).
-        let mut write_error = None;
-        let mut explored = Vec::new();
-        // A strategy that cannot split runs the tests side by side: an
-        // explicit `--jobs` above 1 needs more than one test, which only
-        // the loaded module says (`options` checked the rest). The
-        // strategy is built again only for the refusal's words.
-        let given = self.jobs.unwrap_or(1);
-        if given > 1 && tests.len() == 1 && split == wasmrace_explore::Split::None {
-            let built = opts.strategy.build(self.seed);
-            partition::check_split(&*built, None, given, self.state_cache, false)?;
+        let tests = self.selected_tests(&guest)?;
+        self.refuse_one_test(&settled, tests.len())?;
+        // With whole tests dealt out, this partition runs its share only.
+        let mine: Vec<String> = (tests.iter().enumerate())
+            .filter(|&(i, _)| partition::elsewhere(settled.deal, i).is_none())
+            .map(|(_, t)| t.clone())
+            .collect();
+        if let (Some(p), false) = (settled.deal, self.json) {
+            output::print(&results::dealt_line(p, &mine, tests.len()))?;
         }
+        let mut results = Results::new(&self, &guest, &settled, tests.len() > 1);
         let (lanes, jobs) = (
-            lanes::count(split, jobs, tests.len()),
+            lanes::count(split, jobs, mine.len()),
             lanes::within(split, jobs),
         );
-        let explore_lane = |test: &str| explore(&guest, test, &opts, true, 1);
+        let opts = &settled.opts;
+        let explore_lane = |test: &str| explore(&guest, test, opts, true, 1);
         let mut report_all = |ahead: &mut dyn Iterator<Item = Result<CheckOutcome>>| -> Result<()> {
-            for (i, test) in tests.iter().enumerate() {
-                let mut outcome = match ahead.next() {
+            for test in &mine {
+                results.add(match ahead.next() {
                     Some(explored) => explored?,
-                    None => explore(&guest, test, &opts, self.json, jobs)?,
-                };
-                self.shrink(&guest, &mut outcome)?;
-                let schedule_path = match &outcome.bug {
-                    Some(bug) => {
-                        failed.push(test.clone());
-                        let written = self.write_schedule(test, several, &bug.schedule.to_json());
-                        if let Written::Failed(message) = &written {
-                            write_error.get_or_insert_with(|| message.clone());
-                        }
-                        Some(written)
-                    }
-                    None => {
-                        if self.races == RacesArg::Fail && !outcome.races.is_empty() {
-                            failed.push(test.clone());
-                        }
-                        None
-                    }
-                };
-                if self.json {
-                    results.push(self.json_result(&outcome, &opts, schedule_path.as_ref()));
-                } else {
-                    let mut text = if i > 0 {
-                        "\n".to_string()
-                    } else {
-                        String::new()
-                    };
-                    text.push_str(&self.text_result(&outcome, &opts, schedule_path.as_ref()));
-                    output::print(&text)?;
-                }
-                if self.html.is_some() {
-                    explored.push(outcome);
-                }
+                    None => explore(&guest, test, opts, self.json, jobs)?,
+                })?;
             }
             Ok(())
         };
         match lanes {
             1 => report_all(&mut std::iter::empty())?,
-            _ => lanes::explore_all(&tests, lanes, explore_lane, report_all)?,
+            _ => lanes::explore_all(&mine, lanes, explore_lane, report_all)?,
         }
-        if let Some(path) = &self.html {
-            self.write_html(path, &explored, &opts)?;
-        }
-        if self.json {
-            let doc = serde_json::json!({
-                "module": self.module.display().to_string(),
-                "module_blake3": guest.module_hash(),
-                "tests": results,
-            });
-            let mut text = serde_json::to_string_pretty(&doc)?;
-            text.push('\n');
-            output::print(&text)?;
-        } else if several {
-            let passed = tests.len() - failed.len();
-            let mut text = format!(
-                "\n{} tests: {} with a bug, {passed} without",
-                tests.len(),
-                failed.len()
-            );
-            if !failed.is_empty() {
-                let names: Vec<String> = failed.iter().map(|t| report::shown(t)).collect();
-                text.push_str(&format!(" (bugs in `{}`)", names.join("`, `")));
+        results.finish(&tests)
+    }
+
+    /// The tests to explore: `--test`, or all of the module's.
+    fn selected_tests(&self, guest: &Guest) -> Result<Vec<String>> {
+        let Some(t) = &self.test else {
+            return Ok(guest.tests().to_vec());
+        };
+        if !guest.tests().contains(t) {
+            return Err(HostError::UnknownTest {
+                name: guest.name().into(),
+                test: t.clone(),
+                available: format!("`{}`", guest.tests().join("`, `")),
             }
-            text.push('\n');
-            output::print(&text)?;
+            .into());
         }
-        if let Some(message) = write_error {
-            bail!("{message}");
+        Ok(vec![t.clone()])
+    }
+
+    /// A strategy that cannot split one test's work takes whole tests, to
+    /// threads (an explicit `--jobs` above 1) or to partitions: that needs
+    /// more than one test, which only the loaded module says (`options`
+    /// checked the rest). The strategy is built again only for the
+    /// refusal's words.
+    fn refuse_one_test(&self, settled: &Settled, tests: usize) -> Result<()> {
+        let given = self.jobs.unwrap_or(1);
+        let by_threads = given > 1 && settled.split == wasmrace_explore::Split::None;
+        if tests == 1 && (by_threads || settled.deal.is_some()) {
+            let built = settled.opts.strategy.build(self.seed);
+            partition::check_split(&*built, self.partition, given, self.state_cache, false)?;
         }
-        Ok(if failed.is_empty() {
-            Verdict::NoBug
-        } else {
-            Verdict::Bug
-        })
+        Ok(())
     }
 
     /// The options, checked before the module loads, with the threads
@@ -454,6 +414,8 @@ impl CheckCommand {
         if self.time_budget == Some(0) {
             bail!("`--time-budget` must be at least 1 second");
         }
+        let deal = self.partition.filter(|_| partition::deals_tests(&*built));
+        let sharing = partition::sharing_name(&*built);
         let opts = CheckOptions {
             strategy,
             seed: self.seed,
@@ -464,12 +426,22 @@ impl CheckCommand {
                 time_budget: self.time_budget.map(Duration::from_secs),
                 max_saved_snapshots: self.max_saved_snapshots,
                 max_saved_bytes: self.saved_snapshots_mb.saturating_mul(1 << 20),
-                partition: self.partition.map(PartitionArg::partition),
+                // Dealt tests each run whole.
+                partition: self
+                    .partition
+                    .filter(|_| deal.is_none())
+                    .map(PartitionArg::partition),
                 split_depth: self.split_depth.unwrap_or(defaults.explore.split_depth),
                 ..defaults.explore
             },
         };
-        Ok(Settled { opts, jobs, split })
+        Ok(Settled {
+            opts,
+            jobs,
+            split,
+            sharing,
+            deal,
+        })
     }
 
     /// The strategy options given on the command line, `None` where not.
@@ -489,244 +461,12 @@ impl CheckCommand {
             dpor: self.dpor.map(DporArg::mode),
         }
     }
-
-    /// Writes the schedule of a bug in `test`: to `--schedule-out`, or into
-    /// `--schedule-dir`, created on demand.
-    fn write_schedule(&self, test: &str, several: bool, json: &str) -> Written {
-        let out = self.schedule_out.as_deref();
-        let mut path = report::schedule_path(&self.module, test, out, several);
-        if out.is_none() {
-            if let Err(e) = std::fs::create_dir_all(&self.schedule_dir) {
-                return Written::Failed(format!(
-                    "cannot create schedule folder `{}`: {e}",
-                    self.schedule_dir.display()
-                ));
-            }
-            path = self.schedule_dir.join(path);
-        }
-        match std::fs::write(&path, json) {
-            Ok(()) => Written::To(path),
-            Err(e) => Written::Failed(format!(
-                "cannot write schedule file `{}`: {e}",
-                path.display()
-            )),
-        }
-    }
-
-    /// The command that replays a schedule: the module as the user named
-    /// it (the schedule file holds the settings the bug was found under).
-    fn reproduce_command(&self, schedule: &Path) -> String {
-        let mut words = vec![
-            report::program_word(),
-            "replay".to_string(),
-            self.module.display().to_string(),
-            schedule.display().to_string(),
-        ];
-        words.extend(self.host.replay_flags());
-        report::command_line(&words)
-    }
-
-    fn text_result(
-        &self,
-        outcome: &CheckOutcome,
-        opts: &CheckOptions,
-        schedule_path: Option<&Written>,
-    ) -> String {
-        let r = &outcome.report;
-        let part = self
-            .partition
-            .map_or(String::new(), |p| format!(", partition {p}"));
-        let head = format!(
-            "test `{}` ({}{part})",
-            report::shown(&outcome.test),
-            report::strategy_description(&opts.strategy, opts.seed)
-        );
-        let mut out = String::new();
-        match (&outcome.bug, schedule_path) {
-            (Some(bug), Some(path)) => {
-                out.push_str(&format!(
-                    "{head}: BUG found in execution {}\n\n",
-                    bug.execution
-                ));
-                out.push_str(&report::failure_block(&bug.failure));
-                if bug.found_by != outcome.strategy {
-                    out.push_str(&format!(
-                        "found by: {} (member of the {})\n",
-                        bug.found_by, outcome.strategy
-                    ));
-                }
-                out.push_str(&report::shrunk_line(bug.shrunk_from.as_ref()));
-                out.push('\n');
-                out.push_str(&report::trace_block(&bug.trace, self.full_trace));
-                out.push('\n');
-                match path {
-                    Written::To(path) => {
-                        out.push_str(&format!("schedule written to {}\n", path.display()));
-                        out.push_str(&format!(
-                            "reproduce with: {}\n",
-                            self.reproduce_command(path)
-                        ));
-                    }
-                    Written::Failed(message) => {
-                        out.push_str(&format!("schedule not written: {message}\n"));
-                    }
-                }
-            }
-            _ => {
-                out.push_str(&format!("{head}: {}\n", report::no_bug_summary(r)));
-                out.push_str(&report::pass_notes(r, outcome.nothing_to_interleave));
-            }
-        }
-        out.push_str(&report::strategy_stats_block(r));
-        out.push_str(&report::races_block(&outcome.races));
-        out.push_str(&report::timing_line(
-            r.executions,
-            r.executions_run,
-            r.elapsed,
-        ));
-        out
-    }
-
-    /// Writes the HTML report of every test explored to `path`.
-    fn write_html(
-        &self,
-        path: &Path,
-        outcomes: &[CheckOutcome],
-        opts: &CheckOptions,
-    ) -> Result<()> {
-        let module = self.module.display().to_string();
-        let sections = outcomes
-            .iter()
-            .map(|o| {
-                let mut notes = vec![report::strategy_description(&opts.strategy, opts.seed)];
-                match &o.bug {
-                    Some(bug) => {
-                        notes.push(format!(
-                            "BUG found in execution {} by {}",
-                            bug.execution, bug.found_by
-                        ));
-                        let shrunk = report::shrunk_line(bug.shrunk_from.as_ref());
-                        if !shrunk.is_empty() {
-                            notes.push(shrunk.trim_end().to_string());
-                        }
-                    }
-                    None => notes.push(report::no_bug_summary(&o.report)),
-                }
-                html::Section {
-                    test: &o.test,
-                    notes,
-                    failure: o.bug.as_ref().map(|b| &b.failure),
-                    trace: o.bug.as_ref().map_or(&[], |b| &b.trace),
-                    curve: None,
-                }
-            })
-            .collect();
-        let page = html::Page {
-            command: "check",
-            module: &module,
-            sections,
-        };
-        html::write(path, &page, self.json)
-    }
-
-    /// Shrinks the bug of `outcome`, if any, unless `--no-shrink`; a
-    /// schedule that does not shrink (or, impossibly, does not replay)
-    /// stays as found.
-    fn shrink(&self, guest: &Guest, outcome: &mut CheckOutcome) -> Result<()> {
-        let Some(bug) = outcome.bug.as_mut().filter(|_| !self.no_shrink) else {
-            return Ok(());
-        };
-        let opts = ShrinkOptions {
-            budget_steps: self.shrink_budget,
-            max_steps: Some(self.max_steps),
-        };
-        match wasmrace_host::shrink_bug(guest, bug, &opts) {
-            Ok(()) | Err(HostError::NotReproduced { .. }) => Ok(()),
-            Err(e) => Err(e.into()),
-        }
-    }
-
-    fn json_result(
-        &self,
-        outcome: &CheckOutcome,
-        opts: &CheckOptions,
-        schedule_path: Option<&Written>,
-    ) -> serde_json::Value {
-        let r = &outcome.report;
-        let bug = match (&outcome.bug, schedule_path) {
-            (Some(bug), Some(written)) => {
-                let mut json = serde_json::json!({
-                    "execution": bug.execution,
-                    "found_by": bug.found_by,
-                    "failure": bug.failure,
-                    "shrunk_from": bug.shrunk_from,
-                    "trace": bug.trace,
-                });
-                let place = match written {
-                    Written::To(path) => serde_json::json!({
-                        "schedule_path": path.display().to_string(),
-                        "reproduce": self.reproduce_command(path),
-                    }),
-                    Written::Failed(message) => serde_json::json!({
-                        "schedule_path": null,
-                        "schedule_error": message,
-                    }),
-                };
-                if let (Some(j), serde_json::Value::Object(p)) = (json.as_object_mut(), place) {
-                    j.extend(p);
-                }
-                json
-            }
-            _ => serde_json::Value::Null,
-        };
-        let mut json = serde_json::json!({
-            "test": outcome.test,
-            "strategy": outcome.strategy,
-            "seed": outcome.seed,
-            "options": opts.to_json(),
-            "executions": r.executions,
-            "exhausted": r.exhausted,
-            "exhausted_covers": r.exhausted.then_some(report::EXHAUSTED_COVERS),
-            "nothing_to_interleave": outcome.nothing_to_interleave.map(|n| n.reason()),
-            "bound_hits": report::bound_hits_json(r),
-            "strategy_stats": report::strategy_stats_json(r),
-            "elapsed_ms": report::elapsed_ms(r.elapsed),
-            "bug": bug,
-            "races": outcome.races.iter().map(|r| serde_json::json!({
-                "sites": [r.sites.0, r.sites.1],
-                "object": r.object,
-                "count": r.count,
-                "executions": r.executions,
-                "first_execution": r.first_execution,
-                // What `wasmrace merge` merges and sorts by, as one run.
-                "key": [r.key.0, r.key.1, r.key.2],
-            })).collect::<Vec<_>>(),
-        });
-        if let Some(j) = json.as_object_mut() {
-            j.extend(report::search_json(r));
-        }
-        if let (Some(p), Some(j)) = (self.partition, json.as_object_mut()) {
-            j.insert(
-                "partition".into(),
-                partition::partition_json(p, opts, outcome),
-            );
-        }
-        json
-    }
 }
 
 /// Where schedule files go unless `--schedule-dir` or `--schedule-out`
 /// says otherwise: one folder under the working directory, not its top
 /// level.
 pub const DEFAULT_SCHEDULE_DIR: &str = "wasmrace-schedules";
-
-/// Where the schedule of a bug went.
-enum Written {
-    /// Written to this file.
-    To(PathBuf),
-    /// Not written: the error, in words.
-    Failed(String),
-}
 
 /// Runs one test's exploration, with a progress bar on stderr when a person
 /// is watching (stderr is a terminal) and a bar is wanted (`no_bar` is set

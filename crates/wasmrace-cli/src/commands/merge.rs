@@ -8,10 +8,11 @@
 //! global execution index, which is the
 //! whole run's bug (its execution index too); with one that splits by
 //! prefix (dfs), the bug with the smallest order key, the one a single run
-//! reaches first.
+//! reaches first; with whole tests dealt out, each test's own partition's.
 
 use super::check::RacesArg;
 use crate::output;
+use crate::partition;
 use crate::report;
 use crate::Verdict;
 use anyhow::{bail, Context, Result};
@@ -32,7 +33,9 @@ real races by sites and object (counts added, the first execution the
 earliest; with --races fail a real race counts as a bug, as in check); and
 the bug one run would report: the lowest execution index (random, the pos
 family, pct, racefuzzer, ss, the portfolio), or the first in depth-first
-order (dfs). Schedule paths are printed as each partition wrote them.
+order (dfs). With whole tests dealt out (dpor, ses, procrastination, dfs
+--state-cache), each test's result is the one of the partition that ran it.
+Schedule paths are printed as each partition wrote them.
 
 The parts may instead be the `--format json` outputs of `wasmrace bench
 --partition K/N` with the same settings, tests, modules and N: the merged
@@ -103,7 +106,7 @@ impl MergeCommand {
             .collect::<Result<Vec<_>>>()?;
         let parts = check_together(parts)?;
         let merged: Vec<Value> = (0..parts[0].tests().len())
-            .map(|i| merge_test(&parts, i))
+            .map(|i| merge_test(&runs_of(&parts, i)))
             .collect();
         let raced = |t: &Value| t["races"].as_array().is_some_and(|r| !r.is_empty());
         let bug = merged
@@ -334,6 +337,17 @@ fn check_together(mut parts: Vec<Part>) -> Result<Vec<Part>> {
         }
     }
     let n = first.tests()[0]["partition"]["n"].as_u64().unwrap_or(0);
+    if let Some(p) = parts
+        .iter()
+        .find(|p| p.k == 0 || p.k > n || n > u64::from(u32::MAX))
+    {
+        bail!(
+            "{} names partition `{}/{n}`, which is not a partition `K/N` (1 <= K <= N)",
+            p.name(),
+            p.k
+        );
+    }
+    check_dealing(&parts, n)?;
     parts.sort_by_key(|p| p.k);
     for pair in parts.windows(2) {
         if pair[0].k == pair[1].k {
@@ -367,10 +381,43 @@ fn at<'a>(v: &'a Value, keys: &[&str]) -> &'a Value {
     keys.iter().fold(v, |v, k| &v[*k])
 }
 
-/// Test `i` of every part merged: counts added, exhausted if every part
-/// exhausted its share, bounds of any part, and the bug by the rule.
-fn merge_test(parts: &[Part], i: usize) -> Value {
-    let tests: Vec<&Value> = parts.iter().map(|p| &p.tests()[i]).collect();
+/// The parts' entries for test `i` that explored it: every part's, or,
+/// when whole tests were dealt out, the one part's that ran it
+/// (`check_dealing` made sure there is exactly one).
+fn runs_of(parts: &[Part], i: usize) -> Vec<&Value> {
+    (parts.iter().map(|p| &p.tests()[i]))
+        .filter(|t| t["ran"] != false)
+        .collect()
+}
+
+/// With whole tests dealt out (`split` is `test`), checks that each test
+/// went where the rule deals it ([`partition::dealt_to`]) and that exactly
+/// the part it went to ran it.
+fn check_dealing(parts: &[Part], n: u64) -> Result<()> {
+    for p in parts {
+        for (i, t) in p.tests().iter().enumerate() {
+            if t["partition"]["split"] != "test" {
+                continue;
+            }
+            let due = u64::from(partition::dealt_to(i, n as u32));
+            let ran = t["ran"] != false;
+            if t["partition"]["dealt_to"].as_u64() != Some(due) || ran != (due == p.k) {
+                bail!(
+                    "{} does not deal test `{}` to partition {due}/{n} as `check --partition` \
+                     does: not partitions of one run",
+                    p.name(),
+                    report::shown(t["test"].as_str().unwrap_or_default())
+                );
+            }
+        }
+    }
+    Ok(())
+}
+
+/// The entries of one test that explored it, merged: counts added,
+/// exhausted if every part exhausted its share, bounds of any part, and
+/// the bug by the rule.
+fn merge_test(tests: &[&Value]) -> Value {
     let sum = |key: &str| -> u64 { tests.iter().filter_map(|t| t[key].as_u64()).sum() };
     let skipped: u64 = tests
         .iter()
@@ -386,7 +433,7 @@ fn merge_test(parts: &[Part], i: usize) -> Value {
             bound_hits.push(hit.clone());
         }
     }
-    let stats = merge_stats(&tests);
+    let stats = merge_stats(tests);
     let t0 = tests[0];
     json!({
         "test": t0["test"],
@@ -404,8 +451,9 @@ fn merge_test(parts: &[Part], i: usize) -> Value {
         "strategy_stats": stats,
         "elapsed_ms": sum("elapsed_ms"),
         "nothing_to_interleave": t0["nothing_to_interleave"],
-        "bug": first_bug(&tests),
-        "races": merge_races(&tests),
+        "bug": first_bug(tests),
+        "races": merge_races(tests),
+        "run_by": (t0["partition"]["split"] == "test").then(|| t0["partition"]["k"].clone()),
     })
 }
 
@@ -502,8 +550,12 @@ fn first_bug(tests: &[&Value]) -> Value {
 /// A merged test as `check` prints one.
 fn text_result(t: &Value, full_trace: bool) -> Result<String> {
     let n = &t["partitions"];
+    let shares = match &t["run_by"] {
+        Value::Null => format!("{n} partitions"),
+        k => format!("run by partition {k}/{n}"),
+    };
     let head = format!(
-        "test `{}` ({}, {n} partitions)",
+        "test `{}` ({}, {shares})",
         report::shown(t["test"].as_str().unwrap_or_default()),
         t["description"].as_str().unwrap_or_default(),
     );
@@ -541,7 +593,11 @@ fn text_result(t: &Value, full_trace: bool) -> Result<String> {
     }
     out.push_str(&report::races_block(&race_reports(t)));
     let secs = t["elapsed_ms"].as_u64().unwrap_or(0) as f64 / 1000.0;
-    out.push_str(&format!("time: {secs:.2} s in all partitions\n"));
+    let within = match &t["run_by"] {
+        Value::Null => "in all partitions".to_string(),
+        k => format!("in partition {k}/{n}"),
+    };
+    out.push_str(&format!("time: {secs:.2} s {within}\n"));
     Ok(out)
 }
 
@@ -556,7 +612,10 @@ fn no_bug_summary(t: &Value) -> String {
             .map(|h| format!("{} {}", h["flag"].as_str().unwrap_or_default(), h["value"]))
     };
     if t["exhausted"] == true {
-        out.push_str(" (space exhausted in every partition");
+        out.push_str(match t["run_by"] {
+            Value::Null => " (space exhausted in every partition",
+            _ => " (space exhausted",
+        });
         if let Some(p) = phrase("pruned the space") {
             out.push_str(&format!(" within {p}"));
         }
