@@ -513,6 +513,17 @@ fn bad_partitions_and_parts_that_do_not_belong_together_are_one_error_line() {
         &wasmrace(&dir, &["merge", &a, &b, &b, &c]),
         "partition 2/3 is given twice: `b.json` and `b.json`",
     );
+    // Regression: a fourth part of 3 passed (no K missing, none twice).
+    let mut doc: serde_json::Value =
+        serde_json::from_str(&std::fs::read_to_string(dir.join(&c)).unwrap()).unwrap();
+    for t in doc["tests"].as_array_mut().unwrap() {
+        t["partition"]["k"] = 4.into();
+    }
+    std::fs::write(dir.join("k4.json"), doc.to_string()).unwrap();
+    expect_error(
+        &wasmrace(&dir, &["merge", &a, &b, &c, "k4.json"]),
+        "`k4.json` names partition `4/3`, which is not a partition `K/N` (1 <= K <= N)",
+    );
     let counter = fixture(&dir, "mutex_counter");
     let run = wasmrace(
         &dir,
