@@ -376,6 +376,14 @@ fn partitions_of_a_strategy_that_cannot_split_take_whole_tests() {
     ] {
         assert!(run.stdout.contains(line), "{line}\n{}", run.stdout);
     }
+    // Its share runs side by side under `--jobs` as one thread runs it.
+    let share = |jobs: &str| {
+        let args = ["check", &twopc, "--strategy", "dpor", "--partition", "1/2"];
+        let (_, mut doc) = json_of(&dir, &[&args[..], &["--json", "--jobs", jobs]].concat());
+        super::without_elapsed(&mut doc);
+        doc
+    };
+    assert_eq!(share("2"), share("1"));
     let run = wasmrace(
         &dir,
         &["check", &twopc, "--strategy", "dpor", "--partition", "5/7"],
