@@ -15,7 +15,9 @@ from the graph alone (no sleep sets, nothing flows between subtrees):
            event of D were "maximally added" (each after every conflicting
            event of its view), so that the deleted part is the one the
            canonical forward steps re-create.
-Checked against brute-force enumeration (proto.all_traces)."""
+Checked against brute-force enumeration (proto.all_traces). This script
+keeps the variants tried (flags); trustcf.py holds the algorithm as it
+stands, with blocking, control flow and choose."""
 import itertools, random, sys
 from proto import events_conflict, does_store, all_traces, trace_key, rand_prog
 
@@ -104,26 +106,9 @@ def observes(g, x, y_sym):
     xs = g.sym(x)
     return any(changes(xs, o) for o in common(xs, y_sym))
 
-def porf(g, a, sym_a, P, conf):
-    """a's po-and-observation prefix: its thread's earlier events, the
-    events before it whose effect it sees, and, transitively, theirs (not
-    reads that a merely follows: TruSt's porf, without fr)."""
-    seen = set(); stack = []
-    if a[1] > 1: stack.append((a[0], a[1] - 1))
-    stack += [c for c in conf if c in P and observes(g, c, sym_a)]
-    while stack:
-        e = stack.pop()
-        if e in seen: continue
-        seen.add(e)
-        if e[1] > 1: stack.append((e[0], e[1] - 1))
-        stack += [x for (x, y) in g.before if y == e and observes(g, x, g.sym(e))]
-    return seen
-
-def seen_by(g, b, sym_a):
-    """What b goes on seeing when a is placed before it: the events before
-    b whose effect b sees on objects a does not change, and their porf."""
-    sb = g.sym(b)
-    stack = [x for (x, y) in g.before if y == b and any(changes(g.sym(x), o) and not changes(sym_a, o) for o in common(g.sym(x), sb))]
+def observed_closure(g, stack):
+    """The events of `stack`, their threads' earlier events and, transitively,
+    the events before them whose effect they see."""
     seen = set()
     while stack:
         e = stack.pop()
@@ -133,11 +118,25 @@ def seen_by(g, b, sym_a):
         stack += [x for (x, y) in g.before if y == e and observes(g, x, g.sym(e))]
     return seen
 
-def visit(prog, g, out, view_mode):
-    a = next_event(prog, g)
-    if a is None:
-        out.append(g); return
-    sym_a = prog[a[0]][a[1] - 1]
+def porf(g, a, sym_a, P, conf):
+    """a's po-and-observation prefix: its thread's earlier events, the
+    events before it whose effect it sees, and, transitively, theirs (not
+    reads that a merely follows: TruSt's porf, without fr)."""
+    stack = [(a[0], a[1] - 1)] if a[1] > 1 else []
+    return observed_closure(g, stack + [c for c in conf if c in P and observes(g, c, sym_a)])
+
+def seen_by(g, b, sym_a):
+    """What b goes on seeing when a is placed before it: the events before
+    b whose effect b sees on objects a does not change, and their porf."""
+    sb = g.sym(b)
+    return observed_closure(g, [x for (x, y) in g.before if y == b and any(
+        changes(g.sym(x), o) and not changes(sym_a, o) for o in common(g.sym(x), sb))])
+
+def placements_of(g, a, sym_a, mode='strictP', also_maximal=lambda e: True):
+    """Every placement of the new event a allowed in `mode` (the variants'
+    flags): yields (P, conf, keep), the events before a, the events that
+    conflict with it and the events the placement keeps (a revisit deletes
+    the others)."""
     cp = g.past([(a[0], a[1] - 1)]) if a[1] > 1 else set()
     conf = g.conflicting(a, sym_a)
     stamp = {e: k for k, e in enumerate(g.evs)}
@@ -148,28 +147,34 @@ def visit(prog, g, out, view_mode):
             if any(c in P for c in conf if c not in S): continue
             # events that observe a differently: after a, touching what a changes
             R = [c for c in conf if c not in P and any(changes(sym_a, o) and touches(g.sym(c), o) for o in common(sym_a, g.sym(c)))]
-            if not R:
-                D = []
-            else:
+            D = []
+            if R:
                 b = min(R, key=lambda c: stamp[c])
                 kept = porf(g, a, sym_a, P, conf)
-                if 'keepb' in view_mode:
+                if 'keepb' in mode:
                     kept |= seen_by(g, b, sym_a)
-                kept_porf = set(kept)
                 D = [e for e in g.evs if stamp[e] > stamp[b] and e not in kept]
                 ok = True
                 for e in [b] + D:
                     view = [c for c in g.evs if stamp[c] < stamp[e]]
-                    if 'nob' in view_mode and e != b: view = [c for c in view if c != b]
-                    if 'vporf' in view_mode: view += [c for c in kept_porf if stamp[c] > stamp[e]]
-                    if not maximal(g, e, view): ok = False; break
+                    if 'nob' in mode and e != b: view = [c for c in view if c != b]
+                    if 'vporf' in mode: view += [c for c in kept if stamp[c] > stamp[e]]
+                    if not (maximal(g, e, view) and also_maximal(e)): ok = False; break
                 if not ok: continue
             keep = set(e for e in g.evs if e not in D)
-            if 'strictP' in view_mode and any(e in P for e in D): continue
+            if 'strictP' in mode and any(e in P for e in D): continue
             key = (frozenset(keep), frozenset(c for c in conf if c in P and c in keep))
             if key in seen: continue
             seen.add(key)
-            visit(prog, add(g, a, P, conf, keep), out, view_mode)
+            yield P, conf, keep
+
+def visit(prog, g, out, view_mode):
+    a = next_event(prog, g)
+    if a is None:
+        out.append(g); return
+    sym_a = prog[a[0]][a[1] - 1]
+    for P, conf, keep in placements_of(g, a, sym_a, view_mode):
+        visit(prog, add(g, a, P, conf, keep), out, view_mode)
 
 def keys_of(prog, out):
     keys = []

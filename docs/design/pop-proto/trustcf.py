@@ -15,7 +15,7 @@ import proto, trust
 proto.is_pure_load = lambda s: s[0] in ('L', 'J')
 trust.changes = lambda sym, obj: any(o == obj and k not in ('L', 'J') for k, o in sym)
 from proto import events_conflict
-from trust import touches, common, maximal, porf, topo
+from trust import touches, common, placements_of, topo
 changes = trust.changes
 
 HOOKS = {'L', 'S', 'U', 'A', 'R', 'Q', 'V', 'X', 'J', 'C'}
@@ -147,7 +147,12 @@ def next_event(prog, g, blocked):
 
 STATS = {'wasted': 0}
 
+STAMP_ORDER = True
+
 def blocked_in_stamp_order(g, blocked):
+    """Two blocked attempts on one object only read it, so their order is
+    no part of the trace: only the graph with them in stamp order counts."""
+    if not STAMP_ORDER: return True
     stamp = {e: k for k, e in enumerate(g.evs)}
     return not any(x in blocked and y in blocked and stamp[x] > stamp[y] for (x, y) in g.before)
 
@@ -162,31 +167,11 @@ def visit(prog, g, out):
         place(prog, g, a, sym_a, out)
 
 def place(prog, g, a, sym_a, out):
-    cp = g.past([(a[0], a[1] - 1)]) if a[1] > 1 else set()
-    conf = g.conflicting(a, sym_a)
-    stamp = {e: k for k, e in enumerate(g.evs)}
-    seen = set()
-    for r in range(len(conf) + 1):
-        for S in itertools.combinations(conf, r):
-            P = g.past(cp | set(S))
-            if any(c in P for c in conf if c not in S): continue
-            R = [c for c in conf if c not in P and any(changes(sym_a, o) and touches(g.sym(c), o) for o in common(sym_a, g.sym(c)))]
-            D = []
-            if R:
-                b = min(R, key=lambda c: stamp[c])
-                kept = porf(g, a, sym_a, P, conf)
-                D = [e for e in g.evs if stamp[e] > stamp[b] and e not in kept]
-                # A choose is maximal with its first value (the others are
-                # its forward alternatives), as TruSt's reads with the co-latest write.
-                if not all(maximal(g, e, [c for c in g.evs if stamp[c] < stamp[e]]) and not choice_of(g.sym(e))
-                           for e in [b] + D): continue
-            if any(e in P for e in D): continue
-            keep = set(e for e in g.evs if e not in D)
-            g2 = add(g, a, sym_a, P, conf, keep)
-            if chain(g2) is None: continue
-            key = (frozenset(keep), frozenset(c for c in conf if c in P and c in keep))
-            if key in seen: continue
-            seen.add(key)
+    # A choose is maximal with its first value only (the others are its
+    # forward alternatives), as TruSt's reads with the co-latest write.
+    for P, conf, keep in placements_of(g, a, sym_a, 'strictP', lambda e: not choice_of(g.sym(e))):
+        g2 = add(g, a, sym_a, P, conf, keep)
+        if chain(g2) is not None:
             visit(prog, g2, out)
 
 def key_of_events(evs):
@@ -250,11 +235,12 @@ def rand_prog(rng, nthreads, items):
     for u in joined: prog[u].append(('X', 30 + u))
     return prog
 
-if __name__ == '__main__':
-    N = int(sys.argv[1]); seed = int(sys.argv[2]); limit = int(sys.argv[3]); items = int(sys.argv[4])
-    rng = random.Random(seed); bad = 0; tot = [0, 0, 0, 0, 0]; ex = None; n_ok = 0
+def run_many(make, N, seed, limit, label):
+    """Checks N programs from make(rng) with at most `limit` events against
+    brute force and prints the totals."""
+    rng = random.Random(seed); bad = 0; tot = [0, 0, 0, 0, 0]; n_ok = 0; ex = None
     for n in range(N):
-        prog = rand_prog(rng, rng.randint(2, 3), items)
+        prog = make(rng)
         if sum(1 for th in prog for i in th if i[0] in HOOKS) > limit: continue
         n_ok += 1
         r = check(prog)
@@ -262,6 +248,10 @@ if __name__ == '__main__':
         if r[2] or r[3]:
             bad += 1
             if ex is None or sum(map(len, prog)) < sum(map(len, ex[0])): ex = (prog, r)
-    print('wasted (blocked, not deadlocked) executions', STATS['wasted'])
-    print('trustcf programs', n_ok, 'bad', bad, 'traces', tot[0], 'explored', tot[1], 'missing', tot[2], 'dups', tot[3], 'deadlocks explored', tot[4])
+    print(label, 'programs', n_ok, 'bad', bad, 'traces', tot[0], 'explored', tot[1], 'missing', tot[2],
+          'dups', tot[3], 'deadlocks', tot[4], 'wasted', STATS['wasted'])
     if ex: print('smallest bad', ex)
+
+if __name__ == '__main__':
+    N, seed, limit, items = int(sys.argv[1]), int(sys.argv[2]), int(sys.argv[3]), int(sys.argv[4])
+    run_many(lambda rng: rand_prog(rng, rng.randint(2, 3), items), N, seed, limit, 'trustcf')
