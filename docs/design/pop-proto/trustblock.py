@@ -39,5 +39,8 @@ def rand_prog(rng, nthreads, items, locks_only):
 if __name__ == '__main__':
     mode, N, seed, limit, items = sys.argv[1], int(sys.argv[2]), int(sys.argv[3]), int(sys.argv[4]), int(sys.argv[5])
     trustcf.STAMP_ORDER = 'noorder' not in sys.argv[6:]
+    trustcf.SKIP_DISABLED = 'skip' in sys.argv[6:]
+    trustcf.SKIP_JOINS = 'skipjoins' in sys.argv[6:]
+    trustcf.SKIP_RECEIVES = 'skiprecv' in sys.argv[6:]
     make = lambda rng: rand_prog(rng, rng.randint(2, 3), items, mode == 'locks')
     trustcf.run_many(make, N, seed, limit, 'trustblock ' + mode)

@@ -139,6 +139,8 @@ def next_event(prog, g, blocked):
         i = done.get(t, 0)
         if (t, i) in blocked: continue
         s = st.sym(t)
+        if s is not None and not st.enabled(t) and (SKIP_DISABLED or (SKIP_JOINS and s[0][0] == 'J')
+                                                    or (SKIP_RECEIVES and s[0][0] == 'V')): continue
         if s is not None:
             ins = st.next_ins(t)
             if ins[0] == 'C': return (t, i + 1), [choice_sym(v) for v in range(ins[1])]
@@ -146,6 +148,12 @@ def next_event(prog, g, blocked):
     return None, None
 
 STATS = {'wasted': 0}
+# Pass over a thread that cannot run (add no blocked attempt for it).
+SKIP_DISABLED = False
+# Pass over a join of a live thread only (it can only ever follow the exit).
+SKIP_JOINS = False
+# Pass over a receive from an empty queue too.
+SKIP_RECEIVES = False
 
 STAMP_ORDER = True
 
@@ -254,4 +262,6 @@ def run_many(make, N, seed, limit, label):
 
 if __name__ == '__main__':
     N, seed, limit, items = int(sys.argv[1]), int(sys.argv[2]), int(sys.argv[3]), int(sys.argv[4])
+    SKIP_DISABLED = 'skip' in sys.argv[5:]
+    SKIP_JOINS = 'skipjoins' in sys.argv[5:]
     run_many(lambda rng: rand_prog(rng, rng.randint(2, 3), items), N, seed, limit, 'trustcf')
