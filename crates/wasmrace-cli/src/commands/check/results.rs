@@ -92,13 +92,14 @@ impl<'a> Results<'a> {
 
     /// Closes the run of `tests` (all of the module's, or `--test`): the
     /// HTML page, the JSON document or the summary line, and the verdict.
-    pub(super) fn finish(self, tests: &[String]) -> Result<Verdict> {
+    pub(super) fn finish(mut self, tests: &[String]) -> Result<Verdict> {
         let cmd = self.cmd;
         if let Some(path) = &cmd.html {
             cmd.write_html(path, &self.explored, &self.settled.opts)?;
         }
         if cmd.json {
-            self.print_json(tests)?;
+            let entries = std::mem::take(&mut self.json);
+            self.print_json(tests, entries)?;
         } else if self.printed > 1 || (self.several && self.settled.deal.is_some()) {
             output::print(&self.summary(tests.len()))?;
         }
@@ -112,12 +113,13 @@ impl<'a> Results<'a> {
         })
     }
 
-    /// The one JSON document. Every partition's lists every test, so that
-    /// `merge` can check that they belong together: the ones dealt
-    /// elsewhere as such.
-    fn print_json(&self, tests: &[String]) -> Result<()> {
+    /// The one JSON document, from the `entries` of the tests run (taken,
+    /// not copied: a bug's trace can be large). Every partition's lists
+    /// every test, so that `merge` can check that they belong together:
+    /// the ones dealt elsewhere as such.
+    fn print_json(&self, tests: &[String], entries: Vec<serde_json::Value>) -> Result<()> {
         let opts = &self.settled.opts;
-        let mut ran = self.json.iter().cloned();
+        let mut ran = entries.into_iter();
         let results: Vec<serde_json::Value> = (tests.iter().enumerate())
             .map(|(i, test)| {
                 let deal = self.settled.deal;
