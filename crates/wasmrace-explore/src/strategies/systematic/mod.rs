@@ -6,6 +6,7 @@
 pub mod dfs;
 pub mod dpor;
 pub mod ses;
+pub mod trust;
 
 pub use dfs::{Dfs, DfsOptions};
 pub use dpor::{Dpor, DporMode};

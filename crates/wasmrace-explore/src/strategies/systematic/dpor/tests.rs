@@ -211,7 +211,7 @@ fn random_programs_cover_what_dfs_covers() {
 /// participants; each receives it, votes with `choose` (0 yes, 1 no) and,
 /// when it voted yes, waits for the decision; the coordinator aborts on
 /// the first no, commits after `n` yeses, and sends the decision to all.
-fn two_phase(n: u8) -> Model {
+pub(crate) fn two_phase(n: u8) -> Model {
     let mut b = ModelBuilder::new();
     let p = b.thread("participant", |t| {
         t.recv(0)

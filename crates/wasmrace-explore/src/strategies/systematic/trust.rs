@@ -1,0 +1,541 @@
+//! A TruSt-style exhaustive exploration (Kokologiannakis, Marmanis,
+//! Gladstein and Vafeiadis, "Truly stateless, optimal dynamic partial
+//! order reduction", POPL 2022) transcribed to Mazurkiewicz traces over
+//! steps that touch one object each: every execution computes its
+//! alternatives (child jobs) from itself alone, with no wakeup tree and no
+//! sleep set, so that jobs could run on any thread or machine. Research
+//! prototype of `docs/design/trust-mazurkiewicz.md` (the model it follows
+//! is `docs/design/pop-proto/trustcf.py`); not registered.
+//!
+//! **A job** is a graph: its events in the order they were added (the
+//! *stamp*) and the order of every conflicting pair of different threads.
+//! Running it replays a linearization, then runs on: always the thread of
+//! least `Tid` that can go on, which appends each new event after
+//! everything it conflicts with (its *maximal* placement). A thread found
+//! blocked there gets a *blocked attempt*, an event that only waits, and
+//! stops. Each new event's other placements are child jobs:
+//!
+//! - a read placed before writes of its object it need not see;
+//! - a write *revisiting* an earlier event `b` of its object (placed before
+//!   it), deleting the events added after `b` that the write does not see
+//!   (its *porf*), allowed only if `b` and every deleted event were added
+//!   maximally, so that the deleted part is what the runs on re-create;
+//! - the other alternatives of a `choose` (maximal only with the first).
+//!
+//! Whether an event is a blocked attempt is settled when its job replays
+//! (a revisit can free a blocked lock, or block one). A run in which a
+//! stopped thread could go on at the end is *wasted* (the real execution
+//! goes on, and the enabling event's revisit runs it).
+
+use crate::program::{StepInfo, ThreadView};
+use crate::strategy::{Capabilities, Context, Outcome, Start, Stat, Strategy};
+use std::collections::BTreeSet;
+use wasmrace_trace::{Access, Decision, OpKind, Tid};
+
+/// One event of a graph.
+#[derive(Clone, Debug, PartialEq, Eq)]
+struct Ev {
+    tid: Tid,
+    /// What it does.
+    op: OpKind,
+    /// 1-based index among its thread's events.
+    idx: u32,
+    /// The one object it touches, if any.
+    acc: Option<Access>,
+    /// The alternative taken, and how many there were.
+    alt: u32,
+    alts: u32,
+    /// A blocked attempt: the thread could not run here and stopped.
+    blocked: bool,
+    /// Threads this event created.
+    spawned: Vec<Tid>,
+}
+
+impl Ev {
+    fn conflicts(&self, other: &Ev) -> bool {
+        self.tid != other.tid
+            && match (self.acc, other.acc) {
+                (Some(a), Some(b)) => a.conflicts(&b),
+                _ => false,
+            }
+    }
+    /// Placed after `x`, this event sees `x`'s effect: `x` changes the
+    /// object this event touches.
+    fn sees(&self, x: &Ev) -> bool {
+        match (self.acc, x.acc) {
+            (Some(a), Some(b)) => a.obj == b.obj && !b.kind.is_shared(),
+            _ => false,
+        }
+    }
+}
+
+/// A graph: events in stamp order and the order of conflicting pairs.
+#[derive(Clone, Debug, Default)]
+struct Graph {
+    evs: Vec<Ev>,
+    /// `(x, y)`: `evs[x]` before `evs[y]`, both conflicting, different threads.
+    before: BTreeSet<(usize, usize)>,
+}
+
+impl Graph {
+    /// The events `i` directly follows: its thread's previous event, the
+    /// event that spawned its thread (for a first event) and the
+    /// conflicting events before it.
+    fn preds(&self, i: usize) -> Vec<usize> {
+        let e = &self.evs[i];
+        let mut out: Vec<usize> = self
+            .before
+            .iter()
+            .filter(|&&(_, y)| y == i)
+            .map(|&(x, _)| x)
+            .collect();
+        out.extend(self.prev(e));
+        out
+    }
+
+    /// The event before `e` in program order (or the spawn that made its
+    /// thread).
+    fn prev(&self, e: &Ev) -> Option<usize> {
+        if e.idx > 1 {
+            self.evs
+                .iter()
+                .position(|x| x.tid == e.tid && x.idx == e.idx - 1)
+        } else {
+            self.evs.iter().position(|x| x.spawned.contains(&e.tid))
+        }
+    }
+
+    /// The causal past (inclusive) of `start`.
+    fn past(&self, start: impl IntoIterator<Item = usize>) -> Vec<bool> {
+        let mut seen = vec![false; self.evs.len()];
+        let mut stack: Vec<usize> = start.into_iter().collect();
+        while let Some(i) = stack.pop() {
+            if !std::mem::replace(&mut seen[i], true) {
+                stack.extend(self.preds(i));
+            }
+        }
+        seen
+    }
+
+    /// `a`'s porf: its program-order past and the events before it whose
+    /// effect it sees, transitively (not the reads it merely follows).
+    fn porf(&self, start: Vec<usize>) -> Vec<bool> {
+        let mut seen = vec![false; self.evs.len()];
+        let mut stack = start;
+        while let Some(i) = stack.pop() {
+            if std::mem::replace(&mut seen[i], true) {
+                continue;
+            }
+            let e = &self.evs[i];
+            stack.extend(self.prev(e));
+            stack.extend(
+                self.before
+                    .iter()
+                    .filter(|&&(x, y)| y == i && e.sees(&self.evs[x]))
+                    .map(|&(x, _)| x),
+            );
+        }
+        seen
+    }
+
+    /// Whether `e` was added maximally: after every conflicting event
+    /// added before it, and with its first alternative.
+    fn maximal(&self, e: usize) -> bool {
+        let ev = &self.evs[e];
+        ev.alt == 0 && (0..e).all(|c| !self.evs[c].conflicts(ev) || self.before.contains(&(c, e)))
+    }
+
+    /// A linearization: events in an order that respects the graph.
+    fn linearize(&self) -> Vec<usize> {
+        let n = self.evs.len();
+        let preds: Vec<Vec<usize>> = (0..n).map(|i| self.preds(i)).collect();
+        let mut placed = vec![false; n];
+        let mut order = Vec::with_capacity(n);
+        while order.len() < n {
+            let next = (0..n)
+                .find(|&i| !placed[i] && preds[i].iter().all(|&p| placed[p]))
+                .expect("a graph is acyclic");
+            placed[next] = true;
+            order.push(next);
+        }
+        order
+    }
+
+    /// This graph without the events `drop` marks, with `a` added last,
+    /// after the events `before_a` marks and before the other conflicting
+    /// ones.
+    fn with(&self, drop: &[bool], a: Ev, before_a: &[bool]) -> Graph {
+        let mut map = vec![usize::MAX; self.evs.len()];
+        let mut evs = Vec::new();
+        for (i, e) in self.evs.iter().enumerate() {
+            if !drop[i] {
+                map[i] = evs.len();
+                evs.push(e.clone());
+            }
+        }
+        let mut before: BTreeSet<(usize, usize)> = (self.before.iter())
+            .filter(|&&(x, y)| !drop[x] && !drop[y])
+            .map(|&(x, y)| (map[x], map[y]))
+            .collect();
+        let at = evs.len();
+        for (i, e) in self.evs.iter().enumerate() {
+            if !drop[i] && e.conflicts(&a) {
+                before.insert(if before_a[i] {
+                    (map[i], at)
+                } else {
+                    (at, map[i])
+                });
+            }
+        }
+        evs.push(a);
+        Graph { evs, before }
+    }
+
+    /// The graphs in which `a`, the next event, is placed other than
+    /// maximally (see the module documentation).
+    fn placements(&self, a: &Ev) -> Vec<Graph> {
+        let n = self.evs.len();
+        let cp = self.past(self.prev(a));
+        let conf: Vec<usize> = (0..n).filter(|&i| self.evs[i].conflicts(a)).collect();
+        let mut out = Vec::new();
+        let Some(acc) = a.acc else {
+            return out;
+        };
+        if acc.kind.is_shared() {
+            // Before the writes of a suffix of the object's chain.
+            let order = self.linearize();
+            let mut chain = conf.clone();
+            chain.sort_by_key(|c| order.iter().position(|o| o == c));
+            for j in 0..chain.len() {
+                let p = self.past(cp_iter(&cp).chain(chain[..j].iter().copied()));
+                if chain[j..].iter().any(|&c| p[c]) {
+                    continue;
+                }
+                out.push(self.with(&vec![false; n], a.clone(), &p));
+            }
+            return out;
+        }
+        let mut seen = BTreeSet::new();
+        for &b in &conf {
+            // A join placed before the exit it waits for could not run.
+            if cp[b] || (a.op == OpKind::Join && self.evs[b].op == OpKind::Exit) {
+                continue;
+            }
+            // Before `b` means after everything of its object added before it.
+            let optional: Vec<usize> = conf
+                .iter()
+                .copied()
+                .filter(|&c| c > b && a.sees(&self.evs[c]))
+                .collect();
+            assert!(optional.len() <= 16, "trust prototype: too many placements");
+            for mask in 0..(1u32 << optional.len()) {
+                let mut s: Vec<usize> = conf.iter().copied().filter(|&c| c < b).collect();
+                s.extend(
+                    (0..optional.len())
+                        .filter(|k| mask >> k & 1 == 1)
+                        .map(|k| optional[k]),
+                );
+                // The closure may bring in more of the object's events
+                // (a read before a write `a` sees): they are before `a` too.
+                let p = self.past(cp_iter(&cp).chain(s.iter().copied()));
+                if p[b] {
+                    continue;
+                }
+                let mut start: Vec<usize> = self.prev(a).into_iter().collect();
+                start.extend(
+                    conf.iter()
+                        .copied()
+                        .filter(|&c| p[c] && a.sees(&self.evs[c])),
+                );
+                let kept = self.porf(start);
+                let drop: Vec<bool> = (0..n).map(|e| e > b && !kept[e]).collect();
+                if (0..n).any(|e| drop[e] && p[e]) {
+                    continue;
+                }
+                if !self.maximal(b) || (0..n).any(|e| drop[e] && !self.maximal(e)) {
+                    continue;
+                }
+                let key = (
+                    drop.clone(),
+                    conf.iter().map(|&c| p[c] && !drop[c]).collect::<Vec<_>>(),
+                );
+                if seen.insert(key) {
+                    out.push(self.with(&drop, a.clone(), &p));
+                }
+            }
+        }
+        out
+    }
+}
+
+fn cp_iter(cp: &[bool]) -> impl Iterator<Item = usize> + '_ {
+    cp.iter().enumerate().filter(|(_, &x)| x).map(|(i, _)| i)
+}
+
+/// The execution in progress.
+#[derive(Debug, Default)]
+struct Run {
+    graph: Graph,
+    /// The linearization to replay, and how far the replay got.
+    order: Vec<usize>,
+    at: usize,
+    /// Threads stopped at a blocked attempt.
+    stopped: BTreeSet<Tid>,
+    /// The free run's event `decide` chose, awaiting its step.
+    pending: Option<Ev>,
+    /// A replayed step was not the graph's event.
+    diverged: bool,
+}
+
+/// The TruSt-style exploration; see the module documentation.
+#[derive(Debug, Default)]
+pub struct Trust {
+    jobs: Vec<Graph>,
+    /// Which job runs next: the last made (0), or, to show that the jobs
+    /// do not depend on one another, one picked by this seed's stream.
+    shuffle: u64,
+    run: Option<Run>,
+    started: bool,
+    executions: u64,
+    wasted: u64,
+    infeasible: u64,
+    repeated: u64,
+}
+
+impl Trust {
+    /// A new exploration.
+    pub fn new() -> Self {
+        Self::default()
+    }
+
+    /// An exploration that takes its jobs in an order drawn from `seed`
+    /// (not the last made first): the same executions, in another order.
+    pub fn shuffled(seed: u64) -> Self {
+        Trust {
+            shuffle: seed | 1,
+            ..Self::default()
+        }
+    }
+
+    /// Runs that ended with a stopped thread able to go on.
+    pub fn wasted(&self) -> u64 {
+        self.wasted
+    }
+
+    /// Jobs whose replay found a thread where the graph said otherwise.
+    pub fn infeasible(&self) -> u64 {
+        self.infeasible
+    }
+
+    /// Runs that repeated a trace (two blocked attempts out of stamp order).
+    pub fn repeated(&self) -> u64 {
+        self.repeated
+    }
+
+    fn next_idx(graph: &Graph, tid: Tid) -> u32 {
+        graph.evs.iter().filter(|e| e.tid == tid).count() as u32 + 1
+    }
+
+    /// An event for thread `t`'s pending operation.
+    fn pending_ev(graph: &Graph, t: &ThreadView, alt: u32, blocked: bool) -> Ev {
+        assert!(
+            t.pending.accesses.len() <= 1,
+            "trust prototype: a step over several objects"
+        );
+        Ev {
+            tid: t.tid,
+            op: t.pending.op,
+            idx: Self::next_idx(graph, t.tid),
+            acc: t.pending.accesses.first().copied(),
+            alt,
+            alts: t.pending.alts,
+            blocked,
+            spawned: Vec::new(),
+        }
+    }
+
+    /// Adds the new event `ev` to the run's graph, pushing its other
+    /// placements and alternatives as jobs.
+    fn add(&mut self, ev: Ev) {
+        let run = self.run.as_mut().expect("a run");
+        let mut children = run.graph.placements(&ev);
+        if ev.alt == 0 && ev.acc.is_none() {
+            for alt in 1..ev.alts {
+                let n = run.graph.evs.len();
+                let alt_ev = Ev { alt, ..ev.clone() };
+                children.push(run.graph.with(&vec![false; n], alt_ev, &vec![true; n]));
+            }
+        }
+        let at = run.graph.evs.len();
+        let n = at;
+        let all = vec![true; n];
+        run.graph = run.graph.with(&vec![false; n], ev, &all);
+        run.order.push(at);
+        run.at = run.order.len();
+        // Children explored after this run's own continuation: pushed in
+        // reverse so that the first placement pops first.
+        self.jobs.extend(children.into_iter().rev());
+    }
+
+    /// The free run's choice: the thread of least `Tid` that can go on.
+    fn free(&mut self, ctx: &Context<'_>) -> Option<Decision> {
+        let mut threads: Vec<&ThreadView> = ctx.threads.iter().collect();
+        threads.sort_by_key(|t| t.tid);
+        for t in threads {
+            let run = self.run.as_ref().expect("a run");
+            if run.stopped.contains(&t.tid) {
+                continue;
+            }
+            if t.pending.enabled {
+                let ev = Self::pending_ev(&run.graph, t, 0, false);
+                self.run.as_mut().expect("a run").pending = Some(ev);
+                return Some(Decision::new(t.tid, 0));
+            }
+            // A join can only ever follow the exit it waits for: added
+            // once it can run, it needs no blocked attempt (nor wastes a run).
+            if t.pending.op == OpKind::Join {
+                continue;
+            }
+            let ev = Self::pending_ev(&run.graph, t, 0, true);
+            self.add(ev);
+            self.run.as_mut().expect("a run").stopped.insert(t.tid);
+        }
+        // Only stopped threads could go on: the real execution goes on.
+        self.wasted += 1;
+        None
+    }
+
+    /// The replay's next decision, settling blocked attempts on the way.
+    fn replay(&mut self, ctx: &Context<'_>) -> Option<Option<Decision>> {
+        let run = self.run.as_mut().expect("a run");
+        while run.at < run.order.len() {
+            let i = run.order[run.at];
+            let (tid, idx) = (run.graph.evs[i].tid, run.graph.evs[i].idx);
+            let last = !run.graph.evs.iter().any(|x| x.tid == tid && x.idx > idx);
+            let e = &mut run.graph.evs[i];
+            let Some(t) = ctx.thread(e.tid) else {
+                self.infeasible += 1;
+                return Some(None);
+            };
+            if t.pending.enabled {
+                e.blocked = false;
+                return Some(Some(Decision::new(e.tid, e.alt)));
+            }
+            // A blocked attempt: the prediction is all there is to compare.
+            if !last || t.pending.accesses.first().copied() != e.acc {
+                self.infeasible += 1;
+                return Some(None);
+            }
+            e.blocked = true;
+            run.stopped.insert(e.tid);
+            run.at += 1;
+        }
+        None
+    }
+}
+
+impl Strategy for Trust {
+    fn name(&self) -> &str {
+        "trust"
+    }
+
+    fn begin(&mut self, _executions: u64) -> Option<Start> {
+        let graph = if self.started {
+            if self.jobs.is_empty() {
+                return None;
+            }
+            let at = if self.shuffle == 0 {
+                self.jobs.len() - 1
+            } else {
+                // xorshift: any order will do, as long as it is not the stack's.
+                self.shuffle ^= self.shuffle << 13;
+                self.shuffle ^= self.shuffle >> 7;
+                self.shuffle ^= self.shuffle << 17;
+                (self.shuffle % self.jobs.len() as u64) as usize
+            };
+            self.jobs.swap_remove(at)
+        } else {
+            self.started = true;
+            Graph::default()
+        };
+        let order = graph.linearize();
+        self.run = Some(Run {
+            graph,
+            order,
+            ..Run::default()
+        });
+        self.executions += 1;
+        Some(Start::Fresh)
+    }
+
+    fn decide(&mut self, ctx: &Context<'_>) -> Option<Decision> {
+        if self.run.as_ref().is_some_and(|r| r.diverged) {
+            self.infeasible += 1;
+            return None;
+        }
+        match self.replay(ctx) {
+            Some(d) => d,
+            None => self.free(ctx),
+        }
+    }
+
+    fn observe(&mut self, step: &StepInfo) {
+        let run = self.run.as_mut().expect("a run");
+        if run.at < run.order.len() {
+            let e = &mut run.graph.evs[run.order[run.at]];
+            if step.tid != e.tid || step.accesses.first().copied() != e.acc {
+                run.diverged = true;
+            }
+            e.spawned = step.spawned.clone();
+            run.at += 1;
+            return;
+        }
+        let mut ev = run.pending.take().expect("a decided event");
+        assert!(
+            step.accesses.len() <= 1,
+            "trust prototype: a step over several objects"
+        );
+        ev.acc = step.accesses.first().copied();
+        ev.spawned = step.spawned.clone();
+        self.add(ev);
+    }
+
+    fn end(&mut self, _outcome: &Outcome) {
+        // Two blocked attempts on one object only wait: their order is no
+        // part of the trace, so only the graph with them in stamp order
+        // counts (the other is the same trace again).
+        if let Some(run) = self.run.take() {
+            let g = &run.graph;
+            if g.before
+                .iter()
+                .any(|&(x, y)| x > y && g.evs[x].blocked && g.evs[y].blocked)
+            {
+                self.repeated += 1;
+            }
+        }
+    }
+
+    fn capabilities(&self) -> Option<&dyn Capabilities> {
+        Some(self)
+    }
+
+    fn capabilities_mut(&mut self) -> Option<&mut dyn Capabilities> {
+        Some(self)
+    }
+}
+
+impl Capabilities for Trust {
+    fn exhausted(&self) -> bool {
+        self.started && self.jobs.is_empty() && self.run.is_none()
+    }
+
+    fn stats(&self) -> Vec<Stat> {
+        vec![
+            Stat::new("wasted executions", self.wasted),
+            Stat::new("infeasible jobs", self.infeasible),
+        ]
+    }
+}
+
+#[cfg(test)]
+mod tests;

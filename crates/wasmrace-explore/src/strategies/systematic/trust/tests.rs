@@ -1,0 +1,122 @@
+//! The TruSt-style prototype against unbounded DFS on models: the same
+//! partial orders, each once (wasted, infeasible and repeated runs aside).
+
+use super::*;
+use crate::strategies::systematic::dpor::tests::{measure, random_model, ring, two_phase};
+use crate::strategies::Dfs;
+use crate::strategies::Dpor;
+
+/// Asserts that the prototype covers exactly the orders unbounded DFS
+/// covers, each once; `None` when DFS does not exhaust within `budget`.
+fn assert_exact(
+    name: &str,
+    model: impl Fn() -> crate::model::Model,
+    budget: u64,
+) -> Option<(usize, u64)> {
+    let (dfs, r) = measure(model(), &mut Dfs::unbounded(), budget);
+    if !r.exhausted {
+        return None;
+    }
+    let mut t = Trust::new();
+    let (m, r) = measure(model(), &mut t, budget);
+    assert!(r.exhausted, "{name}: did not exhaust");
+    let missing: Vec<_> = dfs.order_hashes().difference(m.order_hashes()).collect();
+    let extra: Vec<_> = m.order_hashes().difference(dfs.order_hashes()).collect();
+    assert!(
+        missing.is_empty() && extra.is_empty(),
+        "{name}: {} missing, {} extra",
+        missing.len(),
+        extra.len()
+    );
+    let counted = m.executions() - m.abandoned_executions() - t.repeated();
+    assert_eq!(
+        counted,
+        m.distinct_orders() as u64,
+        "{name}: repeats ({} wasted, {} infeasible)",
+        t.wasted(),
+        t.infeasible()
+    );
+    Some((dfs.distinct_orders(), m.executions()))
+}
+
+#[test]
+fn ring_of_three_has_seven_traces() {
+    let (orders, runs) = assert_exact("ring", ring, 1_000_000).unwrap();
+    assert_eq!((orders, runs), (7, 7));
+}
+
+#[test]
+fn random_programs_cover_what_dfs_covers() {
+    let mut checked = 0;
+    for seed in 0..60 {
+        if assert_exact(&format!("seed {seed}"), || random_model(seed), 30_000).is_some() {
+            checked += 1;
+        }
+    }
+    assert!(checked >= 40, "{checked}");
+}
+
+/// The wider check, by hand (`cargo test -p wasmrace-explore trust::tests::survey
+/// -- --ignored --nocapture`): 200 random programs, printing any that
+/// differ from DFS.
+#[test]
+#[ignore]
+fn survey() {
+    for seed in 0..200 {
+        let (dfs, r) = measure(random_model(seed), &mut Dfs::unbounded(), 30_000);
+        if !r.exhausted {
+            continue;
+        }
+        let mut t = Trust::new();
+        let (m, _) = measure(random_model(seed), &mut t, 100_000);
+        let missing = dfs.order_hashes().difference(m.order_hashes()).count();
+        let extra = m.order_hashes().difference(dfs.order_hashes()).count();
+        let counted = m.executions() - m.abandoned_executions() - t.repeated();
+        let dups = counted - m.distinct_orders() as u64;
+        if missing + extra > 0 || dups > 0 {
+            println!("seed {seed}: orders {} missing {missing} extra {extra} dups {dups} wasted {} infeasible {}", dfs.distinct_orders(), t.wasted(), t.infeasible());
+        }
+    }
+}
+
+/// Messages, `choose` and waiting receives: two participants against DFS,
+/// three against optimal DPOR (the same orders).
+#[test]
+fn two_phase_commit_shape() {
+    let (orders, runs) = assert_exact("two_phase(2)", || two_phase(2), 1_000_000).unwrap();
+    println!("two_phase(2): {orders} orders in {runs} runs");
+    let (opt, _) = measure(two_phase(3), &mut Dpor::optimal(), 1_000_000);
+    let mut t = Trust::new();
+    let (m, r) = measure(two_phase(3), &mut t, 1_000_000);
+    assert!(r.exhausted);
+    assert_eq!(m.order_hashes(), opt.order_hashes());
+    println!(
+        "two_phase(3): {} orders in {} runs ({} wasted, {} infeasible, {} repeated)",
+        m.distinct_orders(),
+        m.executions(),
+        t.wasted(),
+        t.infeasible(),
+        t.repeated()
+    );
+}
+
+/// Nothing flows between jobs: taken in any order, they run the same
+/// executions (the same orders, as many runs, as many wasted).
+#[test]
+fn jobs_taken_in_any_order_run_the_same_executions() {
+    for seed in 0..30 {
+        let mut lifo = Trust::new();
+        let (a, _) = measure(random_model(seed), &mut lifo, 100_000);
+        for shuffle in [1, 7] {
+            let mut any = Trust::shuffled(shuffle);
+            let (b, r) = measure(random_model(seed), &mut any, 100_000);
+            assert!(r.exhausted, "seed {seed}");
+            assert_eq!(a.order_hashes(), b.order_hashes(), "seed {seed}");
+            assert_eq!(
+                (a.executions(), lifo.wasted(), lifo.infeasible()),
+                (b.executions(), any.wasted(), any.infeasible()),
+                "seed {seed}"
+            );
+        }
+    }
+}
