@@ -62,21 +62,27 @@ fn random_programs_cover_what_dfs_covers() {
 #[test]
 #[ignore]
 fn survey() {
+    let (mut checked, mut orders, mut runs, mut wasted) = (0, 0, 0, 0);
     for seed in 0..200 {
         let (dfs, r) = measure(random_model(seed), &mut Dfs::unbounded(), 30_000);
         if !r.exhausted {
             continue;
         }
+        checked += 1;
         let mut t = Trust::new();
         let (m, _) = measure(random_model(seed), &mut t, 100_000);
         let missing = dfs.order_hashes().difference(m.order_hashes()).count();
         let extra = m.order_hashes().difference(dfs.order_hashes()).count();
         let counted = m.executions() - m.abandoned_executions() - t.repeated();
         let dups = counted - m.distinct_orders() as u64;
+        orders += m.distinct_orders() as u64;
+        runs += m.executions();
+        wasted += t.wasted();
         if missing + extra > 0 || dups > 0 {
             println!("seed {seed}: orders {} missing {missing} extra {extra} dups {dups} wasted {} infeasible {}", dfs.distinct_orders(), t.wasted(), t.infeasible());
         }
     }
+    println!("{checked} programs: {orders} orders in {runs} runs, {wasted} wasted");
 }
 
 /// Messages, `choose` and waiting receives: two participants against DFS,
