@@ -92,6 +92,8 @@ pub enum DporArg {
     Optimal,
     /// Source-DPOR (source sets and sleep sets): may run sleep-set-blocked executions
     Source,
+    /// TruSt-style prototype: jobs that depend on nothing but themselves
+    Trust,
 }
 
 impl DporArg {
@@ -99,6 +101,7 @@ impl DporArg {
         match self {
             DporArg::Optimal => DporMode::Optimal,
             DporArg::Source => DporMode::Source,
+            DporArg::Trust => DporMode::Trust,
         }
     }
 }

@@ -13,7 +13,12 @@ const NAME_SLOT_TAG: u64 = 6;
 
 /// The id of the name thread `t` is registered under.
 pub(super) fn name_slot(t: Tid) -> Oid {
-    Oid::derive(NAME_SLOT_TAG, t.0, 0)
+    // Prototype (branch trust-port): the slot is the thread's liveness, so
+    // that an exit touches one object unless the thread has a name. A
+    // coarser dependence than before (an unregister now conflicts with a
+    // join of its owner), still sound.
+    let _ = NAME_SLOT_TAG;
+    Oid::liveness(t)
 }
 
 pub(super) struct Ops;

@@ -75,31 +75,66 @@ struct Graph {
     evs: Vec<Ev>,
     /// `(x, y)`: `evs[x]` before `evs[y]`, both conflicting, different threads.
     before: BTreeSet<(usize, usize)>,
+    /// Per event, the events of `before` it follows.
+    into: Vec<Vec<usize>>,
+    /// Per event, its thread's previous event, or the spawn that made its
+    /// thread (for a first event).
+    prev: Vec<Option<usize>>,
 }
 
 impl Graph {
-    /// The events `i` directly follows: its thread's previous event, the
-    /// event that spawned its thread (for a first event) and the
-    /// conflicting events before it.
-    fn preds(&self, i: usize) -> Vec<usize> {
-        let e = &self.evs[i];
-        let mut out: Vec<usize> = self
-            .before
+    fn new(evs: Vec<Ev>, before: BTreeSet<(usize, usize)>) -> Graph {
+        let n = evs.len();
+        let mut into = vec![Vec::new(); n];
+        for &(x, y) in &before {
+            into[y].push(x);
+        }
+        let at: std::collections::HashMap<(Tid, u32), usize> = evs
             .iter()
-            .filter(|&&(_, y)| y == i)
-            .map(|&(x, _)| x)
+            .enumerate()
+            .map(|(i, e)| ((e.tid, e.idx), i))
             .collect();
-        out.extend(self.prev(e));
-        out
+        let mut spawner = std::collections::HashMap::new();
+        for (i, e) in evs.iter().enumerate() {
+            for t in &e.spawned {
+                spawner.insert(*t, i);
+            }
+        }
+        let prev = (evs.iter())
+            .map(|e| match e.idx {
+                1 => spawner.get(&e.tid).copied(),
+                i => at.get(&(e.tid, i - 1)).copied(),
+            })
+            .collect();
+        Graph {
+            evs,
+            before,
+            into,
+            prev,
+        }
     }
 
-    /// The event before `e` in program order (or the spawn that made its
-    /// thread).
-    fn prev(&self, e: &Ev) -> Option<usize> {
+    /// Adds `a` last, after every event it conflicts with (its maximal
+    /// placement), in place.
+    fn push(&mut self, a: Ev) {
+        let at = self.evs.len();
+        let into: Vec<usize> = (0..at).filter(|&i| self.evs[i].conflicts(&a)).collect();
+        self.before.extend(into.iter().map(|&i| (i, at)));
+        self.prev.push(self.prev_of(&a));
+        self.into.push(into);
+        self.evs.push(a);
+    }
+
+    /// The events `i` directly follows.
+    fn preds(&self, i: usize) -> impl Iterator<Item = usize> + '_ {
+        self.into[i].iter().copied().chain(self.prev[i])
+    }
+
+    /// The event a new event `e` would follow in program order (or the
+    /// spawn that made its thread).
+    fn prev_of(&self, e: &Ev) -> Option<usize> {
         if e.idx > 1 {
-            self.evs
-                .iter()
-                .position(|x| x.tid == e.tid && x.idx == e.idx - 1)
+            (self.evs.iter()).position(|x| x.tid == e.tid && x.idx == e.idx - 1)
         } else {
             self.evs.iter().position(|x| x.spawned.contains(&e.tid))
         }
@@ -117,6 +152,25 @@ impl Graph {
         seen
     }
 
+    /// The events causally after `b` (inclusive).
+    fn future(&self, b: usize) -> Vec<bool> {
+        let n = self.evs.len();
+        let mut after = vec![false; n];
+        after[b] = true;
+        // Stamps need not follow the order: sweep until nothing changes.
+        let mut changed = true;
+        while changed {
+            changed = false;
+            for i in 0..n {
+                if !after[i] && self.preds(i).any(|p| after[p]) {
+                    after[i] = true;
+                    changed = true;
+                }
+            }
+        }
+        after
+    }
+
     /// `a`'s porf: its program-order past and the events before it whose
     /// effect it sees, transitively (not the reads it merely follows).
     fn porf(&self, start: Vec<usize>) -> Vec<bool> {
@@ -127,12 +181,12 @@ impl Graph {
                 continue;
             }
             let e = &self.evs[i];
-            stack.extend(self.prev(e));
+            stack.extend(self.prev[i]);
             stack.extend(
-                self.before
+                self.into[i]
                     .iter()
-                    .filter(|&&(x, y)| y == i && e.sees(&self.evs[x]))
-                    .map(|&(x, _)| x),
+                    .copied()
+                    .filter(|&x| e.sees(&self.evs[x])),
             );
         }
         seen
@@ -145,19 +199,29 @@ impl Graph {
         ev.alt == 0 && (0..e).all(|c| !self.evs[c].conflicts(ev) || self.before.contains(&(c, e)))
     }
 
-    /// A linearization: events in an order that respects the graph.
+    /// A linearization: events in an order that respects the graph, the
+    /// least-stamped ready event first.
     fn linearize(&self) -> Vec<usize> {
         let n = self.evs.len();
-        let preds: Vec<Vec<usize>> = (0..n).map(|i| self.preds(i)).collect();
-        let mut placed = vec![false; n];
-        let mut order = Vec::with_capacity(n);
-        while order.len() < n {
-            let next = (0..n)
-                .find(|&i| !placed[i] && preds[i].iter().all(|&p| placed[p]))
-                .expect("a graph is acyclic");
-            placed[next] = true;
-            order.push(next);
+        let mut waiting: Vec<usize> = (0..n).map(|i| self.preds(i).count()).collect();
+        let mut next = vec![Vec::new(); n];
+        for i in 0..n {
+            for p in self.preds(i) {
+                next[p].push(i);
+            }
         }
+        let mut ready: BTreeSet<usize> = (0..n).filter(|&i| waiting[i] == 0).collect();
+        let mut order = Vec::with_capacity(n);
+        while let Some(i) = ready.pop_first() {
+            order.push(i);
+            for &j in &next[i] {
+                waiting[j] -= 1;
+                if waiting[j] == 0 {
+                    ready.insert(j);
+                }
+            }
+        }
+        assert_eq!(order.len(), n, "a graph is acyclic");
         order
     }
 
@@ -188,19 +252,19 @@ impl Graph {
             }
         }
         evs.push(a);
-        Graph { evs, before }
+        Graph::new(evs, before)
     }
 
     /// The graphs in which `a`, the next event, is placed other than
     /// maximally (see the module documentation).
     fn placements(&self, a: &Ev) -> Vec<Graph> {
         let n = self.evs.len();
-        let cp = self.past(self.prev(a));
         let conf: Vec<usize> = (0..n).filter(|&i| self.evs[i].conflicts(a)).collect();
         let mut out = Vec::new();
-        let Some(acc) = a.acc else {
+        let Some(acc) = a.acc.filter(|_| !conf.is_empty()) else {
             return out;
         };
+        let cp = self.past(self.prev_of(a));
         if acc.kind.is_shared() {
             // Before the writes of a suffix of the object's chain.
             let order = self.linearize();
@@ -221,11 +285,18 @@ impl Graph {
             if cp[b] || (a.op == OpKind::Join && self.evs[b].op == OpKind::Exit) {
                 continue;
             }
-            // Before `b` means after everything of its object added before it.
+            // Whatever else is placed, `b` must have been added maximally.
+            if !self.maximal(b) {
+                continue;
+            }
+            // Before `b` means after everything of its object added before
+            // it, and maybe after later events `a` sees that are not after
+            // `b` (before `a`, they would put `b` before `a`).
+            let after_b = self.future(b);
             let optional: Vec<usize> = conf
                 .iter()
                 .copied()
-                .filter(|&c| c > b && a.sees(&self.evs[c]))
+                .filter(|&c| c > b && a.sees(&self.evs[c]) && !after_b[c])
                 .collect();
             assert!(optional.len() <= 16, "trust prototype: too many placements");
             for mask in 0..(1u32 << optional.len()) {
@@ -241,7 +312,7 @@ impl Graph {
                 if p[b] {
                     continue;
                 }
-                let mut start: Vec<usize> = self.prev(a).into_iter().collect();
+                let mut start: Vec<usize> = self.prev_of(a).into_iter().collect();
                 start.extend(
                     conf.iter()
                         .copied()
@@ -252,7 +323,7 @@ impl Graph {
                 if (0..n).any(|e| drop[e] && p[e]) {
                     continue;
                 }
-                if !self.maximal(b) || (0..n).any(|e| drop[e] && !self.maximal(e)) {
+                if (0..n).any(|e| drop[e] && !self.maximal(e)) {
                     continue;
                 }
                 let key = (
@@ -266,6 +337,22 @@ impl Graph {
         }
         out
     }
+}
+
+/// The one object a step touches, with the strongest way it touches it
+/// (a write beside a read of one object is a write); `Err` for a step
+/// over several objects, which the prototype cannot place.
+fn one_access(accesses: &[Access]) -> Result<Option<Access>, ()> {
+    let mut out: Option<Access> = None;
+    for a in accesses {
+        match out {
+            None => out = Some(*a),
+            Some(o) if o.obj != a.obj => return Err(()),
+            Some(o) if o.kind.is_shared() && !a.kind.is_shared() => out = Some(*a),
+            Some(_) => {}
+        }
+    }
+    Ok(out)
 }
 
 fn cp_iter(cp: &[bool]) -> impl Iterator<Item = usize> + '_ {
@@ -287,10 +374,16 @@ struct Run {
     diverged: bool,
 }
 
+/// An event of the previous execution, in the order it ran: who, which,
+/// and whether it was a step (else a blocked attempt).
+type Ran = (Tid, u32, u32, Option<Access>, bool);
+
 /// The TruSt-style exploration; see the module documentation.
 #[derive(Debug, Default)]
 pub struct Trust {
     jobs: Vec<Graph>,
+    /// The previous execution's events, to resume where a job shares them.
+    last: Vec<Ran>,
     /// Which job runs next: the last made (0), or, to show that the jobs
     /// do not depend on one another, one picked by this seed's stream.
     shuffle: u64,
@@ -300,6 +393,8 @@ pub struct Trust {
     wasted: u64,
     infeasible: u64,
     repeated: u64,
+    /// Steps over several objects met (the run stops at the first).
+    unsupported: u64,
 }
 
 impl Trust {
@@ -338,15 +433,11 @@ impl Trust {
 
     /// An event for thread `t`'s pending operation.
     fn pending_ev(graph: &Graph, t: &ThreadView, alt: u32, blocked: bool) -> Ev {
-        assert!(
-            t.pending.accesses.len() <= 1,
-            "trust prototype: a step over several objects"
-        );
         Ev {
             tid: t.tid,
             op: t.pending.op,
             idx: Self::next_idx(graph, t.tid),
-            acc: t.pending.accesses.first().copied(),
+            acc: one_access(&t.pending.accesses).unwrap_or(None),
             alt,
             alts: t.pending.alts,
             blocked,
@@ -367,9 +458,7 @@ impl Trust {
             }
         }
         let at = run.graph.evs.len();
-        let n = at;
-        let all = vec![true; n];
-        run.graph = run.graph.with(&vec![false; n], ev, &all);
+        run.graph.push(ev);
         run.order.push(at);
         run.at = run.order.len();
         // Children explored after this run's own continuation: pushed in
@@ -397,12 +486,43 @@ impl Trust {
                 continue;
             }
             let ev = Self::pending_ev(&run.graph, t, 0, true);
+            self.ran(&ev, false);
             self.add(ev);
             self.run.as_mut().expect("a run").stopped.insert(t.tid);
         }
         // Only stopped threads could go on: the real execution goes on.
         self.wasted += 1;
         None
+    }
+
+    /// Takes over the events the job shares with the previous execution,
+    /// in the order that ran them (the explorer resumes after their
+    /// steps); returns how many steps that is.
+    fn resume(&mut self, run: &mut Run) -> usize {
+        let mut steps = 0;
+        let mut k = 0;
+        while k < run.order.len() && k < self.last.len() {
+            let e = &mut run.graph.evs[run.order[k]];
+            let (tid, idx, alt, acc, step) = self.last[k];
+            if (tid, idx, alt, acc) != (e.tid, e.idx, e.alt, e.acc) {
+                break;
+            }
+            e.blocked = !step;
+            if step {
+                steps += 1;
+            } else {
+                run.stopped.insert(tid);
+            }
+            k += 1;
+        }
+        // A resume point after a blocked attempt is the step count before it.
+        self.last.truncate(k);
+        run.at = k;
+        steps
+    }
+
+    fn ran(&mut self, e: &Ev, step: bool) {
+        self.last.push((e.tid, e.idx, e.alt, e.acc, step));
     }
 
     /// The replay's next decision, settling blocked attempts on the way.
@@ -422,11 +542,12 @@ impl Trust {
                 return Some(Some(Decision::new(e.tid, e.alt)));
             }
             // A blocked attempt: the prediction is all there is to compare.
-            if !last || t.pending.accesses.first().copied() != e.acc {
+            if !last || one_access(&t.pending.accesses) != Ok(e.acc) {
                 self.infeasible += 1;
                 return Some(None);
             }
             e.blocked = true;
+            self.last.push((e.tid, e.idx, e.alt, e.acc, false));
             run.stopped.insert(e.tid);
             run.at += 1;
         }
@@ -459,13 +580,18 @@ impl Strategy for Trust {
             Graph::default()
         };
         let order = graph.linearize();
-        self.run = Some(Run {
+        let mut run = Run {
             graph,
             order,
             ..Run::default()
-        });
+        };
+        let steps = self.resume(&mut run);
+        self.run = Some(run);
         self.executions += 1;
-        Some(Start::Fresh)
+        Some(match steps {
+            0 => Start::Fresh,
+            prefix_len => Start::Resume { prefix_len },
+        })
     }
 
     fn decide(&mut self, ctx: &Context<'_>) -> Option<Decision> {
@@ -483,20 +609,27 @@ impl Strategy for Trust {
         let run = self.run.as_mut().expect("a run");
         if run.at < run.order.len() {
             let e = &mut run.graph.evs[run.order[run.at]];
-            if step.tid != e.tid || step.accesses.first().copied() != e.acc {
+            if step.tid != e.tid || one_access(&step.accesses) != Ok(e.acc) {
+                // Recorded no further: a resume never goes past it.
                 run.diverged = true;
+            } else {
+                self.last.push((e.tid, e.idx, e.alt, e.acc, true));
             }
             e.spawned = step.spawned.clone();
             run.at += 1;
             return;
         }
         let mut ev = run.pending.take().expect("a decided event");
-        assert!(
-            step.accesses.len() <= 1,
-            "trust prototype: a step over several objects"
-        );
-        ev.acc = step.accesses.first().copied();
+        let Ok(acc) = one_access(&step.accesses) else {
+            // Not placeable: the exploration stops here, not exhausted.
+            self.unsupported += 1;
+            self.jobs.clear();
+            run.diverged = true;
+            return;
+        };
+        ev.acc = acc;
         ev.spawned = step.spawned.clone();
+        self.ran(&ev, true);
         self.add(ev);
     }
 
@@ -526,13 +659,18 @@ impl Strategy for Trust {
 
 impl Capabilities for Trust {
     fn exhausted(&self) -> bool {
-        self.started && self.jobs.is_empty() && self.run.is_none()
+        self.started && self.jobs.is_empty() && self.run.is_none() && self.unsupported == 0
     }
 
     fn stats(&self) -> Vec<Stat> {
         vec![
             Stat::new("wasted executions", self.wasted),
             Stat::new("infeasible jobs", self.infeasible),
+            Stat::new("repeated traces", self.repeated),
+            Stat::new(
+                "steps over several objects (not explored past)",
+                self.unsupported,
+            ),
         ]
     }
 }

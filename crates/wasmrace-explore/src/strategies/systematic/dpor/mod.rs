@@ -83,6 +83,9 @@ pub enum DporMode {
     Optimal,
     /// Source sets and sleep sets: may run sleep-set-blocked executions.
     Source,
+    /// The TruSt-style prototype (`super::trust`): jobs that depend on
+    /// nothing but themselves.
+    Trust,
 }
 
 impl DporMode {
@@ -91,6 +94,7 @@ impl DporMode {
         match self {
             DporMode::Optimal => "optimal",
             DporMode::Source => "source",
+            DporMode::Trust => "trust",
         }
     }
 }
@@ -113,9 +117,10 @@ pub const DESCRIPTOR: Descriptor = Descriptor {
         preemption_bound: Some(None),
         ..StrategyOptions::NONE
     },
-    build: |o, _| match preemption_bound(o) {
-        Some(n) => Box::new(Dpor::bounded(n)),
-        None => Box::new(Dpor::new(mode(o))),
+    build: |o, _| match (preemption_bound(o), mode(o)) {
+        (Some(n), _) => Box::new(Dpor::bounded(n)),
+        (None, DporMode::Trust) => Box::new(super::trust::Trust::new()),
+        (None, m) => Box::new(Dpor::new(m)),
     },
     describe: |o, _| match preemption_bound(o) {
         Some(n) => format!("dpor, source (bounded), preemption bound {n}"),
@@ -353,6 +358,7 @@ impl Dpor {
                     }
                 }
             }
+            DporMode::Trust => unreachable!("the trust prototype is its own strategy"),
             DporMode::Source => {
                 let mut planned = node.wut.take_thread(&next);
                 node.alts = others
@@ -446,6 +452,7 @@ impl Dpor {
                     }
                 }
                 DporMode::Source => Self::add_backtrack(node, &v),
+                DporMode::Trust => unreachable!("the trust prototype is its own strategy"),
             }
             self.max_wut = self.max_wut.max(self.nodes[r.at].wut.size());
         }
