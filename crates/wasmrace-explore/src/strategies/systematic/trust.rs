@@ -355,6 +355,36 @@ fn one_access(accesses: &[Access]) -> Result<Option<Access>, ()> {
     Ok(out)
 }
 
+fn debug_divergence(g: &Graph, i: usize, step: &StepInfo) {
+    let e = &g.evs[i];
+    eprintln!(
+        "diverged at stamp {i}: graph {:?} / step {:?} {:?}",
+        (e.tid.0 % 10000, e.idx, e.op, e.acc),
+        step.op,
+        step.accesses
+    );
+    for (k, x) in g.evs.iter().enumerate() {
+        if x.tid == e.tid || k + 1 == g.evs.len() {
+            eprintln!(
+                "   stamp {k}: {:?} {} {:?} {:?} blocked {}",
+                x.tid.0 % 10000,
+                x.idx,
+                x.op,
+                x.acc.map(|a| (a.obj.0 % 10000, a.kind)),
+                x.blocked
+            );
+        }
+    }
+    let last = g.evs.len() - 1;
+    eprintln!(
+        "   last's order: {:?}",
+        g.before
+            .iter()
+            .filter(|&&(x, y)| x == last || y == last)
+            .collect::<Vec<_>>()
+    );
+}
+
 fn cp_iter(cp: &[bool]) -> impl Iterator<Item = usize> + '_ {
     cp.iter().enumerate().filter(|(_, &x)| x).map(|(i, _)| i)
 }
@@ -543,6 +573,13 @@ impl Trust {
             }
             // A blocked attempt: the prediction is all there is to compare.
             if !last || one_access(&t.pending.accesses) != Ok(e.acc) {
+                if std::env::var_os("TRUST_DEBUG").is_some() {
+                    eprintln!(
+                        "blocked mismatch: last {last} graph {:?} / pending {:?}",
+                        (e.tid, e.idx, e.op, e.acc),
+                        t.pending
+                    );
+                }
                 self.infeasible += 1;
                 return Some(None);
             }
@@ -608,14 +645,27 @@ impl Strategy for Trust {
     fn observe(&mut self, step: &StepInfo) {
         let run = self.run.as_mut().expect("a run");
         if run.at < run.order.len() {
-            let e = &mut run.graph.evs[run.order[run.at]];
-            if step.tid != e.tid || one_access(&step.accesses) != Ok(e.acc) {
+            let i = run.order[run.at];
+            let acc = one_access(&step.accesses);
+            let e = &run.graph.evs[i];
+            let same_object = matches!((acc, e.acc), (Ok(Some(x)), Some(y)) if x.obj == y.obj);
+            if step.tid == e.tid && same_object && acc != Ok(e.acc) {
+                // A revisit changed what it saw, and with it how it
+                // touches its object (a compare-exchange that now fails
+                // only reads).
+                run.graph.evs[i].acc = acc.unwrap_or(None);
+                let e = &run.graph.evs[i];
+                self.last.push((e.tid, e.idx, e.alt, e.acc, true));
+            } else if step.tid != e.tid || acc != Ok(e.acc) {
                 // Recorded no further: a resume never goes past it.
+                if std::env::var_os("TRUST_DEBUG").is_some() {
+                    debug_divergence(&run.graph, i, step);
+                }
                 run.diverged = true;
             } else {
                 self.last.push((e.tid, e.idx, e.alt, e.acc, true));
             }
-            e.spawned = step.spawned.clone();
+            run.graph.evs[i].spawned = step.spawned.clone();
             run.at += 1;
             return;
         }
@@ -659,7 +709,12 @@ impl Strategy for Trust {
 
 impl Capabilities for Trust {
     fn exhausted(&self) -> bool {
-        self.started && self.jobs.is_empty() && self.run.is_none() && self.unsupported == 0
+        // A job that could not replay took its subtree with it: no proof.
+        self.started
+            && self.jobs.is_empty()
+            && self.run.is_none()
+            && self.unsupported == 0
+            && self.infeasible == 0
     }
 
     fn stats(&self) -> Vec<Stat> {
