@@ -265,7 +265,9 @@ impl Graph {
             return out;
         };
         let cp = self.past(self.prev_of(a));
-        if acc.kind.is_shared() {
+        // A failed compare-exchange only reads, but placed before a write
+        // it saw it may succeed: it is placed as the write it may become.
+        if acc.kind.is_shared() && a.op != OpKind::AtomicCompareExchange {
             // Before the writes of a suffix of the object's chain.
             let order = self.linearize();
             let mut chain = conf.clone();
