@@ -60,7 +60,7 @@ pub fn splitting_strategies(jobs: bool) -> String {
                 Split::None => false,
                 Split::Phases | Split::ByExecution => jobs || !threads_only(&*strategy),
                 Split::ByPrefix => true,
-                Split::Shared | Split::Rounds => jobs,
+                Split::Shared | Split::Rounds | Split::Jobs => jobs,
             }
         })
         .map(|d| d.name)
@@ -147,7 +147,9 @@ pub fn dealt_to(index: usize, n: u32) -> u32 {
 pub fn default_jobs(split: Split, all_tests: bool) -> u32 {
     let cores = || std::thread::available_parallelism().map_or(1, |n| n.get() as u32);
     match split {
-        Split::ByExecution | Split::Phases | Split::ByPrefix | Split::Rounds => cores(),
+        Split::ByExecution | Split::Phases | Split::ByPrefix | Split::Rounds | Split::Jobs => {
+            cores()
+        }
         Split::None if all_tests => cores(),
         Split::None | Split::Shared => 1,
     }
@@ -162,7 +164,7 @@ pub fn threads_only(strategy: &dyn wasmrace_explore::Strategy) -> bool {
         // Phases partition only with a prologue every partition runs.
         Split::Phases => strategy.blocks().prologue() == 0,
         // Partitions cannot share a state cache.
-        Split::Shared | Split::Rounds => true,
+        Split::Shared | Split::Rounds | Split::Jobs => true,
         _ => strategy.blocks() == wasmrace_explore::Blocks::Open,
     }
 }
@@ -177,6 +179,7 @@ pub fn split_name(split: Split) -> Option<&'static str> {
         Split::ByPrefix => Some("prefix"),
         Split::Shared => Some("shared"),
         Split::Rounds => Some("rounds"),
+        Split::Jobs => Some("jobs"),
     }
 }
 

@@ -123,6 +123,11 @@ pub enum Split {
     /// indices; partitions each run the openings as a prologue
     /// ([`Blocks::Prologue`]) when the strategy gives one.
     Phases,
+    /// Its jobs depend on nothing but themselves (the TruSt-style
+    /// prototype, `--dpor trust`): the threads of one process take them
+    /// from one queue ([`JobQueue`](crate::strategies::systematic::trust::JobQueue));
+    /// partitions are not written yet.
+    Jobs,
 }
 
 /// This run's share of the work, from `Config::partition` and the
@@ -155,7 +160,7 @@ impl Share {
             });
         };
         match split {
-            Split::None | Split::Shared | Split::Rounds => None,
+            Split::None | Split::Shared | Split::Rounds | Split::Jobs => None,
             // A phased strategy partitions with its phases as a prologue.
             Split::Phases if blocks.prologue() > 0 => Some(Share::Indices(p, blocks)),
             Split::Phases => None,

@@ -76,6 +76,9 @@ pub fn check_jobs_with_progress(
     if split == Split::Rounds {
         return super::rounds::check_rounds(guest, test, opts, jobs, progress);
     }
+    if split == Split::Jobs {
+        return super::queue::check_queue(guest, test, opts, jobs, progress);
+    }
     let tick = progress_ticks(progress);
     let tick = &tick;
     let shares_tree = matches!(split, Split::ByPrefix | Split::Shared);

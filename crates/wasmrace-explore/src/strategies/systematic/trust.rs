@@ -27,9 +27,12 @@
 //! stopped thread could go on at the end is *wasted* (the real execution
 //! goes on, and the enabling event's revisit runs it).
 
+use crate::explorer::partition::Split;
 use crate::program::{StepInfo, ThreadView};
+use crate::splitting::Splitting;
 use crate::strategy::{Capabilities, Context, Outcome, Start, Stat, Strategy};
 use std::collections::BTreeSet;
+use std::sync::{Arc, Condvar, Mutex};
 use wasmrace_trace::{Access, Decision, OpKind, Tid};
 
 /// One event of a graph.
@@ -391,6 +394,92 @@ fn cp_iter(cp: &[bool]) -> impl Iterator<Item = usize> + '_ {
     cp.iter().enumerate().filter(|(_, &x)| x).map(|(i, _)| i)
 }
 
+/// The jobs of one exploration shared by the threads running it: any
+/// thread takes any job (they depend on nothing but themselves) and puts
+/// its children back; the exploration ends when no job is left and no
+/// thread is running one.
+#[derive(Debug)]
+pub struct JobQueue {
+    state: Mutex<QueueState>,
+    ready: Condvar,
+}
+
+#[derive(Debug)]
+struct QueueState {
+    jobs: Vec<Graph>,
+    /// Threads with work: a job running or jobs of their own to run.
+    busy: usize,
+    /// Threads waiting for a job.
+    waiting: usize,
+    stopped: bool,
+}
+
+impl JobQueue {
+    /// A queue holding the root job (the empty graph).
+    pub fn new() -> Arc<JobQueue> {
+        Arc::new(JobQueue {
+            state: Mutex::new(QueueState {
+                jobs: vec![Graph::default()],
+                busy: 0,
+                waiting: 0,
+                stopped: false,
+            }),
+            ready: Condvar::new(),
+        })
+    }
+
+    fn lock(&self) -> std::sync::MutexGuard<'_, QueueState> {
+        self.state.lock().unwrap_or_else(|e| e.into_inner())
+    }
+
+    /// Ends the exploration for every thread (one stopped or failed).
+    pub fn stop(&self) {
+        self.lock().stopped = true;
+        self.ready.notify_all();
+    }
+
+    /// The next job for a thread that ran out of its own (`was_busy`: it
+    /// had some), waiting while others may still make some; `None` once
+    /// the exploration is over.
+    fn take(&self, was_busy: bool) -> Option<Graph> {
+        let mut st = self.lock();
+        if was_busy {
+            st.busy -= 1;
+        }
+        st.waiting += 1;
+        let job = loop {
+            if st.stopped {
+                break None;
+            }
+            if let Some(job) = st.jobs.pop() {
+                st.busy += 1;
+                break Some(job);
+            }
+            if st.busy == 0 {
+                break None;
+            }
+            st = self.ready.wait(st).unwrap_or_else(|e| e.into_inner());
+        };
+        st.waiting -= 1;
+        if job.is_none() {
+            self.ready.notify_all();
+        }
+        job
+    }
+
+    /// Whether a thread waits for a job and none is left to take.
+    fn hungry(&self) -> bool {
+        let st = self.lock();
+        st.waiting > 0 && st.jobs.is_empty()
+    }
+
+    /// Hands jobs over to the waiting threads.
+    fn give(&self, jobs: Vec<Graph>) {
+        self.lock().jobs.extend(jobs);
+        self.ready.notify_all();
+    }
+}
+
 /// The execution in progress.
 #[derive(Debug, Default)]
 struct Run {
@@ -427,6 +516,12 @@ pub struct Trust {
     repeated: u64,
     /// Steps over several objects met (the run stops at the first).
     unsupported: u64,
+    /// The queue shared with other threads (`check --jobs`), if any.
+    queue: Option<Arc<JobQueue>>,
+    /// Whether this thread holds work the queue counts (shared mode).
+    busy: bool,
+    /// The queue said the exploration is over.
+    drained: bool,
 }
 
 impl Trust {
@@ -600,7 +695,19 @@ impl Strategy for Trust {
     }
 
     fn begin(&mut self, _executions: u64) -> Option<Start> {
-        let graph = if self.started {
+        let graph = if let Some(q) = self.queue.clone().filter(|_| self.jobs.is_empty()) {
+            // Out of jobs of its own: one from the queue.
+            self.started = true;
+            let job = q.take(self.busy);
+            self.busy = job.is_some();
+            match job {
+                Some(g) => g,
+                None => {
+                    self.drained = true;
+                    return None;
+                }
+            }
+        } else if self.started || self.queue.is_some() {
             if self.jobs.is_empty() {
                 return None;
             }
@@ -676,6 +783,9 @@ impl Strategy for Trust {
             // Not placeable: the exploration stops here, not exhausted.
             self.unsupported += 1;
             self.jobs.clear();
+            if let Some(q) = &self.queue {
+                q.stop();
+            }
             run.diverged = true;
             return;
         };
@@ -686,6 +796,14 @@ impl Strategy for Trust {
     }
 
     fn end(&mut self, _outcome: &Outcome) {
+        // A thread waits: hand it the older half of this one's jobs (the
+        // bottom of the stack, the largest subtrees).
+        if let Some(q) = &self.queue {
+            if self.jobs.len() > 1 && q.hungry() {
+                let half = self.jobs.len() / 2;
+                q.give(self.jobs.drain(..half).collect());
+            }
+        }
         // Two blocked attempts on one object only wait: their order is no
         // part of the trace, so only the graph with them in stamp order
         // counts (the other is the same trace again).
@@ -713,6 +831,7 @@ impl Capabilities for Trust {
     fn exhausted(&self) -> bool {
         // A job that could not replay took its subtree with it: no proof.
         self.started
+            && (self.queue.is_none() || self.drained)
             && self.jobs.is_empty()
             && self.run.is_none()
             && self.unsupported == 0
@@ -729,6 +848,25 @@ impl Capabilities for Trust {
                 self.unsupported,
             ),
         ]
+    }
+
+    fn splitting(&self) -> Option<&dyn Splitting> {
+        Some(self)
+    }
+
+    fn splitting_mut(&mut self) -> Option<&mut dyn Splitting> {
+        Some(self)
+    }
+}
+
+impl Splitting for Trust {
+    fn split(&self) -> Split {
+        Split::Jobs
+    }
+
+    fn share_jobs(&mut self, queue: Arc<JobQueue>) -> bool {
+        self.queue = Some(queue);
+        true
     }
 }
 

@@ -126,3 +126,35 @@ fn jobs_taken_in_any_order_run_the_same_executions() {
         }
     }
 }
+
+/// Threads sharing one queue (`check --jobs`) run the one-thread run's
+/// executions between them: the same orders, as many runs.
+#[test]
+fn threads_sharing_the_queue_run_the_one_thread_executions() {
+    for seed in 0..30 {
+        let mut one = Trust::new();
+        let (a, _) = measure(random_model(seed), &mut one, 100_000);
+        let queue = JobQueue::new();
+        let parts: Vec<_> = std::thread::scope(|s| {
+            let handles: Vec<_> = (0..3)
+                .map(|_| {
+                    let queue = queue.clone();
+                    s.spawn(move || {
+                        let mut t = Trust::new();
+                        assert!(t.share_jobs(queue));
+                        let (m, r) = measure(random_model(seed), &mut t, 100_000);
+                        (m, r.exhausted)
+                    })
+                })
+                .collect();
+            handles.into_iter().map(|h| h.join().unwrap()).collect()
+        });
+        let runs: u64 = parts.iter().map(|(m, _)| m.executions()).sum();
+        let orders: std::collections::BTreeSet<u128> = (parts.iter())
+            .flat_map(|(m, _)| m.order_hashes().iter().copied())
+            .collect();
+        assert!(parts.iter().all(|(_, e)| *e), "seed {seed}");
+        assert_eq!(runs, a.executions(), "seed {seed}");
+        assert_eq!(&orders, a.order_hashes(), "seed {seed}");
+    }
+}
