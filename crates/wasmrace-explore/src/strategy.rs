@@ -95,6 +95,11 @@ pub struct Context<'a> {
     pub step: usize,
     /// Live threads in creation order, blocked ones included.
     pub threads: &'a [ThreadView],
+    /// The threads fair scheduling hides from this step (bit `i`:
+    /// `threads[i]`, the first 64 only): they could run, but are shown
+    /// disabled. 0 without fair scheduling. A strategy that reads a
+    /// disabled thread as one blocked on an object must tell them apart.
+    pub hidden: u64,
     /// The thread that took the previous step and the operation it ran.
     pub last: Option<(Tid, Option<OpKind>)>,
     /// Decisions taken so far in this execution (including a resumed prefix).
@@ -109,6 +114,12 @@ impl Context<'_> {
             .iter()
             .filter(|t| t.pending.enabled)
             .flat_map(|t| (0..t.pending.alts).map(move |a| Decision::new(t.tid, a)))
+    }
+
+    /// Whether fair scheduling hides `threads[i]` from this step (see
+    /// [`hidden`](Self::hidden)).
+    pub fn is_hidden(&self, i: usize) -> bool {
+        i < 64 && self.hidden & (1 << i) != 0
     }
 
     /// The live thread `tid`, or `None` if it exited or never existed.

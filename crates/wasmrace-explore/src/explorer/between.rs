@@ -96,9 +96,11 @@ pub(super) fn decide<S, O: Observer + ?Sized>(
     views: &[ThreadView],
     step: usize,
 ) -> Option<Ahead> {
+    let (threads, hidden) = fair.schedulable(views);
     let ctx = Context {
         step,
-        threads: fair.schedulable(views),
+        threads,
+        hidden,
         last: path.last(),
         prefix: path.decisions(),
     };

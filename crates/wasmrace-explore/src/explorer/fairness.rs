@@ -222,10 +222,14 @@ impl Fairness {
     }
 
     /// The threads a strategy may choose from: `threads` itself unless
-    /// some enabled thread has an enabled thread above it.
-    pub(crate) fn schedulable<'a>(&'a mut self, threads: &'a [ThreadView]) -> &'a [ThreadView] {
+    /// some enabled thread has an enabled thread above it; and which of
+    /// them (bit `i`: the `i`-th) are enabled but shown disabled.
+    pub(crate) fn schedulable<'a>(
+        &'a mut self,
+        threads: &'a [ThreadView],
+    ) -> (&'a [ThreadView], u64) {
         if !self.cur.prioritised || self.bound.is_none() {
-            return threads;
+            return (threads, 0);
         }
         let enabled = self.cur.enabled;
         let hidden: u64 = self
@@ -238,9 +242,10 @@ impl Fairness {
         // `P` stays acyclic, so some enabled thread is always schedulable;
         // if not, filtering would invent a deadlock, so nothing is hidden.
         if hidden == 0 || hidden == enabled {
-            return threads;
+            return (threads, 0);
         }
         self.view.truncate(threads.len());
+        let mut shown_hidden = 0;
         for (i, t) in threads.iter().enumerate() {
             match self.view.get_mut(i) {
                 Some(v) => {
@@ -256,9 +261,10 @@ impl Fairness {
             let slot = self.cur.threads.iter().position(|f| f.tid == t.tid);
             if slot.is_some_and(|s| hidden & (1 << s) != 0) {
                 self.view[i].pending.enabled = false;
+                shown_hidden |= 1u64.checked_shl(i as u32).unwrap_or(0);
             }
         }
-        &self.view
+        (&self.view, shown_hidden)
     }
 
     /// Updates the state for step `step` (0-based) of thread `tid` running

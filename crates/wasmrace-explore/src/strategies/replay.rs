@@ -317,6 +317,7 @@ mod tests {
         Context {
             step,
             threads,
+            hidden: 0,
             last: None,
             prefix: &[],
         }

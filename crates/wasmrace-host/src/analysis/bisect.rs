@@ -431,6 +431,7 @@ impl Bisector {
             let ctx = Context {
                 step: self.program.steps() as usize,
                 threads: self.program.threads(),
+                hidden: 0,
                 last,
                 prefix: &prefix,
             };

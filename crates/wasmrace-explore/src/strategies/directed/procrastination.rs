@@ -870,6 +870,7 @@ mod tests {
         let ctx = Context {
             step: 0,
             threads: &ts,
+            hidden: 0,
             last: None,
             prefix: &[],
         };
@@ -883,6 +884,7 @@ mod tests {
         let ctx = Context {
             step: 1,
             threads: &ts,
+            hidden: 0,
             last: None,
             prefix: &[],
         };

@@ -244,6 +244,7 @@ mod tests {
                 let c = Context {
                     step,
                     threads: &ts,
+                    hidden: 0,
                     last,
                     prefix: &path,
                 };

@@ -493,6 +493,7 @@ mod tests {
             let ctx = |ts| Context {
                 step: 0,
                 threads: ts,
+                hidden: 0,
                 last: None,
                 prefix: &[],
             };

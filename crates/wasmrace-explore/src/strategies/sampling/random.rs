@@ -124,6 +124,7 @@ mod tests {
                 r.decide(&Context {
                     step,
                     threads: ts,
+                    hidden: 0,
                     last: None,
                     prefix: &[],
                 })

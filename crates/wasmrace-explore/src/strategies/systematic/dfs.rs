@@ -773,6 +773,7 @@ mod tests {
         Context {
             step,
             threads,
+            hidden: 0,
             last: last.map(|(t, op)| (Tid(t), Some(op))),
             prefix: &[],
         }
