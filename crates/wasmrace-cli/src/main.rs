@@ -279,6 +279,10 @@ mod tests {
                         format!("c1 * c2^d) [default: {}]", o.c1.expect(d.name)),
                         format!("(c2) [default: {}]", o.c2.expect(d.name)),
                     ],
+                    Knob::FrontierMb => vec![format!(
+                        "the run stops, not exhausted [default: {}]",
+                        o.frontier_mb.expect(d.name)
+                    )],
                 };
                 for s in stated {
                     assert!(help.contains(&s), "{}: missing {s:?} in {help}", d.name);

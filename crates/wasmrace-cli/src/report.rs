@@ -205,8 +205,14 @@ fn bound_phrase(b: &BoundHit) -> String {
     if b.knob == "--fairness-bound" {
         // DPOR's planned reversals whose thread fair scheduling hid: not a
         // bound the flag raises away, a limit of the reduction.
+        // (`dpor --dpor trust` drops jobs rather than reversals.)
+        let what = if b.bound == "dropped jobs" {
+            "job"
+        } else {
+            "planned reversal"
+        };
         format!(
-            "the reach of dpor under fair scheduling: {} planned reversal{} dropped \
+            "the reach of dpor under fair scheduling: {} {what}{} dropped \
              because fairness hid their thread; `--strategy dfs --unbounded` reaches \
              every fair trace",
             b.value,

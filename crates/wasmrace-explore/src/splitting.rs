@@ -95,14 +95,6 @@ pub trait Splitting {
         false
     }
 
-    /// For a strategy whose jobs depend on nothing but themselves
-    /// ([`Split::Jobs`]): makes it one of the workers taking jobs from
-    /// `queue`, before its first `begin`; false (the default) when it
-    /// cannot.
-    fn share_jobs(&mut self, _queue: Arc<crate::strategies::systematic::trust::JobQueue>) -> bool {
-        false
-    }
-
     /// For a strategy that runs in phases ([`Split::Phases`], the
     /// portfolio): the executions each opening member runs at most, in
     /// order; `None` (the default) for the others.

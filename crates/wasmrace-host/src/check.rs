@@ -8,7 +8,6 @@ use crate::program::WasmProgram;
 
 mod jobs;
 mod phases;
-mod queue;
 mod rounds;
 pub use jobs::{check_jobs, check_jobs_with_progress};
 use wasmrace_explore::strategies::registry::{self, Descriptor, StrategyOptions};

@@ -1166,3 +1166,133 @@ fn jobs_share_a_dfs_state_cache() {
         run.stdout
     );
 }
+
+/// `check --jobs N` with `dpor --dpor trust` splits one test's jobs
+/// between the threads (they depend on nothing but themselves) and prints
+/// the one-thread document (timing aside): an exhaustive run whole, its
+/// counters included; a bug, numbered as one thread numbers it, and a run
+/// cut by `--max-executions` (their counters aside: the threads run past
+/// the bug or the budget), the frontier's peak aside (a thread's). What it cannot prove it says on any number of
+/// threads: a step over several objects (`condvar_pc`) leaves the run not
+/// exhausted, and fair scheduling's dropped jobs (`flag_wait`) prune it.
+/// Partitions take whole tests.
+#[test]
+fn jobs_split_one_dpor_trust_test() {
+    let dir = TempDir::new("partition-jobs-trust");
+    let twopc = fixture(&dir, "two_phase_commit");
+    let condvar = fixture(&dir, "condvar_pc");
+    let spin = fixture(&dir, "spin_wait");
+    let trust = ["--strategy", "dpor", "--dpor", "trust"];
+    let doc = |args: &[&str], jobs: Option<&str>, stats: bool| {
+        let mut full = vec!["check", "--json"];
+        full.extend(jobs.map(|j| ["--jobs", j]).into_iter().flatten());
+        full.extend(trust);
+        full.extend(args);
+        let (code, mut doc) = json_of(&dir, &full);
+        super::without_elapsed(&mut doc);
+        for test in doc["tests"].as_array_mut().unwrap() {
+            let test = test.as_object_mut().unwrap();
+            if !stats {
+                test.remove("strategy_stats");
+            } else if let Some(s) = test["strategy_stats"]["stats"].as_object_mut() {
+                // A peak of each thread's memory, which timing shapes.
+                s.remove("largest frontier (KiB)");
+            }
+        }
+        (code, doc)
+    };
+    let runs: [(&[&str], i32, bool); 3] = [
+        (&[&twopc, "--test", "two_phase_commit_2"], 0, true),
+        (&[&twopc, "--test", "two_phase_commit_bug"], 1, false),
+        (
+            &[
+                &twopc,
+                "--test",
+                "two_phase_commit",
+                "--max-executions",
+                "1500",
+            ],
+            0,
+            false,
+        ),
+    ];
+    for (args, code, stats) in runs {
+        let one = doc(args, Some("1"), stats);
+        assert_eq!(one.0, code, "{args:?}: {}", one.1);
+        let first = &one.1["tests"][0];
+        assert!(first["executions"].as_u64().unwrap() > 15, "{first}");
+        for jobs in [None, Some("2"), Some("3")] {
+            assert_eq!(doc(args, jobs, stats), one, "{args:?} --jobs {jobs:?}");
+        }
+    }
+    let first = |args: &[&str]| doc(args, Some("2"), true).1["tests"][0].clone();
+    let exhaustive = first(&[&twopc, "--test", "two_phase_commit_2"]);
+    assert_eq!(exhaustive["exhausted"], true, "{exhaustive}");
+    assert_eq!(exhaustive["executions"], 241, "{exhaustive}");
+    let bug = first(&[&twopc, "--test", "two_phase_commit_bug"]);
+    assert_eq!(bug["bug"]["execution"], 20, "{bug}");
+    let condvar_doc = doc(&[&condvar], Some("1"), true);
+    assert_eq!(doc(&[&condvar], Some("2"), true), condvar_doc);
+    for test in condvar_doc.1["tests"].as_array().unwrap() {
+        assert_eq!(test["exhausted"], false, "{test}");
+        let stats = &test["strategy_stats"]["stats"];
+        let several = &stats["steps over several objects (not explored past)"];
+        assert!(several.as_u64().unwrap() > 0, "{test}");
+    }
+    // Fair scheduling hides a spinning thread; jobs whose order needs it
+    // then are dropped, and the run says so.
+    for jobs in ["1", "2"] {
+        let run = wasmrace(
+            &dir,
+            &[
+                &["check", &spin, "--test", "flag_wait", "--jobs", jobs],
+                &trust[..],
+            ]
+            .concat(),
+        );
+        expect(&run, 0);
+        assert!(
+            run.stdout
+                .contains("within the reach of dpor under fair scheduling")
+                && run
+                    .stdout
+                    .contains("dropped because fairness hid their thread"),
+            "{}",
+            run.stdout
+        );
+    }
+    // A frontier that outgrows `--frontier-mb` stops the run, naming it.
+    let run = wasmrace(
+        &dir,
+        &[
+            &["check", &spin, "--test", "polite_backoff", "--jobs", "1"],
+            &trust[..],
+            &["--frontier-mb", "1"],
+        ]
+        .concat(),
+    );
+    expect(&run, 0);
+    assert!(
+        run.stdout.contains("not exhausted") && run.stdout.contains("--frontier-mb"),
+        "{}",
+        run.stdout
+    );
+    expect_error(
+        &wasmrace(
+            &dir,
+            &["check", &spin, "--strategy", "dpor", "--frontier-mb", "8"],
+        ),
+        "`--frontier-mb` only applies to `--dpor trust` (unbounded)",
+    );
+    // Partitions deal out whole tests.
+    let part = doc(&[&twopc, "--partition", "2/3"], Some("2"), false).1;
+    let ran: Vec<bool> = (part["tests"].as_array().unwrap().iter())
+        .map(|t| t["ran"] != false)
+        .collect();
+    assert!(
+        part["tests"][1]["executions"].as_u64().unwrap() > 15,
+        "{part}"
+    );
+    assert_eq!(ran.len(), 3, "{part}");
+    assert_eq!(ran, [false, true, false], "{part}");
+}

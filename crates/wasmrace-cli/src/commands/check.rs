@@ -92,7 +92,9 @@ pub enum DporArg {
     Optimal,
     /// Source-DPOR (source sets and sleep sets): may run sleep-set-blocked executions
     Source,
-    /// TruSt-style prototype: jobs that depend on nothing but themselves
+    /// TruSt-style (Kokologiannakis et al., POPL 2022): every job depends on nothing but itself,
+    /// so --jobs N splits one test; steps over one object each (condvars, the registry and read
+    /// locks are not exhausted)
     Trust,
 }
 
@@ -169,6 +171,12 @@ pub struct CheckCommand {
         shown(defaults("ses").cache_mb)
     ))]
     cache_mb: Option<u64>,
+    #[arg(long, value_name = "MIB", help = format!(
+        "Memory for the jobs `--dpor trust` has yet to run, per thread, in MiB; past it \
+         the run stops, not exhausted [default: {}]",
+        shown(defaults("dpor").frontier_mb)
+    ))]
+    frontier_mb: Option<u64>,
     #[arg(long, value_name = "N", help = format!(
         "Executions with no delay sampled by `--strategy ss` (c1 of numsamples(d) = c1 * c2^d) \
          [default: {}]",
@@ -462,6 +470,7 @@ impl CheckCommand {
             c1: self.c1,
             c2: self.c2,
             dpor: self.dpor.map(DporArg::mode),
+            frontier_mb: self.frontier_mb,
         }
     }
 }

@@ -77,6 +77,9 @@ pub fn out_of_range(knob: Knob, given: &StrategyOptions) -> Option<&'static str>
         Knob::Samples if given.c1 == Some(0) || given.c2 == Some(0) => {
             Some("`--c1` and `--c2` must be at least 1")
         }
+        Knob::FrontierMb if given.frontier_mb == Some(0) => {
+            Some("`--frontier-mb` must be at least 1")
+        }
         _ => None,
     }
 }
@@ -91,6 +94,14 @@ pub fn unsupported(name: &str, knob: Knob, given: &StrategyOptions) -> Option<&'
     match knob {
         Knob::Dpor if name == "dpor" && bounded && given.dpor == Some(DporMode::Optimal) => {
             Some("`--dpor optimal` does not take `--preemption-bound`: bounded dpor runs source-DPOR; use `--dpor source` or leave `--dpor` out")
+        }
+        // The other modes hold one path, not a frontier of jobs.
+        Knob::FrontierMb
+            if name == "dpor"
+                && given.frontier_mb.is_some()
+                && (bounded || given.dpor != Some(DporMode::Trust)) =>
+        {
+            Some("`--frontier-mb` only applies to `--dpor trust` (unbounded)")
         }
         _ => None,
     }
@@ -116,8 +127,42 @@ mod tests {
                 "`--cache-mb` only applies to `--strategy ses` and to `--state-cache`",
                 "`--c1` and `--c2` only apply to `--strategy ss`",
                 "`--dpor` only applies to `--strategy dpor`",
+                "`--frontier-mb` only applies to `--strategy dpor`",
             ]
         );
+    }
+
+    /// `--frontier-mb` bounds `--dpor trust`'s jobs, and is refused in one
+    /// line with the modes that hold one path (bounded dpor runs source),
+    /// and when 0.
+    #[test]
+    fn frontier_mb_applies_to_trust_only() {
+        let with = |dpor, bound, mb| StrategyOptions {
+            frontier_mb: Some(mb),
+            dpor,
+            preemption_bound: bound,
+            ..StrategyOptions::NONE
+        };
+        let trust = Some(DporMode::Trust);
+        let knob = Knob::FrontierMb;
+        assert_eq!(unsupported("dpor", knob, &with(trust, None, 8)), None);
+        for (dpor, bound) in [
+            (None, None),
+            (Some(DporMode::Optimal), None),
+            (Some(DporMode::Source), None),
+            (trust, Some(Some(2))),
+        ] {
+            assert_eq!(
+                unsupported("dpor", knob, &with(dpor, bound, 8)),
+                Some("`--frontier-mb` only applies to `--dpor trust` (unbounded)"),
+                "{dpor:?} {bound:?}"
+            );
+        }
+        assert_eq!(
+            out_of_range(knob, &with(trust, None, 0)),
+            Some("`--frontier-mb` must be at least 1")
+        );
+        assert_eq!(out_of_range(knob, &with(trust, None, 1)), None);
     }
 
     /// `dpor` takes a bound (bounded source-DPOR) but refuses an explicit

@@ -123,10 +123,14 @@ pub enum Split {
     /// indices; partitions each run the openings as a prologue
     /// ([`Blocks::Prologue`]) when the strategy gives one.
     Phases,
-    /// Its jobs depend on nothing but themselves (the TruSt-style
-    /// prototype, `--dpor trust`): the threads of one process take them
-    /// from one queue ([`JobQueue`](crate::strategies::systematic::trust::JobQueue));
-    /// partitions are not written yet.
+    /// Its jobs depend on nothing but themselves (`dpor --dpor trust`),
+    /// and it gives each its place in its order
+    /// ([`Splitting::order_key`](crate::Splitting::order_key)): the
+    /// threads of one process share them through a
+    /// [`SubtreePool`](super::steal::SubtreePool), each job a subtree
+    /// whose root is a graph rather than a prefix of decisions, so the
+    /// bug and the budget's cut are one thread's. Partitions take whole
+    /// tests, as for `None`.
     Jobs,
 }
 

@@ -120,6 +120,29 @@ pub struct Subtree {
     /// `condvar_pc` under bound 3 on two threads). Their keys follow
     /// `key`, so the pool orders, drops and parks the run by `key`.
     pub then: Vec<Later>,
+    /// What the strategy needs to start the subtree when a prefix of
+    /// decisions cannot say it (a TruSt-style job is a graph, not a
+    /// path); `None` for DFS.
+    pub payload: Option<Payload>,
+}
+
+/// A strategy's own description of a subtree's root, opaque to the pool
+/// (see [`Subtree::payload`]); two are equal only if they are the same.
+#[derive(Clone)]
+pub struct Payload(pub Arc<dyn std::any::Any + Send + Sync>);
+
+impl PartialEq for Payload {
+    fn eq(&self, other: &Self) -> bool {
+        Arc::ptr_eq(&self.0, &other.0)
+    }
+}
+
+impl Eq for Payload {}
+
+impl std::fmt::Debug for Payload {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.write_str("Payload(..)")
+    }
 }
 
 /// A subtree of a run, explored after the one before it (see
@@ -303,6 +326,7 @@ impl SubtreePool {
             key: vec![0],
             exp: super::visits::NO_EXPANSION,
             then: Vec::new(),
+            payload: None,
         };
         let mut waiting = BTreeMap::new();
         waiting.insert(root.key.clone(), root);
@@ -760,6 +784,7 @@ mod tests {
             key: key.to_vec(),
             exp: 0,
             then: Vec::new(),
+            payload: None,
         }
     }
 

@@ -404,14 +404,14 @@ mod lasso_tests;
 #[cfg(test)]
 mod onward_tests;
 #[cfg(test)]
-mod partition_tests;
+pub(crate) mod partition_tests;
 mod run;
 #[cfg(test)]
 mod ses_rounds_tests;
 #[cfg(test)]
 mod shared_cache_tests;
 #[cfg(test)]
-mod steal_tests;
+pub(crate) mod steal_tests;
 #[cfg(test)]
 mod tests;
 

@@ -15,7 +15,7 @@ use wasmrace_trace::Decision;
 /// Two threads increment `x` without a lock, the second after choosing
 /// how much to add; main joins them and asserts no update was lost (also
 /// the work-stealing tests' model).
-pub(super) fn racy() -> Model {
+pub(crate) fn racy() -> Model {
     let mut b = ModelBuilder::new();
     let x = b.var("x", 0);
     let inc = b.thread("inc", |t| {

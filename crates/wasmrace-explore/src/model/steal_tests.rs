@@ -8,7 +8,7 @@ use crate::explorer::steal::SubtreePool;
 use crate::explorer::{Partition, Report};
 use crate::observer::Observer;
 use crate::strategies::Dfs;
-use crate::strategy::Outcome;
+use crate::strategy::{Outcome, Strategy};
 use crate::{Config, DfsOptions, Explorer};
 use wasmrace_trace::Decision;
 
@@ -17,7 +17,7 @@ use super::partition_tests::racy;
 /// A thread adds to `y` under a lock, another increments it without one
 /// and reads it once more: hundreds of schedules, those that split the
 /// read and its write by the addition losing an update.
-pub(super) fn three() -> Model {
+pub(crate) fn three() -> Model {
     let mut b = ModelBuilder::new();
     let y = b.var("y", 0);
     let l = b.mutex("l");
@@ -40,7 +40,7 @@ pub(super) fn three() -> Model {
 
 /// The executions an observer saw end, abandoned ones left out.
 #[derive(Default)]
-struct Paths(Vec<Vec<Decision>>);
+pub(crate) struct Paths(pub(crate) Vec<Vec<Decision>>);
 
 impl Observer for Paths {
     fn end(&mut self, outcome: &Outcome, path: &[Decision]) {
@@ -58,9 +58,18 @@ fn dfs(bound: Option<u32>) -> Dfs {
 
 /// One run on one thread, with its executions.
 fn single(model: &Model, bound: Option<u32>, config: &Config) -> (Report, Vec<Vec<Decision>>) {
+    single_with(model, config, &mut dfs(bound))
+}
+
+/// One run of `strategy` on one thread, with its executions.
+pub(crate) fn single_with(
+    model: &Model,
+    config: &Config,
+    strategy: &mut dyn Strategy,
+) -> (Report, Vec<Vec<Decision>>) {
     let mut explorer = Explorer::new(model.clone(), config.clone());
     let mut paths = Paths::default();
-    let report = explorer.run_observed(&mut dfs(bound), &mut paths).unwrap();
+    let report = explorer.run_observed(strategy, &mut paths).unwrap();
     (report, paths.0)
 }
 
@@ -75,6 +84,16 @@ fn shared(
     bound: Option<u32>,
     config: &Config,
     n: usize,
+) -> (Report, Vec<Vec<Decision>>) {
+    shared_with(model, config, n, &|| Box::new(dfs(bound)))
+}
+
+/// Like [`shared`], for the strategy `make` builds (one per worker).
+pub(crate) fn shared_with(
+    model: &Model,
+    config: &Config,
+    n: usize,
+    make: &(dyn Fn() -> Box<dyn Strategy> + Sync),
 ) -> (Report, Vec<Vec<Decision>>) {
     use std::sync::atomic::{AtomicUsize, Ordering};
     static CALLS: AtomicUsize = AtomicUsize::new(0);
@@ -95,7 +114,7 @@ fn shared(
                     let mut paths = Paths::default();
                     together.wait();
                     let report = explorer
-                        .run_shared(&mut dfs(bound), &mut paths, &pool)
+                        .run_shared(&mut *make(), &mut paths, &pool)
                         .unwrap();
                     (report, paths.0)
                 })

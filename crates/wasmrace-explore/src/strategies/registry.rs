@@ -78,11 +78,13 @@ pub enum Knob {
     Samples,
     /// `--dpor`: which DPOR algorithm (`dpor`).
     Dpor,
+    /// `--frontier-mb`: `frontier_mb`.
+    FrontierMb,
 }
 
 impl Knob {
     /// Every knob, in the order the CLI checks them.
-    pub const ALL: [Knob; 8] = [
+    pub const ALL: [Knob; 9] = [
         Knob::PreemptionBound,
         Knob::Depth,
         Knob::StateCache,
@@ -91,6 +93,7 @@ impl Knob {
         Knob::CacheMb,
         Knob::Samples,
         Knob::Dpor,
+        Knob::FrontierMb,
     ];
 
     /// The CLI flags that set this knob.
@@ -104,6 +107,7 @@ impl Knob {
             Knob::CacheMb => &["--cache-mb"],
             Knob::Samples => &["--c1", "--c2"],
             Knob::Dpor => &["--dpor"],
+            Knob::FrontierMb => &["--frontier-mb"],
         }
     }
 }
@@ -130,6 +134,9 @@ pub struct StrategyOptions {
     pub c2: Option<u64>,
     /// DPOR's algorithm, optimal or source.
     pub dpor: Option<DporMode>,
+    /// Memory for the jobs `dpor --dpor trust` has yet to run, per
+    /// thread, in MiB.
+    pub frontier_mb: Option<u64>,
 }
 
 impl StrategyOptions {
@@ -144,6 +151,7 @@ impl StrategyOptions {
         c1: None,
         c2: None,
         dpor: None,
+        frontier_mb: None,
     };
 
     /// Whether the knob is set; `state_cache: Some(false)` counts as not
@@ -158,6 +166,7 @@ impl StrategyOptions {
             Knob::CacheMb => self.cache_mb.is_some(),
             Knob::Samples => self.c1.is_some() || self.c2.is_some(),
             Knob::Dpor => self.dpor.is_some(),
+            Knob::FrontierMb => self.frontier_mb.is_some(),
         }
     }
 
@@ -173,6 +182,7 @@ impl StrategyOptions {
             c1: self.c1.or(fallback.c1),
             c2: self.c2.or(fallback.c2),
             dpor: self.dpor.or(fallback.dpor),
+            frontier_mb: self.frontier_mb.or(fallback.frontier_mb),
         }
     }
 
@@ -187,6 +197,7 @@ impl StrategyOptions {
             Knob::CacheMb => self.cache_mb = None,
             Knob::Samples => (self.c1, self.c2) = (None, None),
             Knob::Dpor => self.dpor = None,
+            Knob::FrontierMb => self.frontier_mb = None,
         }
         self
     }

@@ -22,7 +22,9 @@ use wasmrace_explore::{Blocks, Explorer, LowestBug, Partition, Report, Split};
 /// one is given, and its report is the one-thread run's too (the pool
 /// numbers the bug and cuts the budget in the search order,
 /// [`SubtreePool::settle`]); one that shares its tree (`dfs` with a state
-/// cache, [`Split::Shared`]) does the same and shares the cache as well;
+/// cache, [`Split::Shared`]) does the same and shares the cache as well,
+/// and so does one whose jobs depend on nothing but themselves (`dpor
+/// --dpor trust`, [`Split::Jobs`]: a subtree is a job's graph);
 /// one that runs in rounds (`ses`, [`Split::Rounds`]) runs each round's
 /// executions side by side and is counted in one thread's order;
 /// one that splits by execution is split into `jobs`
@@ -76,12 +78,9 @@ pub fn check_jobs_with_progress(
     if split == Split::Rounds {
         return super::rounds::check_rounds(guest, test, opts, jobs, progress);
     }
-    if split == Split::Jobs {
-        return super::queue::check_queue(guest, test, opts, jobs, progress);
-    }
     let tick = progress_ticks(progress);
     let tick = &tick;
-    let shares_tree = matches!(split, Split::ByPrefix | Split::Shared);
+    let shares_tree = matches!(split, Split::ByPrefix | Split::Shared | Split::Jobs);
     let pool = shares_tree.then(|| SubtreePool::new(jobs as usize));
     let outer = opts
         .explore

@@ -8,16 +8,12 @@ use super::{fmt_name, Cx, Kind, Outcome, Ret, World, NAME_BYTES};
 use crate::ops::Op;
 use wasmrace_trace::{Access, Oid, Tid};
 
-/// Extra id domain: "the name a thread is registered under".
-const NAME_SLOT_TAG: u64 = 6;
-
-/// The id of the name thread `t` is registered under.
+/// The id of the name thread `t` is registered under: the thread's
+/// liveness, so that an exit touches one object unless the thread has a
+/// name (`dpor --dpor trust` places steps over one object only). A
+/// coarser dependence than a slot of its own (an unregister conflicts
+/// with a join of its owner), and still sound.
 pub(super) fn name_slot(t: Tid) -> Oid {
-    // Prototype (branch trust-port): the slot is the thread's liveness, so
-    // that an exit touches one object unless the thread has a name. A
-    // coarser dependence than before (an unregister now conflicts with a
-    // join of its owner), still sound.
-    let _ = NAME_SLOT_TAG;
     Oid::liveness(t)
 }
 

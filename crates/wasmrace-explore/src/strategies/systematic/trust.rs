@@ -3,9 +3,10 @@
 //! order reduction", POPL 2022) transcribed to Mazurkiewicz traces over
 //! steps that touch one object each: every execution computes its
 //! alternatives (child jobs) from itself alone, with no wakeup tree and no
-//! sleep set, so that jobs could run on any thread or machine. Research
-//! prototype of `docs/design/trust-mazurkiewicz.md` (the model it follows
-//! is `docs/design/pop-proto/trustcf.py`); not registered.
+//! sleep set, so that jobs run on any thread (`dpor --dpor trust`, `check
+//! --jobs N`). The design and its validation against brute force are
+//! `docs/design/trust-mazurkiewicz.md` (the model it follows is
+//! `docs/design/pop-proto/trustcf.py`).
 //!
 //! **A job** is a graph: its events in the order they were added (the
 //! *stamp*) and the order of every conflicting pair of different threads.
@@ -26,13 +27,34 @@
 //! (a revisit can free a blocked lock, or block one). A run in which a
 //! stopped thread could go on at the end is *wasted* (the real execution
 //! goes on, and the enabling event's revisit runs it).
+//!
+//! **Order and threads.** A job's key is its parent's plus the stamp of
+//! the event that made it (later first) and its rank among that event's
+//! placements, so keys sort jobs in the order one thread runs them (last
+//! made first). Workers share jobs through a
+//! [`SubtreePool`](crate::explorer::steal::SubtreePool), each job a
+//! subtree whose payload is its graph, and the pool numbers the bug and
+//! cuts the budget in key order: the report is one thread's, but for the
+//! counters below when a bug or the budget cut the run (the threads ran
+//! past it).
+//!
+//! **What it cannot prove, it says.** A step over several objects (a
+//! condvar wait, the registry) is not placed: its execution runs on, but
+//! nothing after it is explored, and the run is not exhausted. Under fair
+//! scheduling a job whose order runs a hidden thread is dropped, a limit
+//! reported as a bound (`--fairness-bound`), as `dpor`'s dropped
+//! reversals are. Jobs hold graphs, whose order is quadratic in a
+//! spinning execution's length: past `--frontier-mb` per worker the run
+//! stops, not exhausted.
 
 use crate::explorer::partition::Split;
+use crate::explorer::steal::{Payload, Subtree, SubtreePool, Taken};
+use crate::explorer::visits::NO_EXPANSION;
 use crate::program::{StepInfo, ThreadView};
 use crate::splitting::Splitting;
-use crate::strategy::{Capabilities, Context, Outcome, Start, Stat, Strategy};
+use crate::strategy::{BoundHit, Capabilities, Context, Outcome, Start, Stat, Strategy};
 use std::collections::BTreeSet;
-use std::sync::{Arc, Condvar, Mutex};
+use std::sync::Arc;
 use wasmrace_trace::{Access, Decision, OpKind, Tid};
 
 /// One event of a graph.
@@ -394,89 +416,54 @@ fn cp_iter(cp: &[bool]) -> impl Iterator<Item = usize> + '_ {
     cp.iter().enumerate().filter(|(_, &x)| x).map(|(i, _)| i)
 }
 
-/// The jobs of one exploration shared by the threads running it: any
-/// thread takes any job (they depend on nothing but themselves) and puts
-/// its children back; the exploration ends when no job is left and no
-/// thread is running one.
-#[derive(Debug)]
-pub struct JobQueue {
-    state: Mutex<QueueState>,
-    ready: Condvar,
+/// The memory a worker's jobs may hold by default, in MiB (`--frontier-mb`).
+pub const DEFAULT_FRONTIER_MB: u64 = 1024;
+
+/// A job: a graph to run, and its place in the one-thread exploration
+/// order (see [`Trust::order_key`](crate::Splitting::order_key)).
+#[derive(Clone, Debug)]
+struct Job {
+    graph: Graph,
+    key: Vec<u32>,
 }
 
-#[derive(Debug)]
-struct QueueState {
-    jobs: Vec<Graph>,
-    /// Threads with work: a job running or jobs of their own to run.
-    busy: usize,
-    /// Threads waiting for a job.
-    waiting: usize,
-    stopped: bool,
-}
-
-impl JobQueue {
-    /// A queue holding the root job (the empty graph).
-    pub fn new() -> Arc<JobQueue> {
-        Arc::new(JobQueue {
-            state: Mutex::new(QueueState {
-                jobs: vec![Graph::default()],
-                busy: 0,
-                waiting: 0,
-                stopped: false,
-            }),
-            ready: Condvar::new(),
-        })
+impl Job {
+    /// About the bytes the job holds: its events and its order, with the
+    /// overhead of their collections.
+    fn bytes(&self) -> u64 {
+        let g = &self.graph;
+        let ev = std::mem::size_of::<Ev>() + 40;
+        let spawned: usize = g.evs.iter().map(|e| e.spawned.len() * 8).sum();
+        (g.evs.len() * ev + spawned + g.before.len() * 48 + self.key.len() * 4) as u64
     }
 
-    fn lock(&self) -> std::sync::MutexGuard<'_, QueueState> {
-        self.state.lock().unwrap_or_else(|e| e.into_inner())
-    }
-
-    /// Ends the exploration for every thread (one stopped or failed).
-    pub fn stop(&self) {
-        self.lock().stopped = true;
-        self.ready.notify_all();
-    }
-
-    /// The next job for a thread that ran out of its own (`was_busy`: it
-    /// had some), waiting while others may still make some; `None` once
-    /// the exploration is over.
-    fn take(&self, was_busy: bool) -> Option<Graph> {
-        let mut st = self.lock();
-        if was_busy {
-            st.busy -= 1;
+    /// The whole exploration: the empty graph, with the pool's root key.
+    fn root() -> Job {
+        Job {
+            graph: Graph::default(),
+            key: vec![0],
         }
-        st.waiting += 1;
-        let job = loop {
-            if st.stopped {
-                break None;
-            }
-            if let Some(job) = st.jobs.pop() {
-                st.busy += 1;
-                break Some(job);
-            }
-            if st.busy == 0 {
-                break None;
-            }
-            st = self.ready.wait(st).unwrap_or_else(|e| e.into_inner());
-        };
-        st.waiting -= 1;
-        if job.is_none() {
-            self.ready.notify_all();
+    }
+
+    /// The job another worker handed over through the pool.
+    fn from_subtree(t: Subtree) -> Job {
+        let graph = (t.payload)
+            .and_then(|p| p.0.downcast::<Graph>().ok())
+            .map(Arc::unwrap_or_clone)
+            .unwrap_or_default();
+        Job { graph, key: t.key }
+    }
+
+    /// This job as a subtree for the pool.
+    fn into_subtree(self) -> Subtree {
+        Subtree {
+            steps: Vec::new(),
+            iteration: 0,
+            key: self.key,
+            exp: NO_EXPANSION,
+            then: Vec::new(),
+            payload: Some(Payload(Arc::new(self.graph))),
         }
-        job
-    }
-
-    /// Whether a thread waits for a job and none is left to take.
-    fn hungry(&self) -> bool {
-        let st = self.lock();
-        st.waiting > 0 && st.jobs.is_empty()
-    }
-
-    /// Hands jobs over to the waiting threads.
-    fn give(&self, jobs: Vec<Graph>) {
-        self.lock().jobs.extend(jobs);
-        self.ready.notify_all();
     }
 }
 
@@ -493,6 +480,11 @@ struct Run {
     pending: Option<Ev>,
     /// A replayed step was not the graph's event.
     diverged: bool,
+    /// A step over several objects ran: the rest of the execution runs
+    /// on, least `Tid` first, unrecorded and with no alternatives.
+    untracked: bool,
+    /// The job's place in the exploration order.
+    key: Vec<u32>,
 }
 
 /// An event of the previous execution, in the order it ran: who, which,
@@ -502,32 +494,66 @@ type Ran = (Tid, u32, u32, Option<Access>, bool);
 /// The TruSt-style exploration; see the module documentation.
 #[derive(Debug, Default)]
 pub struct Trust {
-    jobs: Vec<Graph>,
+    /// Jobs to run, the next on top: their keys fall from bottom to top.
+    jobs: Vec<Job>,
     /// The previous execution's events, to resume where a job shares them.
     last: Vec<Ran>,
     /// Which job runs next: the last made (0), or, to show that the jobs
     /// do not depend on one another, one picked by this seed's stream.
     shuffle: u64,
     run: Option<Run>,
+    /// The key of the last job begun.
+    key: Vec<u32>,
     started: bool,
     executions: u64,
     wasted: u64,
     infeasible: u64,
     repeated: u64,
-    /// Steps over several objects met (the run stops at the first).
+    /// Steps over several objects met (nothing after one is explored).
     unsupported: u64,
-    /// The queue shared with other threads (`check --jobs`), if any.
-    queue: Option<Arc<JobQueue>>,
-    /// Whether this thread holds work the queue counts (shared mode).
-    busy: bool,
-    /// The queue said the exploration is over.
-    drained: bool,
+    /// Jobs dropped because fair scheduling hid the thread to replay.
+    unfair: u64,
+    /// The bytes this worker's own jobs hold ([`Job::bytes`]), the most
+    /// they may hold (`--frontier-mb`), and the peak.
+    frontier: u64,
+    max_frontier: u64,
+    peak_frontier: u64,
+    /// The jobs outgrew `max_frontier`: the run stopped, not exhausted.
+    full: bool,
+    /// The pool shared with the other workers of the run (`check
+    /// --jobs`), if any, and what this worker knows of it.
+    pool: Option<Arc<SubtreePool>>,
+    shared: Shared,
+}
+
+/// A worker's view of the pool it shares (see [`Trust::next_shared`]).
+#[derive(Debug, Default)]
+struct Shared {
+    /// Changes whenever the next job does not directly follow the last
+    /// in the exploration order (one taken from the pool).
+    stretch: u64,
+    /// Jobs after this key are not run (a bug's, or the budget's cut).
+    threshold: Option<Vec<u32>>,
+    threshold_seen: u64,
+    told_abandoned: bool,
+    /// The pool said the run is over, and whether everything was explored.
+    done: Option<bool>,
 }
 
 impl Trust {
-    /// A new exploration.
+    /// A new exploration, its jobs holding at most
+    /// [`DEFAULT_FRONTIER_MB`] per worker.
     pub fn new() -> Self {
-        Self::default()
+        Self::with_frontier_mb(DEFAULT_FRONTIER_MB)
+    }
+
+    /// A new exploration whose jobs hold at most `mb` MiB per worker
+    /// (`--frontier-mb`): past it the run stops, not exhausted.
+    pub fn with_frontier_mb(mb: u64) -> Self {
+        Trust {
+            max_frontier: mb.saturating_mul(1 << 20),
+            ..Self::default()
+        }
     }
 
     /// An exploration that takes its jobs in an order drawn from `seed`
@@ -535,7 +561,7 @@ impl Trust {
     pub fn shuffled(seed: u64) -> Self {
         Trust {
             shuffle: seed | 1,
-            ..Self::default()
+            ..Self::new()
         }
     }
 
@@ -589,17 +615,132 @@ impl Trust {
         run.order.push(at);
         run.at = run.order.len();
         // Children explored after this run's own continuation: pushed in
-        // reverse so that the first placement pops first.
-        self.jobs.extend(children.into_iter().rev());
+        // reverse so that the first placement pops first. Their keys say
+        // so: a later event's children come first, and among one event's,
+        // the first placement.
+        let parent = &run.key;
+        let jobs = children.into_iter().enumerate().map(|(c, graph)| {
+            let mut key = Vec::with_capacity(parent.len() + 2);
+            key.extend_from_slice(parent);
+            key.extend([u32::MAX - at as u32, c as u32]);
+            Job { graph, key }
+        });
+        let jobs: Vec<Job> = jobs.collect();
+        let bytes: u64 = jobs.iter().map(Job::bytes).sum();
+        self.frontier += bytes;
+        self.peak_frontier = self.peak_frontier.max(self.frontier);
+        self.jobs.extend(jobs.into_iter().rev());
+        if self.frontier > self.max_frontier {
+            self.outgrown();
+        }
+    }
+
+    /// The jobs outgrew `--frontier-mb`: every worker stops.
+    fn outgrown(&mut self) {
+        self.full = true;
+        self.jobs.clear();
+        self.frontier = 0;
+        if let Some(pool) = &self.pool {
+            pool.stop_at(self.frontier_hit());
+        }
+    }
+
+    fn frontier_hit(&self) -> BoundHit {
+        BoundHit {
+            bound: "job memory (MiB)",
+            value: self.max_frontier >> 20,
+            knob: "--frontier-mb",
+        }
+    }
+
+    /// Takes job `at` off this worker's stack.
+    fn take_own(&mut self, at: usize) -> Job {
+        let job = self.jobs.swap_remove(at);
+        self.frontier = self.frontier.saturating_sub(job.bytes());
+        job
+    }
+
+    /// The next job to run, `None` when there is none.
+    fn next_job(&mut self) -> Option<Job> {
+        if let Some(pool) = self.pool.clone() {
+            self.started = true;
+            return self.next_shared(&pool);
+        }
+        if !std::mem::replace(&mut self.started, true) {
+            return Some(Job::root());
+        }
+        if self.jobs.is_empty() {
+            return None;
+        }
+        let at = if self.shuffle == 0 {
+            self.jobs.len() - 1
+        } else {
+            // xorshift: any order will do, as long as it is not the stack's.
+            self.shuffle ^= self.shuffle << 13;
+            self.shuffle ^= self.shuffle >> 7;
+            self.shuffle ^= self.shuffle << 17;
+            (self.shuffle % self.jobs.len() as u64) as usize
+        };
+        Some(self.take_own(at))
+    }
+
+    /// The next job of a worker sharing `pool`: its own next, unless a
+    /// bug or the budget's cut made it useless; the older half of its own
+    /// goes to the pool when another worker waits; from the pool once it
+    /// has none.
+    ///
+    /// A worker's own jobs are a stack whose keys fall from bottom to top,
+    /// and it runs the top first, so its executions follow one another in
+    /// the exploration order (one stretch, see
+    /// [`steal`](crate::explorer::steal)) until it takes a job from the
+    /// pool: what it donates is its bottom, the jobs that come after all
+    /// it keeps. For the same reason a threshold below the top is below
+    /// all of them.
+    fn next_shared(&mut self, pool: &SubtreePool) -> Option<Job> {
+        let sh = &mut self.shared;
+        if let Some(threshold) = pool.threshold_moved(&mut sh.threshold_seen) {
+            sh.threshold = threshold;
+        }
+        let late = |j: &Job| sh.threshold.as_ref().is_some_and(|t| j.key > *t);
+        if self.jobs.last().is_some_and(late) {
+            self.jobs.clear();
+            self.frontier = 0;
+            if !std::mem::replace(&mut sh.told_abandoned, true) {
+                pool.abandoned();
+            }
+        }
+        if self.jobs.len() > 1 && pool.hungry() {
+            let half = self.jobs.len() / 2;
+            let given: Vec<Job> = self.jobs.drain(..half).collect();
+            let bytes: u64 = given.iter().map(Job::bytes).sum();
+            self.frontier = self.frontier.saturating_sub(bytes);
+            pool.give(given.into_iter().map(Job::into_subtree).collect());
+        }
+        if !self.jobs.is_empty() {
+            return Some(self.take_own(self.jobs.len() - 1));
+        }
+        match pool.take() {
+            Taken::Subtree(t) => {
+                self.shared.stretch += 1;
+                Some(Job::from_subtree(t))
+            }
+            Taken::Done { exhausted } => {
+                self.shared.done = Some(exhausted);
+                None
+            }
+            Taken::Stopped => None,
+        }
     }
 
     /// The free run's choice: the thread of least `Tid` that can go on.
+    /// A thread fair scheduling hides is passed over, not blocked: it
+    /// comes back once the spinning thread above it moved.
     fn free(&mut self, ctx: &Context<'_>) -> Option<Decision> {
-        let mut threads: Vec<&ThreadView> = ctx.threads.iter().collect();
-        threads.sort_by_key(|t| t.tid);
-        for t in threads {
+        let mut threads: Vec<(usize, &ThreadView)> = ctx.threads.iter().enumerate().collect();
+        threads.sort_by_key(|(_, t)| t.tid);
+        for (i, t) in threads {
             let run = self.run.as_ref().expect("a run");
-            if run.stopped.contains(&t.tid) {
+            if run.stopped.contains(&t.tid) || ctx.is_hidden(i) {
                 continue;
             }
             if t.pending.enabled {
@@ -660,10 +801,17 @@ impl Trust {
             let (tid, idx) = (run.graph.evs[i].tid, run.graph.evs[i].idx);
             let last = !run.graph.evs.iter().any(|x| x.tid == tid && x.idx > idx);
             let e = &mut run.graph.evs[i];
-            let Some(t) = ctx.thread(e.tid) else {
+            let Some(at) = ctx.threads.iter().position(|t| t.tid == e.tid) else {
                 self.infeasible += 1;
                 return Some(None);
             };
+            if ctx.is_hidden(at) {
+                // This order is not fair: a limit of the reduction under
+                // fair scheduling, not a proof (see `bound_hit`).
+                self.unfair += 1;
+                return Some(None);
+            }
+            let t = &ctx.threads[at];
             if t.pending.enabled {
                 e.blocked = false;
                 return Some(Some(Decision::new(e.tid, e.alt)));
@@ -695,40 +843,16 @@ impl Strategy for Trust {
     }
 
     fn begin(&mut self, _executions: u64) -> Option<Start> {
-        let graph = if let Some(q) = self.queue.clone().filter(|_| self.jobs.is_empty()) {
-            // Out of jobs of its own: one from the queue.
-            self.started = true;
-            let job = q.take(self.busy);
-            self.busy = job.is_some();
-            match job {
-                Some(g) => g,
-                None => {
-                    self.drained = true;
-                    return None;
-                }
-            }
-        } else if self.started || self.queue.is_some() {
-            if self.jobs.is_empty() {
-                return None;
-            }
-            let at = if self.shuffle == 0 {
-                self.jobs.len() - 1
-            } else {
-                // xorshift: any order will do, as long as it is not the stack's.
-                self.shuffle ^= self.shuffle << 13;
-                self.shuffle ^= self.shuffle >> 7;
-                self.shuffle ^= self.shuffle << 17;
-                (self.shuffle % self.jobs.len() as u64) as usize
-            };
-            self.jobs.swap_remove(at)
-        } else {
-            self.started = true;
-            Graph::default()
-        };
+        if self.full {
+            return None;
+        }
+        let Job { graph, key } = self.next_job()?;
+        self.key.clone_from(&key);
         let order = graph.linearize();
         let mut run = Run {
             graph,
             order,
+            key,
             ..Run::default()
         };
         let steps = self.resume(&mut run);
@@ -745,6 +869,10 @@ impl Strategy for Trust {
             self.infeasible += 1;
             return None;
         }
+        if self.run.as_ref().is_some_and(|r| r.untracked) {
+            let t = ctx.threads.iter().filter(|t| t.pending.enabled);
+            return t.min_by_key(|t| t.tid).map(|t| Decision::new(t.tid, 0));
+        }
         match self.replay(ctx) {
             Some(d) => d,
             None => self.free(ctx),
@@ -753,6 +881,9 @@ impl Strategy for Trust {
 
     fn observe(&mut self, step: &StepInfo) {
         let run = self.run.as_mut().expect("a run");
+        if run.untracked {
+            return;
+        }
         if run.at < run.order.len() {
             let i = run.order[run.at];
             let acc = one_access(&step.accesses);
@@ -780,13 +911,11 @@ impl Strategy for Trust {
         }
         let mut ev = run.pending.take().expect("a decided event");
         let Ok(acc) = one_access(&step.accesses) else {
-            // Not placeable: the exploration stops here, not exhausted.
+            // Not placeable: the execution runs on, but nothing after this
+            // step is explored (not exhausted). Each job still makes the
+            // same children, whichever worker runs it.
             self.unsupported += 1;
-            self.jobs.clear();
-            if let Some(q) = &self.queue {
-                q.stop();
-            }
-            run.diverged = true;
+            run.untracked = true;
             return;
         };
         ev.acc = acc;
@@ -796,14 +925,6 @@ impl Strategy for Trust {
     }
 
     fn end(&mut self, _outcome: &Outcome) {
-        // A thread waits: hand it the older half of this one's jobs (the
-        // bottom of the stack, the largest subtrees).
-        if let Some(q) = &self.queue {
-            if self.jobs.len() > 1 && q.hungry() {
-                let half = self.jobs.len() / 2;
-                q.give(self.jobs.drain(..half).collect());
-            }
-        }
         // Two blocked attempts on one object only wait: their order is no
         // part of the trace, so only the graph with them in stamp order
         // counts (the other is the same trace again).
@@ -831,11 +952,12 @@ impl Capabilities for Trust {
     fn exhausted(&self) -> bool {
         // A job that could not replay took its subtree with it: no proof.
         self.started
-            && (self.queue.is_none() || self.drained)
+            && (self.pool.is_none() || self.shared.done == Some(true))
             && self.jobs.is_empty()
             && self.run.is_none()
             && self.unsupported == 0
             && self.infeasible == 0
+            && !self.full
     }
 
     fn stats(&self) -> Vec<Stat> {
@@ -847,7 +969,24 @@ impl Capabilities for Trust {
                 "steps over several objects (not explored past)",
                 self.unsupported,
             ),
+            Stat::new("jobs dropped by fair scheduling", self.unfair),
+            Stat::peak("largest frontier (KiB)", self.peak_frontier >> 10),
         ]
+    }
+
+    /// Jobs dropped because fair scheduling hid the thread their order
+    /// runs next: which schedules are fair depends on more than the
+    /// trace (see `dpor`'s module documentation), so the search ended
+    /// without covering every trace: a limit, not a proof.
+    fn bound_hit(&self) -> Option<BoundHit> {
+        if self.full {
+            return Some(self.frontier_hit());
+        }
+        (self.unfair > 0).then_some(BoundHit {
+            bound: "dropped jobs",
+            value: self.unfair,
+            knob: "--fairness-bound",
+        })
     }
 
     fn splitting(&self) -> Option<&dyn Splitting> {
@@ -864,9 +1003,17 @@ impl Splitting for Trust {
         Split::Jobs
     }
 
-    fn share_jobs(&mut self, queue: Arc<JobQueue>) -> bool {
-        self.queue = Some(queue);
+    fn order_key(&self) -> Option<Vec<u32>> {
+        Some(self.key.clone())
+    }
+
+    fn share(&mut self, pool: Arc<SubtreePool>) -> bool {
+        self.pool = Some(pool);
         true
+    }
+
+    fn stretch(&self) -> u64 {
+        self.shared.stretch
     }
 }
 

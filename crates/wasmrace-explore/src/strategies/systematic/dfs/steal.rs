@@ -245,6 +245,7 @@ fn subtree(steps: Vec<(Decision, u32)>, iteration: u32, exp: ExpId, then: Vec<La
         key,
         exp,
         then,
+        payload: None,
     }
 }
 

@@ -110,16 +110,21 @@ pub const DESCRIPTOR: Descriptor = Descriptor {
     takes: &[
         Takes::always(Knob::Dpor),
         Takes::always(Knob::PreemptionBound),
+        // Used by `--dpor trust` only: the other modes hold one path.
+        Takes::always(Knob::FrontierMb),
     ],
     always: &[],
     defaults: StrategyOptions {
         dpor: Some(DporMode::Optimal),
         preemption_bound: Some(None),
+        frontier_mb: Some(super::trust::DEFAULT_FRONTIER_MB),
         ..StrategyOptions::NONE
     },
     build: |o, _| match (preemption_bound(o), mode(o)) {
         (Some(n), _) => Box::new(Dpor::bounded(n)),
-        (None, DporMode::Trust) => Box::new(super::trust::Trust::new()),
+        (None, DporMode::Trust) => Box::new(super::trust::Trust::with_frontier_mb(
+            o.frontier_mb.unwrap_or(super::trust::DEFAULT_FRONTIER_MB),
+        )),
         (None, m) => Box::new(Dpor::new(m)),
     },
     describe: |o, _| match preemption_bound(o) {

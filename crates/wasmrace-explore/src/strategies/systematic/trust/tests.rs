@@ -127,34 +127,59 @@ fn jobs_taken_in_any_order_run_the_same_executions() {
     }
 }
 
-/// Threads sharing one queue (`check --jobs`) run the one-thread run's
-/// executions between them: the same orders, as many runs.
+/// Workers sharing a pool (`check --jobs`) run the one-thread run's
+/// executions between them, each once, and report what it reports: the
+/// same count, verdict and bugs numbered as it numbers them, when the run
+/// goes on past its bugs, stops at its first, or is cut by the budget;
+/// whatever the timing (pools of every eagerness, 1 to 7 workers).
 #[test]
-fn threads_sharing_the_queue_run_the_one_thread_executions() {
-    for seed in 0..30 {
-        let mut one = Trust::new();
-        let (a, _) = measure(random_model(seed), &mut one, 100_000);
-        let queue = JobQueue::new();
-        let parts: Vec<_> = std::thread::scope(|s| {
-            let handles: Vec<_> = (0..3)
-                .map(|_| {
-                    let queue = queue.clone();
-                    s.spawn(move || {
-                        let mut t = Trust::new();
-                        assert!(t.share_jobs(queue));
-                        let (m, r) = measure(random_model(seed), &mut t, 100_000);
-                        (m, r.exhausted)
-                    })
-                })
-                .collect();
-            handles.into_iter().map(|h| h.join().unwrap()).collect()
-        });
-        let runs: u64 = parts.iter().map(|(m, _)| m.executions()).sum();
-        let orders: std::collections::BTreeSet<u128> = (parts.iter())
-            .flat_map(|(m, _)| m.order_hashes().iter().copied())
-            .collect();
-        assert!(parts.iter().all(|(_, e)| *e), "seed {seed}");
-        assert_eq!(runs, a.executions(), "seed {seed}");
-        assert_eq!(&orders, a.order_hashes(), "seed {seed}");
+fn workers_sharing_a_pool_report_the_one_thread_run() {
+    use crate::model::partition_tests::racy;
+    use crate::model::steal_tests::{shared_with, single_with, three};
+    use crate::Config;
+    let models = [
+        racy(),
+        three(),
+        two_phase(2),
+        random_model(3),
+        random_model(11),
+    ];
+    let bugs = |r: &crate::explorer::Report| {
+        (r.bugs.iter())
+            .map(|b| (b.schedule.clone(), b.execution, b.order_key.clone()))
+            .collect::<Vec<_>>()
+    };
+    let mut cut = 0;
+    for (m, model) in models.iter().enumerate() {
+        for (max, stop) in [(100_000, false), (100_000, true), (7, false), (40, true)] {
+            let config = Config {
+                max_executions: max,
+                stop_on_first_bug: stop,
+                ..Config::default()
+            };
+            let (one, mut all) = single_with(model, &config, &mut Trust::new());
+            all.sort();
+            cut += u32::from(one.stopped_by.is_some());
+            for n in [1, 2, 3, 7] {
+                let what = format!("model {m}, budget {max}, stop {stop}, {n} workers");
+                let (r, mut paths) = shared_with(model, &config, n, &|| Box::new(Trust::new()));
+                assert_eq!(r.executions, one.executions, "{what}");
+                assert_eq!(r.exhausted, one.exhausted, "{what}");
+                assert_eq!(r.stopped_by, one.stopped_by, "{what}");
+                assert_eq!(bugs(&r), bugs(&one), "{what}");
+                assert_eq!(r.failing_executions, one.failing_executions, "{what}");
+                paths.sort();
+                if one.exhausted {
+                    assert_eq!(paths, all, "{what}: the same executions, none twice");
+                } else {
+                    // Workers may run past a bug or the budget; they run
+                    // at least what one thread runs.
+                    for p in &all {
+                        assert!(paths.binary_search(p).is_ok(), "{what}: {p:?} not run");
+                    }
+                }
+            }
+        }
     }
+    assert!(cut > 0, "some run is cut by its budget");
 }
