@@ -105,6 +105,9 @@ struct Graph {
     /// Per event, its thread's previous event, or the spawn that made its
     /// thread (for a first event).
     prev: Vec<Option<usize>>,
+    /// Per event, whether it was added maximally ([`Graph::maximal`]),
+    /// kept because revisits ask it of every event they would delete.
+    max: Vec<bool>,
 }
 
 impl Graph {
@@ -131,11 +134,20 @@ impl Graph {
                 i => at.get(&(e.tid, i - 1)).copied(),
             })
             .collect();
+        // Conflicting pairs are all ordered: an event is maximal unless it
+        // is before one added earlier (or takes another alternative).
+        let mut max: Vec<bool> = evs.iter().map(|e| e.alt == 0).collect();
+        for &(x, y) in &before {
+            if y < x {
+                max[x] = false;
+            }
+        }
         Graph {
             evs,
             before,
             into,
             prev,
+            max,
         }
     }
 
@@ -147,6 +159,7 @@ impl Graph {
         self.before.extend(into.iter().map(|&i| (i, at)));
         self.prev.push(self.prev_of(&a));
         self.into.push(into);
+        self.max.push(a.alt == 0);
         self.evs.push(a);
     }
 
@@ -177,20 +190,15 @@ impl Graph {
         seen
     }
 
-    /// The events causally after `b` (inclusive).
-    fn future(&self, b: usize) -> Vec<bool> {
-        let n = self.evs.len();
-        let mut after = vec![false; n];
+    /// The events causally after `b` (inclusive), given a linearization
+    /// `order` of the graph (one pass: an event's predecessors come first).
+    fn future(&self, b: usize, order: &[usize]) -> Vec<bool> {
+        let mut after = vec![false; self.evs.len()];
         after[b] = true;
-        // Stamps need not follow the order: sweep until nothing changes.
-        let mut changed = true;
-        while changed {
-            changed = false;
-            for i in 0..n {
-                if !after[i] && self.preds(i).any(|p| after[p]) {
-                    after[i] = true;
-                    changed = true;
-                }
+        let from = order.iter().position(|&i| i == b).unwrap_or(0);
+        for &i in &order[from..] {
+            if !after[i] && self.preds(i).any(|p| after[p]) {
+                after[i] = true;
             }
         }
         after
@@ -220,8 +228,7 @@ impl Graph {
     /// Whether `e` was added maximally: after every conflicting event
     /// added before it, and with its first alternative.
     fn maximal(&self, e: usize) -> bool {
-        let ev = &self.evs[e];
-        ev.alt == 0 && (0..e).all(|c| !self.evs[c].conflicts(ev) || self.before.contains(&(c, e)))
+        self.max[e]
     }
 
     /// A linearization: events in an order that respects the graph, the
@@ -290,6 +297,8 @@ impl Graph {
             return out;
         };
         let cp = self.past(self.prev_of(a));
+        // Computed once, and only when some placement needs it.
+        let mut order: Option<Vec<usize>> = None;
         // A failed compare-exchange only reads, but placed before a write
         // it saw it may succeed: it is placed as the write it may become.
         if acc.kind.is_shared() && a.op != OpKind::AtomicCompareExchange {
@@ -319,7 +328,8 @@ impl Graph {
             // Before `b` means after everything of its object added before
             // it, and maybe after later events `a` sees that are not after
             // `b` (before `a`, they would put `b` before `a`).
-            let after_b = self.future(b);
+            let order = order.get_or_insert_with(|| self.linearize());
+            let after_b = self.future(b, order);
             let optional: Vec<usize> = conf
                 .iter()
                 .copied()
