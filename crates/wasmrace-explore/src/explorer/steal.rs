@@ -6,7 +6,10 @@
 //! A subtree is a prefix of decisions (with each decision's mark, so that
 //! its place in the search order is known without running it) and the
 //! iteration it belongs to. A worker explores one subtree at a time, below
-//! its prefix only (reaching it by replaying the prefix). When some worker
+//! its prefix only (reaching it by replaying the prefix); a strategy whose
+//! subtrees are not prefixes (`dpor --dpor trust`, whose jobs are graphs)
+//! hands its own description over as the subtree's payload instead, the
+//! order key doing the rest. When some worker
 //! is idle and the pool holds fewer subtrees than there are idle workers,
 //! a busy worker donates some of its untried alternatives between two
 //! executions. The subtrees are disjoint and each is explored the same

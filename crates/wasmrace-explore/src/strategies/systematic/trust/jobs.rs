@@ -35,7 +35,8 @@ impl Job {
         }
     }
 
-    /// The job another worker handed over through the pool.
+    /// The job another worker handed over through the pool; the pool's
+    /// root (no payload) is the empty graph.
     pub(super) fn from_subtree(t: Subtree) -> Job {
         let graph = (t.payload)
             .and_then(|p| p.0.downcast::<Graph>().ok())
@@ -82,6 +83,7 @@ impl Trust {
         }
     }
 
+    /// The bound `--frontier-mb` sets, as reports name it.
     pub(super) fn frontier_hit(&self) -> BoundHit {
         BoundHit {
             bound: "job memory (MiB)",
