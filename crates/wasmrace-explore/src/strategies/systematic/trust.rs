@@ -89,7 +89,7 @@ struct Run {
 type Ran = (Tid, u32, u32, Option<Access>, bool);
 
 /// The TruSt-style exploration; see the module documentation.
-#[derive(Debug, Default)]
+#[derive(Debug)]
 pub struct Trust {
     /// Jobs to run, the next on top: their keys fall from bottom to top.
     jobs: Vec<Job>,
@@ -134,8 +134,24 @@ impl Trust {
     /// (`--frontier-mb`): past it the run stops, not exhausted.
     pub fn with_frontier_mb(mb: u64) -> Self {
         Trust {
+            jobs: Vec::new(),
+            last: Vec::new(),
+            shuffle: 0,
+            run: None,
+            key: Vec::new(),
+            started: false,
+            executions: 0,
+            wasted: 0,
+            infeasible: 0,
+            repeated: 0,
+            unsupported: 0,
+            unfair: 0,
+            frontier: 0,
             max_frontier: mb.saturating_mul(1 << 20),
-            ..Self::default()
+            peak_frontier: 0,
+            full: false,
+            pool: None,
+            shared: Shared::default(),
         }
     }
 
@@ -320,6 +336,13 @@ impl Trust {
             run.at += 1;
         }
         None
+    }
+}
+
+/// [`Trust::new`]: the default frontier, not none.
+impl Default for Trust {
+    fn default() -> Self {
+        Self::new()
     }
 }
 

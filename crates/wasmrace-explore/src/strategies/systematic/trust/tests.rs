@@ -183,3 +183,18 @@ fn workers_sharing_a_pool_report_the_one_thread_run() {
     }
     assert!(cut > 0, "some run is cut by its budget");
 }
+
+/// `Trust::default()` is `Trust::new()`: it explores the whole space,
+/// rather than stopping at its first job with a frontier of 0 bytes; and
+/// a frontier too small for the first children stops, not exhausted.
+#[test]
+fn default_is_new_and_a_full_frontier_stops() {
+    let (m, r) = measure(ring(), &mut Trust::default(), 1000);
+    assert!(r.exhausted);
+    assert_eq!(m.executions(), 7);
+    let mut tiny = Trust::with_frontier_mb(0);
+    let (m, r) = measure(ring(), &mut tiny, 1000);
+    assert!(!r.exhausted);
+    assert_eq!(m.executions(), 1);
+    assert_eq!(r.strategy_bound.map(|b| b.knob), Some("--frontier-mb"));
+}
