@@ -129,11 +129,22 @@ impl Graph {
 
     /// The causal past (inclusive) of `start`.
     pub(super) fn past(&self, start: impl IntoIterator<Item = usize>) -> Vec<bool> {
-        let mut seen = vec![false; self.evs.len()];
-        let mut stack: Vec<usize> = start.into_iter().collect();
+        self.past_with(&vec![false; self.evs.len()], start)
+    }
+
+    /// The causal past (inclusive) of `start` and of the events `base`
+    /// marks, given that `base` is closed (a causal past itself): only
+    /// what `start` adds is walked.
+    pub(super) fn past_with(
+        &self,
+        base: &[bool],
+        start: impl IntoIterator<Item = usize>,
+    ) -> Vec<bool> {
+        let mut seen = base.to_vec();
+        let mut stack: Vec<usize> = start.into_iter().filter(|&i| !seen[i]).collect();
         while let Some(i) = stack.pop() {
             if !std::mem::replace(&mut seen[i], true) {
-                stack.extend(self.preds(i));
+                stack.extend(self.preds(i).filter(|&p| !seen[p]));
             }
         }
         seen
@@ -256,7 +267,7 @@ impl Graph {
             let mut chain = conf.clone();
             chain.sort_by_key(|c| order.iter().position(|o| o == c));
             for j in 0..chain.len() {
-                let p = self.past(cp_iter(&cp).chain(chain[..j].iter().copied()));
+                let p = self.past_with(&cp, chain[..j].iter().copied());
                 if chain[j..].iter().any(|&c| p[c]) {
                     continue;
                 }
@@ -294,7 +305,7 @@ impl Graph {
                 );
                 // The closure may bring in more of the object's events
                 // (a read before a write `a` sees): they are before `a` too.
-                let p = self.past(cp_iter(&cp).chain(s.iter().copied()));
+                let p = self.past_with(&cp, s.iter().copied());
                 if p[b] {
                     continue;
                 }
@@ -369,8 +380,4 @@ pub(super) fn debug_divergence(g: &Graph, i: usize, step: &StepInfo) {
             .filter(|&&(x, y)| x == last || y == last)
             .collect::<Vec<_>>()
     );
-}
-
-pub(super) fn cp_iter(cp: &[bool]) -> impl Iterator<Item = usize> + '_ {
-    cp.iter().enumerate().filter(|(_, &x)| x).map(|(i, _)| i)
 }
