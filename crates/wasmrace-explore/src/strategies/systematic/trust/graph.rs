@@ -3,7 +3,8 @@
 //! pairs, and the placements of a new event other than its maximal one.
 
 use crate::program::StepInfo;
-use std::collections::BTreeSet;
+use std::cmp::Reverse;
+use std::collections::{BTreeSet, BinaryHeap};
 use wasmrace_trace::{Access, OpKind, Tid};
 
 /// One event of a graph.
@@ -191,6 +192,19 @@ impl Graph {
         self.max[e]
     }
 
+    /// How two conflicting events (or two of one thread) are ordered in
+    /// the graph: every such pair is, by program order or by `before`.
+    pub(super) fn order_of(&self, x: usize, y: usize) -> std::cmp::Ordering {
+        let (ex, ey) = (&self.evs[x], &self.evs[y]);
+        if ex.tid == ey.tid {
+            ex.idx.cmp(&ey.idx)
+        } else if self.before.contains(&(x, y)) {
+            std::cmp::Ordering::Less
+        } else {
+            std::cmp::Ordering::Greater
+        }
+    }
+
     /// A linearization: events in an order that respects the graph, the
     /// least-stamped ready event first.
     pub(super) fn linearize(&self) -> Vec<usize> {
@@ -202,14 +216,15 @@ impl Graph {
                 next[p].push(i);
             }
         }
-        let mut ready: BTreeSet<usize> = (0..n).filter(|&i| waiting[i] == 0).collect();
+        let mut ready: BinaryHeap<Reverse<usize>> =
+            (0..n).filter(|&i| waiting[i] == 0).map(Reverse).collect();
         let mut order = Vec::with_capacity(n);
-        while let Some(i) = ready.pop_first() {
+        while let Some(Reverse(i)) = ready.pop() {
             order.push(i);
             for &j in &next[i] {
                 waiting[j] -= 1;
                 if waiting[j] == 0 {
-                    ready.insert(j);
+                    ready.push(Reverse(j));
                 }
             }
         }
@@ -263,9 +278,8 @@ impl Graph {
         // it saw it may succeed: it is placed as the write it may become.
         if acc.kind.is_shared() && a.op != OpKind::AtomicCompareExchange {
             // Before the writes of a suffix of the object's chain.
-            let order = self.linearize();
             let mut chain = conf.clone();
-            chain.sort_by_key(|c| order.iter().position(|o| o == c));
+            chain.sort_by(|&x, &y| self.order_of(x, y));
             for j in 0..chain.len() {
                 let p = self.past_with(&cp, chain[..j].iter().copied());
                 if chain[j..].iter().any(|&c| p[c]) {
