@@ -22,15 +22,19 @@ pub(crate) fn measure(model: Model, strategy: &mut dyn Strategy, budget: u64) ->
     (m, r)
 }
 
+/// The orders unbounded DFS covers on `model`: the reference an exact
+/// reduction must match; `None` when DFS does not exhaust within `budget`.
+pub(crate) fn dfs_reference(model: Model, budget: u64) -> Option<Metrics> {
+    let (dfs, r) = measure(model, &mut Dfs::unbounded(), budget);
+    r.exhausted.then_some(dfs)
+}
+
 /// Asserts that both DPOR modes cover exactly the orders unbounded DFS
 /// covers, optimal mode each exactly once with no sleep-set-blocked run;
 /// returns (orders, DFS executions), or `None` when DFS could not exhaust
 /// the model within `budget`.
 fn assert_exact(name: &str, model: impl Fn() -> Model, budget: u64) -> Option<(usize, u64)> {
-    let (dfs, r) = measure(model(), &mut Dfs::unbounded(), budget);
-    if !r.exhausted {
-        return None;
-    }
+    let dfs = dfs_reference(model(), budget)?;
     let mut opt = Dpor::optimal();
     let (m, r) = measure(model(), &mut opt, budget);
     assert!(r.exhausted, "{name}: optimal did not exhaust");

@@ -2,7 +2,9 @@
 //! partial orders, each once (wasted, infeasible and repeated runs aside).
 
 use super::*;
-use crate::strategies::systematic::dpor::tests::{measure, random_model, ring, two_phase};
+use crate::strategies::systematic::dpor::tests::{
+    dfs_reference, measure, random_model, ring, two_phase,
+};
 use crate::strategies::Dfs;
 use crate::strategies::Dpor;
 
@@ -13,10 +15,7 @@ fn assert_exact(
     model: impl Fn() -> crate::model::Model,
     budget: u64,
 ) -> Option<(usize, u64)> {
-    let (dfs, r) = measure(model(), &mut Dfs::unbounded(), budget);
-    if !r.exhausted {
-        return None;
-    }
+    let dfs = dfs_reference(model(), budget)?;
     let mut t = Trust::new();
     let (m, r) = measure(model(), &mut t, budget);
     assert!(r.exhausted, "{name}: did not exhaust");
