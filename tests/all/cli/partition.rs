@@ -1229,6 +1229,9 @@ fn jobs_split_one_dpor_trust_test() {
     let exhaustive = first(&[&twopc, "--test", "two_phase_commit_2"]);
     assert_eq!(exhaustive["exhausted"], true, "{exhaustive}");
     assert_eq!(exhaustive["executions"], 241, "{exhaustive}");
+    // Named as the command line names it: `dpor`, in its `trust` mode.
+    assert_eq!(exhaustive["strategy"], "dpor", "{exhaustive}");
+    assert_eq!(exhaustive["options"]["dpor"], "trust", "{exhaustive}");
     let bug = first(&[&twopc, "--test", "two_phase_commit_bug"]);
     assert_eq!(bug["bug"]["execution"], 20, "{bug}");
     let condvar_doc = doc(&[&condvar], Some("1"), true);
@@ -1284,7 +1287,26 @@ fn jobs_split_one_dpor_trust_test() {
         ),
         "`--frontier-mb` only applies to `--dpor trust` (unbounded)",
     );
-    // Partitions deal out whole tests.
+    // Partitions deal out whole tests, and refuse one test in one line
+    // that names the strategy as the command line does.
+    expect_error(
+        &wasmrace(
+            &dir,
+            &[
+                &[
+                    "check",
+                    &twopc,
+                    "--test",
+                    "two_phase_commit_2",
+                    "--partition",
+                    "1/2",
+                ],
+                &trust[..],
+            ]
+            .concat(),
+        ),
+        "`--partition 1/2` does not apply to `--strategy dpor` with one test",
+    );
     let part = doc(&[&twopc, "--partition", "2/3"], Some("2"), false).1;
     let ran: Vec<bool> = (part["tests"].as_array().unwrap().iter())
         .map(|t| t["ran"] != false)

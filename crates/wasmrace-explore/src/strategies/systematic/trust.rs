@@ -347,8 +347,11 @@ impl Default for Trust {
 }
 
 impl Strategy for Trust {
+    /// `dpor`, as for its other modes: the strategy the command line
+    /// names (`--strategy dpor --dpor trust`), in reports, schedule files
+    /// and refusals; the mode is in its options.
     fn name(&self) -> &str {
-        "trust"
+        "dpor"
     }
 
     fn begin(&mut self, _executions: u64) -> Option<Start> {
