@@ -205,18 +205,20 @@ fn bound_phrase(b: &BoundHit) -> String {
     if b.knob == "--fairness-bound" {
         // DPOR's planned reversals whose thread fair scheduling hid: not a
         // bound the flag raises away, a limit of the reduction.
-        // (`dpor --dpor trust` drops jobs rather than reversals.)
-        let what = if b.bound == "dropped jobs" {
-            "job"
+        // `dpor --dpor trust` drops jobs rather than reversals, and its
+        // counters say how many (threads count their own).
+        let dropped = if b.bound == "dropped jobs" {
+            "jobs dropped because fairness hid their thread (counted below)".to_string()
         } else {
-            "planned reversal"
+            let s = if b.value == 1 { "" } else { "s" };
+            format!(
+                "{} planned reversal{s} dropped because fairness hid their thread",
+                b.value
+            )
         };
         format!(
-            "the reach of dpor under fair scheduling: {} {what}{} dropped \
-             because fairness hid their thread; `--strategy dfs --unbounded` reaches \
-             every fair trace",
-            b.value,
-            if b.value == 1 { "" } else { "s" }
+            "the reach of dpor under fair scheduling: {dropped}; `--strategy dfs \
+             --unbounded` reaches every fair trace"
         )
     } else if b.knob == "--preemption-bound" {
         format!(

@@ -486,17 +486,21 @@ impl Capabilities for Trust {
         ]
     }
 
-    /// Jobs dropped because fair scheduling hid the thread their order
-    /// runs next: which schedules are fair depends on more than the
-    /// trace (see `dpor`'s module documentation), so the search ended
-    /// without covering every trace: a limit, not a proof.
+    /// The frontier's bound once it stopped the run; else, when jobs were
+    /// dropped because fair scheduling hid the thread their order runs
+    /// next (which schedules are fair depends on more than the trace, see
+    /// `dpor`'s module documentation), that: the search ended without
+    /// covering every trace, a limit, not a proof. Its value is 1, not
+    /// the count: workers sharing a pool each count their own, so one
+    /// worker's count would depend on the timing (the counters, summed,
+    /// say how many).
     fn bound_hit(&self) -> Option<BoundHit> {
         if self.full {
             return Some(self.frontier_hit());
         }
         (self.unfair > 0).then_some(BoundHit {
             bound: "dropped jobs",
-            value: self.unfair,
+            value: 1,
             knob: "--fairness-bound",
         })
     }
