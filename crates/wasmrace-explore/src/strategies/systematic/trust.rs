@@ -222,7 +222,7 @@ impl Trust {
             let mut key = Vec::with_capacity(parent.len() + 2);
             key.extend_from_slice(parent);
             key.extend([u32::MAX - at as u32, c as u32]);
-            Job { graph, key }
+            Job::new(graph, key)
         });
         let jobs: Vec<Job> = jobs.collect();
         let bytes: u64 = jobs.iter().map(Job::bytes).sum();
@@ -301,9 +301,7 @@ impl Trust {
         while run.at < run.order.len() {
             let i = run.order[run.at];
             let (tid, idx) = (run.graph.evs[i].tid, run.graph.evs[i].idx);
-            let last = !run.graph.evs.iter().any(|x| x.tid == tid && x.idx > idx);
-            let e = &mut run.graph.evs[i];
-            let Some(at) = ctx.threads.iter().position(|t| t.tid == e.tid) else {
+            let Some(at) = ctx.threads.iter().position(|t| t.tid == tid) else {
                 self.infeasible += 1;
                 return Some(None);
             };
@@ -315,10 +313,14 @@ impl Trust {
             }
             let t = &ctx.threads[at];
             if t.pending.enabled {
+                let e = &mut run.graph.evs[i];
                 e.blocked = false;
                 return Some(Some(Decision::new(e.tid, e.alt)));
             }
-            // A blocked attempt: the prediction is all there is to compare.
+            // A blocked attempt: the prediction is all there is to compare
+            // (and it must be its thread's last event).
+            let last = !run.graph.evs.iter().any(|x| x.tid == tid && x.idx > idx);
+            let e = &mut run.graph.evs[i];
             if !last || one_access(&t.pending.accesses) != Ok(e.acc) {
                 if std::env::var_os("TRUST_DEBUG").is_some() {
                     eprintln!(
@@ -358,7 +360,7 @@ impl Strategy for Trust {
         if self.full {
             return None;
         }
-        let Job { graph, key } = self.next_job()?;
+        let Job { graph, key, .. } = self.next_job()?;
         self.key.clone_from(&key);
         let order = graph.linearize();
         let mut run = Run {

@@ -83,8 +83,9 @@ pub enum DporMode {
     Optimal,
     /// Source sets and sleep sets: may run sleep-set-blocked executions.
     Source,
-    /// The TruSt-style prototype (`super::trust`): jobs that depend on
-    /// nothing but themselves.
+    /// TruSt over access sets ([`Trust`](super::trust::Trust), a strategy
+    /// of its own that the registry builds for this mode): jobs that
+    /// depend on nothing but themselves.
     Trust,
 }
 
@@ -260,8 +261,14 @@ pub struct Dpor {
 }
 
 impl Dpor {
-    /// DPOR with `mode`.
+    /// DPOR with `mode`, optimal or source; `DporMode::Trust` is
+    /// [`Trust`](super::trust::Trust), and refused here at once rather
+    /// than midway through a run.
     pub fn new(mode: DporMode) -> Self {
+        assert!(
+            mode != DporMode::Trust,
+            "`DporMode::Trust` is its own strategy: build `Trust`"
+        );
         Dpor {
             mode,
             started: false,
@@ -363,7 +370,7 @@ impl Dpor {
                     }
                 }
             }
-            DporMode::Trust => unreachable!("the trust prototype is its own strategy"),
+            DporMode::Trust => unreachable!("`Dpor::new` refuses `DporMode::Trust`"),
             DporMode::Source => {
                 let mut planned = node.wut.take_thread(&next);
                 node.alts = others
@@ -457,7 +464,7 @@ impl Dpor {
                     }
                 }
                 DporMode::Source => Self::add_backtrack(node, &v),
-                DporMode::Trust => unreachable!("the trust prototype is its own strategy"),
+                DporMode::Trust => unreachable!("`Dpor::new` refuses `DporMode::Trust`"),
             }
             self.max_wut = self.max_wut.max(self.nodes[r.at].wut.size());
         }

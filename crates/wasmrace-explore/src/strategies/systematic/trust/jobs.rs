@@ -15,24 +15,33 @@ use std::sync::Arc;
 pub(super) struct Job {
     pub(super) graph: Graph,
     pub(super) key: Vec<u32>,
+    /// [`bytes`](Self::bytes), counted once: a job is counted in and out
+    /// of the frontier.
+    size: u64,
 }
 
 impl Job {
+    /// The job that runs `graph`, at `key`.
+    pub(super) fn new(graph: Graph, key: Vec<u32>) -> Job {
+        let ev = std::mem::size_of::<Ev>() + 40;
+        let spawned: usize = graph.evs.iter().map(|e| e.spawned.len() * 8).sum();
+        let size = graph.evs.len() * ev + spawned + graph.before.len() * 48 + key.len() * 4;
+        Job {
+            graph,
+            key,
+            size: size as u64,
+        }
+    }
+
     /// About the bytes the job holds: its events and its order, with the
     /// overhead of their collections.
     pub(super) fn bytes(&self) -> u64 {
-        let g = &self.graph;
-        let ev = std::mem::size_of::<Ev>() + 40;
-        let spawned: usize = g.evs.iter().map(|e| e.spawned.len() * 8).sum();
-        (g.evs.len() * ev + spawned + g.before.len() * 48 + self.key.len() * 4) as u64
+        self.size
     }
 
     /// The whole exploration: the empty graph, with the pool's root key.
     pub(super) fn root() -> Job {
-        Job {
-            graph: Graph::default(),
-            key: vec![0],
-        }
+        Job::new(Graph::default(), vec![0])
     }
 
     /// The job another worker handed over through the pool; the pool's
@@ -42,7 +51,7 @@ impl Job {
             .and_then(|p| p.0.downcast::<Graph>().ok())
             .map(Arc::unwrap_or_clone)
             .unwrap_or_default();
-        Job { graph, key: t.key }
+        Job::new(graph, t.key)
     }
 
     /// This job as a subtree for the pool.
