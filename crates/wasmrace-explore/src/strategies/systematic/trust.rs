@@ -47,16 +47,20 @@
 //! spinning execution's length: past `--frontier-mb` per worker the run
 //! stops, not exhausted.
 
+mod clock;
 mod graph;
 mod jobs;
+mod objects;
 
 use crate::explorer::partition::Split;
 use crate::explorer::steal::SubtreePool;
 use crate::program::{StepInfo, ThreadView};
 use crate::splitting::Splitting;
 use crate::strategy::{BoundHit, Capabilities, Context, Outcome, Start, Stat, Strategy};
+use clock::Clocks;
 use graph::{debug_divergence, one_access, Ev, Graph};
 use jobs::{Job, Shared};
+use objects::ByObject;
 use std::collections::BTreeSet;
 use std::sync::Arc;
 use wasmrace_trace::{Access, Decision, OpKind, Tid};
@@ -99,6 +103,10 @@ pub struct Trust {
     /// do not depend on one another, one picked by this seed's stream.
     shuffle: u64,
     run: Option<Run>,
+    /// The vector clocks of the run's graph, kept as events are added.
+    clocks: Clocks,
+    /// The run's graph's events by object, kept as events are added.
+    objects: ByObject,
     /// The key of the last job begun.
     key: Vec<u32>,
     started: bool,
@@ -138,6 +146,8 @@ impl Trust {
             last: Vec::new(),
             shuffle: 0,
             run: None,
+            clocks: Clocks::default(),
+            objects: ByObject::default(),
             key: Vec::new(),
             started: false,
             executions: 0,
@@ -179,16 +189,12 @@ impl Trust {
         self.repeated
     }
 
-    fn next_idx(graph: &Graph, tid: Tid) -> u32 {
-        graph.evs.iter().filter(|e| e.tid == tid).count() as u32 + 1
-    }
-
     /// An event for thread `t`'s pending operation.
     fn pending_ev(graph: &Graph, t: &ThreadView, alt: u32, blocked: bool) -> Ev {
         Ev {
             tid: t.tid,
             op: t.pending.op,
-            idx: Self::next_idx(graph, t.tid),
+            idx: graph.next_idx(t.tid),
             acc: one_access(&t.pending.accesses).unwrap_or(None),
             alt,
             alts: t.pending.alts,
@@ -201,7 +207,8 @@ impl Trust {
     /// placements and alternatives as jobs.
     fn add(&mut self, ev: Ev) {
         let run = self.run.as_mut().expect("a run");
-        let mut children = run.graph.placements(&ev);
+        let conf = self.objects.conflicting(&run.graph, &ev);
+        let mut children = run.graph.placements(&ev, &conf, &self.clocks);
         if ev.alt == 0 && ev.acc.is_none() {
             for alt in 1..ev.alts {
                 let n = run.graph.evs.len();
@@ -210,7 +217,9 @@ impl Trust {
             }
         }
         let at = run.graph.evs.len();
-        run.graph.push(ev);
+        run.graph.push(ev, &conf);
+        self.clocks.push(&run.graph);
+        self.objects.push(&run.graph);
         run.order.push(at);
         run.at = run.order.len();
         // Children explored after this run's own continuation: pushed in
@@ -363,6 +372,8 @@ impl Strategy for Trust {
         let Job { graph, key, .. } = self.next_job()?;
         self.key.clone_from(&key);
         let order = graph.linearize();
+        self.clocks.reset(&graph, &order);
+        self.objects.reset(&graph);
         let mut run = Run {
             graph,
             order,
@@ -444,9 +455,8 @@ impl Strategy for Trust {
         // counts (the other is the same trace again).
         if let Some(run) = self.run.take() {
             let g = &run.graph;
-            if g.before
-                .iter()
-                .any(|&(x, y)| x > y && g.evs[x].blocked && g.evs[y].blocked)
+            if g.pairs()
+                .any(|(x, y)| x > y && g.evs[x].blocked && g.evs[y].blocked)
             {
                 self.repeated += 1;
             }

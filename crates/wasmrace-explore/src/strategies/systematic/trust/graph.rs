@@ -2,9 +2,9 @@
 //! events in the order they were added, the order of its conflicting
 //! pairs, and the placements of a new event other than its maximal one.
 
+use super::clock::{Clocks, Past};
 use crate::program::StepInfo;
-use std::cmp::Reverse;
-use std::collections::{BTreeSet, BinaryHeap};
+use std::collections::BTreeSet;
 use wasmrace_trace::{Access, OpKind, Tid};
 
 /// One event of a graph.
@@ -44,125 +44,115 @@ impl Ev {
     }
 }
 
+/// "No event": an absent program-order predecessor.
+const NONE: u32 = u32::MAX;
+
 /// A graph: events in stamp order and the order of conflicting pairs.
+///
+/// Each event's predecessors among its conflicting pairs are one slice of
+/// a flat list (ascending, so that a pair is looked up by binary search):
+/// every job is a copy of a graph, and a copy of a few flat vectors is
+/// cheaper than of a tree of pairs and a vector per event. Queries about
+/// the causal past go to the run's [`Clocks`], which jobs do not hold.
 #[derive(Clone, Debug, Default)]
 pub(super) struct Graph {
     pub(super) evs: Vec<Ev>,
-    /// `(x, y)`: `evs[x]` before `evs[y]`, both conflicting, different threads.
-    pub(super) before: BTreeSet<(usize, usize)>,
-    /// Per event, the events of `before` it follows.
-    pub(super) into: Vec<Vec<usize>>,
+    /// `before[start[y]..start[y + 1]]` (the last event's slice runs to the
+    /// end): the events before `evs[y]` that conflict with it, of other
+    /// threads, ascending.
+    before: Vec<u32>,
+    start: Vec<u32>,
     /// Per event, its thread's previous event, or the spawn that made its
-    /// thread (for a first event).
-    pub(super) prev: Vec<Option<usize>>,
+    /// thread (for a first event), or [`NONE`].
+    prev: Vec<u32>,
     /// Per event, whether it was added maximally ([`Graph::maximal`]),
     /// kept because revisits ask it of every event they would delete.
-    pub(super) max: Vec<bool>,
+    max: Vec<bool>,
+    /// Each thread's last event: where its next event goes.
+    tails: Vec<(Tid, u32)>,
 }
 
 impl Graph {
-    pub(super) fn new(evs: Vec<Ev>, before: BTreeSet<(usize, usize)>) -> Graph {
-        let n = evs.len();
-        let mut into = vec![Vec::new(); n];
-        for &(x, y) in &before {
-            into[y].push(x);
-        }
-        let at: std::collections::HashMap<(Tid, u32), usize> = evs
-            .iter()
-            .enumerate()
-            .map(|(i, e)| ((e.tid, e.idx), i))
-            .collect();
-        let mut spawner = std::collections::HashMap::new();
-        for (i, e) in evs.iter().enumerate() {
-            for t in &e.spawned {
-                spawner.insert(*t, i);
-            }
-        }
-        let prev = (evs.iter())
-            .map(|e| match e.idx {
-                1 => spawner.get(&e.tid).copied(),
-                i => at.get(&(e.tid, i - 1)).copied(),
-            })
-            .collect();
-        // Conflicting pairs are all ordered: an event is maximal unless it
-        // is before one added earlier (or takes another alternative).
-        let mut max: Vec<bool> = evs.iter().map(|e| e.alt == 0).collect();
-        for &(x, y) in &before {
-            if y < x {
-                max[x] = false;
-            }
-        }
-        Graph {
-            evs,
-            before,
-            into,
-            prev,
-            max,
-        }
+    /// The events of other threads before `y` that conflict with it,
+    /// ascending.
+    pub(super) fn before_of(&self, y: usize) -> &[u32] {
+        let end = self
+            .start
+            .get(y + 1)
+            .map_or(self.before.len(), |&e| e as usize);
+        &self.before[self.start[y] as usize..end]
+    }
+
+    /// Every ordered conflicting pair `(x, y)`: `x` before `y`.
+    pub(super) fn pairs(&self) -> impl Iterator<Item = (usize, usize)> + '_ {
+        (0..self.evs.len())
+            .flat_map(move |y| self.before_of(y).iter().map(move |&x| (x as usize, y)))
+    }
+
+    /// The bytes the graph's collections hold, as allocated, with the
+    /// allocator's header of each (what `--frontier-mb` counts).
+    pub(super) fn bytes(&self) -> usize {
+        const HEADER: usize = 16;
+        let spawned: usize = (self.evs.iter())
+            .filter(|e| e.spawned.capacity() > 0)
+            .map(|e| e.spawned.capacity() * std::mem::size_of::<Tid>() + HEADER)
+            .sum();
+        self.evs.capacity() * std::mem::size_of::<Ev>()
+            + spawned
+            + (self.before.capacity() + self.start.capacity() + self.prev.capacity()) * 4
+            + self.max.capacity()
+            + self.tails.capacity() * std::mem::size_of::<(Tid, u32)>()
+            + 6 * HEADER
     }
 
     /// Adds `a` last, after every event it conflicts with (its maximal
-    /// placement), in place.
-    pub(super) fn push(&mut self, a: Ev) {
+    /// placement), in place: `conf` are those events, ascending.
+    pub(super) fn push(&mut self, a: Ev, conf: &[usize]) {
         let at = self.evs.len();
-        let into: Vec<usize> = (0..at).filter(|&i| self.evs[i].conflicts(&a)).collect();
-        self.before.extend(into.iter().map(|&i| (i, at)));
-        self.prev.push(self.prev_of(&a));
-        self.into.push(into);
+        self.start.push(self.before.len() as u32);
+        self.before.extend(conf.iter().map(|&i| i as u32));
+        self.prev.push(self.prev_of(&a).map_or(NONE, |p| p as u32));
         self.max.push(a.alt == 0);
+        self.set_tail(a.tid, at);
         self.evs.push(a);
+    }
+
+    /// Records `i` as `tid`'s last event.
+    fn set_tail(&mut self, tid: Tid, i: usize) {
+        match self.tails.iter_mut().find(|(t, _)| *t == tid) {
+            Some(tail) => tail.1 = i as u32,
+            None => self.tails.push((tid, i as u32)),
+        }
+    }
+
+    /// `tid`'s last event, if it has one.
+    fn tail(&self, tid: Tid) -> Option<usize> {
+        let tail = self.tails.iter().find(|(t, _)| *t == tid);
+        tail.map(|&(_, i)| i as usize)
+    }
+
+    /// The index among its thread's events of `tid`'s next event.
+    pub(super) fn next_idx(&self, tid: Tid) -> u32 {
+        self.tail(tid).map_or(1, |i| self.evs[i].idx + 1)
     }
 
     /// The events `i` directly follows.
     pub(super) fn preds(&self, i: usize) -> impl Iterator<Item = usize> + '_ {
-        self.into[i].iter().copied().chain(self.prev[i])
+        let prev = Some(self.prev[i] as usize).filter(|_| self.prev[i] != NONE);
+        (self.before_of(i).iter().map(|&p| p as usize)).chain(prev)
     }
 
     /// The event a new event `e` would follow in program order (or the
     /// spawn that made its thread).
     pub(super) fn prev_of(&self, e: &Ev) -> Option<usize> {
         if e.idx > 1 {
-            (self.evs.iter()).position(|x| x.tid == e.tid && x.idx == e.idx - 1)
+            // Only ever asked of a thread's next event.
+            let last = self.tail(e.tid).filter(|&i| self.evs[i].idx == e.idx - 1);
+            debug_assert!(last.is_some(), "a thread's events are added in order");
+            last
         } else {
             self.evs.iter().position(|x| x.spawned.contains(&e.tid))
         }
-    }
-
-    /// The causal past (inclusive) of `start`.
-    pub(super) fn past(&self, start: impl IntoIterator<Item = usize>) -> Vec<bool> {
-        self.past_with(&vec![false; self.evs.len()], start)
-    }
-
-    /// The causal past (inclusive) of `start` and of the events `base`
-    /// marks, given that `base` is closed (a causal past itself): only
-    /// what `start` adds is walked.
-    pub(super) fn past_with(
-        &self,
-        base: &[bool],
-        start: impl IntoIterator<Item = usize>,
-    ) -> Vec<bool> {
-        let mut seen = base.to_vec();
-        let mut stack: Vec<usize> = start.into_iter().filter(|&i| !seen[i]).collect();
-        while let Some(i) = stack.pop() {
-            if !std::mem::replace(&mut seen[i], true) {
-                stack.extend(self.preds(i).filter(|&p| !seen[p]));
-            }
-        }
-        seen
-    }
-
-    /// The events causally after `b` (inclusive), given a linearization
-    /// `order` of the graph (one pass: an event's predecessors come first).
-    pub(super) fn future(&self, b: usize, order: &[usize]) -> Vec<bool> {
-        let mut after = vec![false; self.evs.len()];
-        after[b] = true;
-        let from = order.iter().position(|&i| i == b).unwrap_or(0);
-        for &i in &order[from..] {
-            if !after[i] && self.preds(i).any(|p| after[p]) {
-                after[i] = true;
-            }
-        }
-        after
     }
 
     /// `a`'s porf: its program-order past and the events before it whose
@@ -175,12 +165,12 @@ impl Graph {
                 continue;
             }
             let e = &self.evs[i];
-            stack.extend(self.prev[i]);
+            let p = self.prev[i] as usize;
+            stack.extend(Some(p).filter(|_| self.prev[i] != NONE && !seen[p]));
             stack.extend(
-                self.into[i]
-                    .iter()
-                    .copied()
-                    .filter(|&x| e.sees(&self.evs[x])),
+                (self.before_of(i).iter())
+                    .map(|&x| x as usize)
+                    .filter(|&x| !seen[x] && e.sees(&self.evs[x])),
             );
         }
         seen
@@ -198,7 +188,7 @@ impl Graph {
         let (ex, ey) = (&self.evs[x], &self.evs[y]);
         if ex.tid == ey.tid {
             ex.idx.cmp(&ey.idx)
-        } else if self.before.contains(&(x, y)) {
+        } else if self.before_of(y).binary_search(&(x as u32)).is_ok() {
             std::cmp::Ordering::Less
         } else {
             std::cmp::Ordering::Greater
@@ -209,26 +199,48 @@ impl Graph {
     /// least-stamped ready event first.
     pub(super) fn linearize(&self) -> Vec<usize> {
         let n = self.evs.len();
-        let mut waiting: Vec<usize> = (0..n).map(|i| self.preds(i).count()).collect();
-        let mut next = vec![Vec::new(); n];
-        for i in 0..n {
+        // Successors as one flat list (`next[first[p]..first[p + 1]]`).
+        let mut waiting = vec![0u32; n];
+        let mut first = vec![0u32; n + 1];
+        for (i, w) in waiting.iter_mut().enumerate() {
             for p in self.preds(i) {
-                next[p].push(i);
+                first[p + 1] += 1;
+                *w += 1;
             }
         }
-        let mut ready: BinaryHeap<Reverse<usize>> =
-            (0..n).filter(|&i| waiting[i] == 0).map(Reverse).collect();
+        for p in 0..n {
+            first[p + 1] += first[p];
+        }
+        let mut fill = first.clone();
+        let mut next = vec![0u32; first[n] as usize];
+        for i in 0..n {
+            for p in self.preds(i) {
+                next[fill[p] as usize] = i as u32;
+                fill[p] += 1;
+            }
+        }
+        // The least ready event is at or after `lo`: stamps mostly follow
+        // the order, so a scan beats a heap.
+        let mut ready: Vec<bool> = waiting.iter().map(|&w| w == 0).collect();
+        let mut lo = 0;
         let mut order = Vec::with_capacity(n);
-        while let Some(Reverse(i)) = ready.pop() {
+        while order.len() < n {
+            while lo < n && !ready[lo] {
+                lo += 1;
+            }
+            assert!(lo < n, "a graph is acyclic");
+            let i = lo;
+            ready[i] = false;
             order.push(i);
-            for &j in &next[i] {
+            for &j in &next[first[i] as usize..first[i + 1] as usize] {
+                let j = j as usize;
                 waiting[j] -= 1;
                 if waiting[j] == 0 {
-                    ready.push(Reverse(j));
+                    ready[j] = true;
+                    lo = lo.min(j);
                 }
             }
         }
-        assert_eq!(order.len(), n, "a graph is acyclic");
         order
     }
 
@@ -236,63 +248,102 @@ impl Graph {
     /// after the events `before_a` marks and before the other conflicting
     /// ones.
     pub(super) fn with(&self, drop: &[bool], a: Ev, before_a: &[bool]) -> Graph {
-        let mut map = vec![usize::MAX; self.evs.len()];
-        let mut evs = Vec::new();
+        let n = self.evs.len();
+        // Old index to new; an event may follow one of a later stamp, so
+        // the whole map comes first.
+        let mut map = vec![NONE; n];
+        let mut kept = 0;
+        for i in (0..n).filter(|&i| !drop[i]) {
+            map[i] = kept as u32;
+            kept += 1;
+        }
+        let mut g = Graph {
+            evs: Vec::with_capacity(kept + 1),
+            before: Vec::with_capacity(self.before.len() + n),
+            start: Vec::with_capacity(kept + 1),
+            prev: Vec::with_capacity(kept + 1),
+            max: Vec::with_capacity(kept + 1),
+            tails: Vec::with_capacity(self.tails.len() + 1),
+        };
+        let at = kept as u32;
         for (i, e) in self.evs.iter().enumerate() {
-            if !drop[i] {
-                map[i] = evs.len();
-                evs.push(e.clone());
+            if drop[i] {
+                continue;
+            }
+            g.start.push(g.before.len() as u32);
+            // `map` is monotone: each slice stays ascending, and `a`,
+            // last, goes at its end.
+            let kept = self.before_of(i).iter().filter(|&&x| !drop[x as usize]);
+            g.before.extend(kept.map(|&x| map[x as usize]));
+            if !before_a[i] && e.conflicts(&a) {
+                g.before.push(at);
+            }
+            // A kept event's thread predecessor is kept: a deleted event
+            // is after the revisited one and outside `a`'s porf, which
+            // holds the program-order past of everything in it.
+            let p = self.prev[i];
+            g.prev.push(if p == NONE { NONE } else { map[p as usize] });
+            g.max.push(e.alt == 0);
+            g.set_tail(e.tid, g.evs.len());
+            g.evs.push(e.clone());
+        }
+        g.start.push(g.before.len() as u32);
+        for (i, e) in self.evs.iter().enumerate() {
+            if !drop[i] && before_a[i] && e.conflicts(&a) {
+                g.before.push(map[i]);
             }
         }
-        let mut before: BTreeSet<(usize, usize)> = (self.before.iter())
-            .filter(|&&(x, y)| !drop[x] && !drop[y])
-            .map(|&(x, y)| (map[x], map[y]))
-            .collect();
-        let at = evs.len();
-        for (i, e) in self.evs.iter().enumerate() {
-            if !drop[i] && e.conflicts(&a) {
-                before.insert(if before_a[i] {
-                    (map[i], at)
-                } else {
-                    (at, map[i])
-                });
+        let p = self.prev_of(&a).map_or(NONE, |p| map[p]);
+        g.prev.push(p);
+        g.max.push(a.alt == 0);
+        g.set_tail(a.tid, g.evs.len());
+        g.evs.push(a);
+        // Reserved for the most pairs there could be: a job keeps it.
+        g.before.shrink_to_fit();
+        // Conflicting pairs are all ordered: an event is maximal unless it
+        // is before one added earlier (or takes another alternative).
+        for y in 0..g.evs.len() {
+            for k in g.start[y] as usize..g.start.get(y + 1).map_or(g.before.len(), |&e| e as usize)
+            {
+                let x = g.before[k] as usize;
+                if x > y {
+                    g.max[x] = false;
+                }
             }
         }
-        evs.push(a);
-        Graph::new(evs, before)
+        g
     }
 
     /// The graphs in which `a`, the next event, is placed other than
-    /// maximally (see the module documentation).
-    pub(super) fn placements(&self, a: &Ev) -> Vec<Graph> {
+    /// maximally (see the module documentation); `conf` are the events
+    /// it conflicts with, ascending, and `clocks` this graph's.
+    pub(super) fn placements(&self, a: &Ev, conf: &[usize], clocks: &Clocks) -> Vec<Graph> {
         let n = self.evs.len();
-        let conf: Vec<usize> = (0..n).filter(|&i| self.evs[i].conflicts(a)).collect();
         let mut out = Vec::new();
         let Some(acc) = a.acc.filter(|_| !conf.is_empty()) else {
             return out;
         };
-        let cp = self.past(self.prev_of(a));
-        // Computed once, and only when some placement needs it.
-        let mut order: Option<Vec<usize>> = None;
+        let cp = clocks.past(self.prev_of(a));
+        let holds = |p: &Past, i: usize| clocks.holds(p, self, i);
         // A failed compare-exchange only reads, but placed before a write
         // it saw it may succeed: it is placed as the write it may become.
         if acc.kind.is_shared() && a.op != OpKind::AtomicCompareExchange {
             // Before the writes of a suffix of the object's chain.
-            let mut chain = conf.clone();
+            let mut chain = conf.to_vec();
             chain.sort_by(|&x, &y| self.order_of(x, y));
             for j in 0..chain.len() {
-                let p = self.past_with(&cp, chain[..j].iter().copied());
-                if chain[j..].iter().any(|&c| p[c]) {
+                let p = clocks.past_with(&cp, chain[..j].iter().copied());
+                if chain[j..].iter().any(|&c| holds(&p, c)) {
                     continue;
                 }
-                out.push(self.with(&vec![false; n], a.clone(), &p));
+                out.push(self.with(&vec![false; n], a.clone(), &clocks.marks(&p, self)));
             }
             return out;
         }
         let mut seen = BTreeSet::new();
-        for &b in &conf {
+        for &b in conf {
             // A join placed before the exit it waits for could not run.
-            if cp[b] || (a.op == OpKind::Join && self.evs[b].op == OpKind::Exit) {
+            if holds(&cp, b) || (a.op == OpKind::Join && self.evs[b].op == OpKind::Exit) {
                 continue;
             }
             // Whatever else is placed, `b` must have been added maximally.
@@ -302,12 +353,10 @@ impl Graph {
             // Before `b` means after everything of its object added before
             // it, and maybe after later events `a` sees that are not after
             // `b` (before `a`, they would put `b` before `a`).
-            let order = order.get_or_insert_with(|| self.linearize());
-            let after_b = self.future(b, order);
             let optional: Vec<usize> = conf
                 .iter()
                 .copied()
-                .filter(|&c| c > b && a.sees(&self.evs[c]) && !after_b[c])
+                .filter(|&c| c > b && a.sees(&self.evs[c]) && !clocks.after(self, b, c))
                 .collect();
             assert!(optional.len() <= 16, "trust prototype: too many placements");
             for mask in 0..(1u32 << optional.len()) {
@@ -319,19 +368,19 @@ impl Graph {
                 );
                 // The closure may bring in more of the object's events
                 // (a read before a write `a` sees): they are before `a` too.
-                let p = self.past_with(&cp, s.iter().copied());
-                if p[b] {
+                let p = clocks.past_with(&cp, s.iter().copied());
+                if holds(&p, b) {
                     continue;
                 }
                 let mut start: Vec<usize> = self.prev_of(a).into_iter().collect();
                 start.extend(
                     conf.iter()
                         .copied()
-                        .filter(|&c| p[c] && a.sees(&self.evs[c])),
+                        .filter(|&c| holds(&p, c) && a.sees(&self.evs[c])),
                 );
                 let kept = self.porf(start);
                 let drop: Vec<bool> = (0..n).map(|e| e > b && !kept[e]).collect();
-                if (0..n).any(|e| drop[e] && p[e]) {
+                if (0..n).any(|e| drop[e] && holds(&p, e)) {
                     continue;
                 }
                 if (0..n).any(|e| drop[e] && !self.maximal(e)) {
@@ -339,10 +388,12 @@ impl Graph {
                 }
                 let key = (
                     drop.clone(),
-                    conf.iter().map(|&c| p[c] && !drop[c]).collect::<Vec<_>>(),
+                    conf.iter()
+                        .map(|&c| holds(&p, c) && !drop[c])
+                        .collect::<Vec<_>>(),
                 );
                 if seen.insert(key) {
-                    out.push(self.with(&drop, a.clone(), &p));
+                    out.push(self.with(&drop, a.clone(), &clocks.marks(&p, self)));
                 }
             }
         }
@@ -389,9 +440,8 @@ pub(super) fn debug_divergence(g: &Graph, i: usize, step: &StepInfo) {
     let last = g.evs.len() - 1;
     eprintln!(
         "   last's order: {:?}",
-        g.before
-            .iter()
-            .filter(|&&(x, y)| x == last || y == last)
+        g.pairs()
+            .filter(|&(x, y)| x == last || y == last)
             .collect::<Vec<_>>()
     );
 }

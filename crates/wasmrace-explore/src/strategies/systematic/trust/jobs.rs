@@ -2,7 +2,7 @@
 //! a job holds and how much, and where a worker gets its next one, alone
 //! or sharing a [`SubtreePool`] with other workers.
 
-use super::graph::{Ev, Graph};
+use super::graph::Graph;
 use super::Trust;
 use crate::explorer::steal::{Payload, Subtree, SubtreePool, Taken};
 use crate::explorer::visits::NO_EXPANSION;
@@ -23,9 +23,9 @@ pub(super) struct Job {
 impl Job {
     /// The job that runs `graph`, at `key`.
     pub(super) fn new(graph: Graph, key: Vec<u32>) -> Job {
-        let ev = std::mem::size_of::<Ev>() + 40;
-        let spawned: usize = graph.evs.iter().map(|e| e.spawned.len() * 8).sum();
-        let size = graph.evs.len() * ev + spawned + graph.before.len() * 48 + key.len() * 4;
+        // The allocator's header, per allocation.
+        const HEADER: usize = 16;
+        let size = graph.bytes() + key.capacity() * 4 + HEADER + std::mem::size_of::<Job>();
         Job {
             graph,
             key,
