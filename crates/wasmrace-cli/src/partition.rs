@@ -59,8 +59,8 @@ pub fn splitting_strategies(jobs: bool) -> String {
             match strategy.split() {
                 Split::None => false,
                 Split::Phases | Split::ByExecution => jobs || !threads_only(&*strategy),
-                Split::ByPrefix => true,
-                Split::Shared | Split::Rounds | Split::Jobs => jobs,
+                Split::ByPrefix | Split::Jobs => true,
+                Split::Shared | Split::Rounds => jobs,
             }
         })
         .map(|d| d.name)
@@ -164,7 +164,7 @@ pub fn threads_only(strategy: &dyn wasmrace_explore::Strategy) -> bool {
         // Phases partition only with a prologue every partition runs.
         Split::Phases => strategy.blocks().prologue() == 0,
         // Partitions cannot share a state cache.
-        Split::Shared | Split::Rounds | Split::Jobs => true,
+        Split::Shared | Split::Rounds => true,
         _ => strategy.blocks() == wasmrace_explore::Blocks::Open,
     }
 }

@@ -6,7 +6,7 @@
 //! whole, on one thread.
 
 use crate::explorer::blocks::Blocks;
-use crate::explorer::partition::Split;
+use crate::explorer::partition::{Partition, Split};
 use crate::explorer::rounds::RoundsPool;
 use crate::explorer::steal::SubtreePool;
 use crate::explorer::Config;
@@ -49,6 +49,21 @@ pub trait Splitting {
     /// the order one run would have found them.
     fn order_key(&self) -> Option<Vec<u32>> {
         None
+    }
+
+    /// For a strategy that splits by jobs ([`Split::Jobs`]): makes it run
+    /// partition `partition`'s share, before its first `begin`. It runs
+    /// the jobs of fewer than `depth` levels (each partition does, to reach
+    /// its own), and of the jobs `depth` levels deep only those whose key
+    /// hashes to the partition, with everything below them.
+    fn partition(&mut self, _partition: Partition, _depth: usize) {}
+
+    /// After `begin`: whether the job begun is another partition's (one
+    /// above the split depth, run only to reach the jobs below it): its
+    /// execution counts nowhere here, and what the strategy counts of it
+    /// it forgets at `end`.
+    fn foreign(&self) -> bool {
+        false
     }
 
     /// Makes the strategy one of several workers sharing its search tree

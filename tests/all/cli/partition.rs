@@ -313,6 +313,59 @@ fn dfs_partitions_merge_to_the_single_run() {
     }
 }
 
+/// `dpor --dpor trust` splits one test between partitions: every
+/// partition runs the jobs above the split depth (counting its own) and
+/// its share of the subtrees below, so the merge is the single run:
+/// executions, the strategy's counters (wasted runs included: a partition
+/// forgets what it counts of another's job), exhausted, and the bug the
+/// single run stops at. Also with the partitions' own threads (`--jobs 2`).
+#[test]
+fn dpor_trust_partitions_merge_to_the_single_run() {
+    let dir = TempDir::new("partition-trust");
+    let twopc = fixture(&dir, "two_phase_commit");
+    let trust = ["--strategy", "dpor", "--dpor", "trust", "--no-shrink"];
+    let single = |test: &str| {
+        let args = [&["check", "--json", &twopc, "--test", test][..], &trust].concat();
+        json_of(&dir, &args).1["tests"][0].clone()
+    };
+    let one = single("two_phase_commit_2");
+    assert_eq!(one["exhausted"], true);
+    let wasted = |t: &Value| t["strategy_stats"]["stats"]["wasted executions"].clone();
+    for (depth, jobs) in [("3", "1"), ("1", "2"), ("2", "1")] {
+        for n in COUNTS {
+            let args = [
+                &[twopc.as_str(), "--test", "two_phase_commit_2"][..],
+                &trust,
+                &["--split-depth", depth, "--jobs", jobs],
+            ]
+            .concat();
+            let (code, t) = merged(&dir, &partitions(&dir, &args, n));
+            let what = format!("depth {depth}, --jobs {jobs}, {n} partitions");
+            assert_eq!(code, 0, "{what}");
+            assert_eq!(t["split"], "jobs", "{what}");
+            assert_eq!(t["executions"], one["executions"], "{what}");
+            assert_eq!(wasted(&t), wasted(&one), "{what}");
+            assert_eq!(t["exhausted"], true, "{what}");
+            if n > 1 {
+                assert!(t["partition_skipped"].as_u64().unwrap() > 0, "{what}");
+            }
+        }
+    }
+    let one = single("two_phase_commit_bug");
+    assert!(!one["bug"].is_null());
+    for n in COUNTS {
+        let args = [
+            &[twopc.as_str(), "--test", "two_phase_commit_bug"][..],
+            &trust,
+        ]
+        .concat();
+        let (code, t) = merged(&dir, &partitions(&dir, &args, n));
+        assert_eq!(code, 1, "{n} partitions");
+        assert_eq!(t["bug"]["failure"], one["bug"]["failure"], "{n} partitions");
+        assert_eq!(t["bug"]["trace"], one["bug"]["trace"], "{n} partitions");
+    }
+}
+
 /// A strategy that cannot split one test's exploration (dpor, ses) deals
 /// a module's tests out whole, test `i` to partition `i mod N + 1`: each
 /// partition runs and prints its share, lists the others in its JSON as
@@ -454,8 +507,8 @@ fn bad_partitions_and_parts_that_do_not_belong_together_are_one_error_line() {
     ] {
         expect_error(
             &wasmrace(&dir, &[&["check", m.as_str()][..], args].concat()),
-            "`--split-depth` only applies to a strategy that splits by prefix (`dfs`), with \
-             `--partition`",
+            "`--split-depth` only applies to a strategy that splits by prefix (`dfs`, \
+             `dpor --dpor trust`), with `--partition`",
         );
     }
     // Partition `k/n` of a random run (or of `strategy`, when the extra
@@ -1175,7 +1228,7 @@ fn jobs_share_a_dfs_state_cache() {
 /// the bug or the budget), the frontier's peak aside (a thread's). What it cannot prove it says on any number of
 /// threads: a step over several objects (`condvar_pc`) leaves the run not
 /// exhausted, and fair scheduling's dropped jobs (`flag_wait`) prune it.
-/// Partitions take whole tests.
+/// Partitions split each test of a module, not deal them out.
 #[test]
 fn jobs_split_one_dpor_trust_test() {
     let dir = TempDir::new("partition-jobs-trust");
@@ -1294,34 +1347,13 @@ fn jobs_split_one_dpor_trust_test() {
         ),
         "`--frontier-mb` only applies to `--dpor trust` (unbounded)",
     );
-    // Partitions deal out whole tests, and refuse one test in one line
-    // that names the strategy as the command line does.
-    expect_error(
-        &wasmrace(
-            &dir,
-            &[
-                &[
-                    "check",
-                    &twopc,
-                    "--test",
-                    "two_phase_commit_2",
-                    "--partition",
-                    "1/2",
-                ],
-                &trust[..],
-            ]
-            .concat(),
-        ),
-        "`--partition 1/2` does not apply to `--strategy dpor` with one test",
-    );
+    // Partitions split each test of the module (not deal them out).
     let part = doc(&[&twopc, "--partition", "2/3"], Some("2"), false).1;
     let ran: Vec<bool> = (part["tests"].as_array().unwrap().iter())
         .map(|t| t["ran"] != false)
         .collect();
-    assert!(
-        part["tests"][1]["executions"].as_u64().unwrap() > 15,
-        "{part}"
-    );
-    assert_eq!(ran.len(), 3, "{part}");
-    assert_eq!(ran, [false, true, false], "{part}");
+    assert_eq!(ran, [true, true, true], "{part}");
+    for t in part["tests"].as_array().unwrap() {
+        assert_eq!(t["partition"]["split"], "jobs", "{part}");
+    }
 }

@@ -248,9 +248,11 @@ pub struct CheckCommand {
     #[arg(long, value_name = "N")]
     jobs: Option<u32>,
     #[arg(long, value_name = "D", help = format!(
-        "Decisions whose hash picks the partition of a dfs execution \
-         (with --partition; --jobs shares the tree instead) [default: {}]",
-        Config::default().split_depth
+        "Decisions whose hash picks the partition of a dfs execution, or job \
+         levels whose key does for `dpor --dpor trust` (with --partition; --jobs \
+         shares the tree instead) [default: {} decisions, {} levels]",
+        Config::default().split_depth,
+        wasmrace_explore::strategies::DEFAULT_SPLIT_LEVELS
     ))]
     split_depth: Option<usize>,
     /// Seed of the random strategy (recorded in schedule files)
@@ -399,13 +401,14 @@ impl CheckCommand {
         let split = built.split();
         let jobs =
             (self.jobs).unwrap_or_else(|| partition::default_jobs(split, self.test.is_none()));
-        let by_prefix = split == wasmrace_explore::Split::ByPrefix;
+        let by_jobs = split == wasmrace_explore::Split::Jobs;
+        let by_prefix = split == wasmrace_explore::Split::ByPrefix || by_jobs;
         // Threads share the tree rather than split it by prefix: only a
         // partition uses the depth.
         if self.split_depth.is_some() && (!by_prefix || self.partition.is_none()) {
             bail!(
-                "`--split-depth` only applies to a strategy that splits by prefix (`dfs`), with \
-                 `--partition`"
+                "`--split-depth` only applies to a strategy that splits by prefix (`dfs`, \
+                 `dpor --dpor trust`), with `--partition`"
             );
         }
         let with_cache = given.state_cache == Some(true);
@@ -442,7 +445,11 @@ impl CheckCommand {
                     .partition
                     .filter(|_| deal.is_none())
                     .map(PartitionArg::partition),
-                split_depth: self.split_depth.unwrap_or(defaults.explore.split_depth),
+                split_depth: self.split_depth.unwrap_or(if by_jobs {
+                    wasmrace_explore::strategies::DEFAULT_SPLIT_LEVELS
+                } else {
+                    defaults.explore.split_depth
+                }),
                 ..defaults.explore
             },
         };

@@ -223,6 +223,12 @@ impl<P: Program> Explorer<P> {
         pool: Option<&SubtreePool>,
     ) -> Result<Report, ExploreError<P::Error>> {
         let share = Self::share(cfg, strategy)?;
+        if let Share::Jobs(p, depth) = share {
+            let splitting = strategy.capabilities_mut().and_then(|c| c.splitting_mut());
+            splitting
+                .expect("a strategy that splits")
+                .partition(p, depth);
+        }
         let mut run = Run {
             share,
             last_index: None,
@@ -376,9 +382,11 @@ impl<P: Program, O: Observer + ?Sized> Run<'_, P, O> {
             // for the others it is settled, so the step loop tests one bool.
             (self.checked, self.foreign) = (!self.share.by_prefix(), false);
             let outcome = self.execution()?;
-            if self.foreign || !self.share.owns(self.path.decisions()) {
-                // Another partition's: the strategy moves past it (a DFS
-                // backtracks past the whole subtree), and nothing counts.
+            let foreign = self.strategy.splitting().is_some_and(|s| s.foreign());
+            // Another partition's: the strategy moves past it (a DFS
+            // backtracks past the whole subtree; a job above the split
+            // depth still made its children), and nothing counts.
+            if foreign || self.foreign || !self.share.owns(self.path.decisions()) {
                 self.report.partition_skipped += 1;
                 self.strategy.end(&Outcome::Abandoned);
                 self.observer

@@ -129,8 +129,10 @@ pub enum Split {
     /// threads of one process share them through a
     /// [`SubtreePool`](super::steal::SubtreePool), each job a subtree
     /// whose root is a graph rather than a prefix of decisions, so the
-    /// bug and the budget's cut are one thread's. Partitions take whole
-    /// tests, as for `None`.
+    /// bug and the budget's cut are one thread's. A partition runs every
+    /// job above the split depth (counting only those whose key hashes to
+    /// it) and, below, the subtrees whose key at that depth does
+    /// ([`Splitting::partition`](crate::Splitting::partition)).
     Jobs,
 }
 
@@ -145,6 +147,10 @@ pub(crate) enum Share {
     /// The executions whose prefix of `depth` decisions hashes to the
     /// partition.
     Prefixes(Partition, usize),
+    /// The jobs whose key at `depth` levels hashes to the partition, and
+    /// the jobs above it that every partition runs ([`Split::Jobs`]): the
+    /// strategy knows which are its own ([`Splitting::foreign`](crate::Splitting::foreign)).
+    Jobs(Partition, usize),
 }
 
 impl Share {
@@ -164,7 +170,8 @@ impl Share {
             });
         };
         match split {
-            Split::None | Split::Shared | Split::Rounds | Split::Jobs => None,
+            Split::None | Split::Shared | Split::Rounds => None,
+            Split::Jobs => Some(Share::Jobs(p, depth)),
             // A phased strategy partitions with its phases as a prologue.
             Split::Phases if blocks.prologue() > 0 => Some(Share::Indices(p, blocks)),
             Split::Phases => None,
@@ -187,7 +194,7 @@ impl Share {
     ) -> u64 {
         match self {
             Share::Indices(p, blocks) => p.next_owned(blocks, last, ended),
-            Share::Whole | Share::Prefixes(..) => executions + skipped,
+            Share::Whole | Share::Prefixes(..) | Share::Jobs(..) => executions + skipped,
         }
     }
 
@@ -196,7 +203,7 @@ impl Share {
     pub(crate) fn counts(self, index: u64) -> bool {
         match self {
             Share::Indices(p, blocks) => p.owns(blocks, index),
-            Share::Whole | Share::Prefixes(..) => true,
+            Share::Whole | Share::Prefixes(..) | Share::Jobs(..) => true,
         }
     }
 
@@ -205,7 +212,7 @@ impl Share {
     pub(crate) fn owns(self, decisions: &[Decision]) -> bool {
         match self {
             Share::Prefixes(p, depth) => p.owns_prefix(&decisions[..depth.min(decisions.len())]),
-            Share::Whole | Share::Indices(..) => true,
+            Share::Whole | Share::Indices(..) | Share::Jobs(..) => true,
         }
     }
 

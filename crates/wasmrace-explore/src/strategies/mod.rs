@@ -33,6 +33,7 @@ pub use delaying::{builtin, prr, rr, rtc};
 pub use directed::{procrastination, race_detector, racefuzzer};
 pub use measuring::{metrics, pos_bench, record};
 pub use sampling::{basic_pos, pct, pos, pos_star, random, ss};
+pub use systematic::trust::DEFAULT_SPLIT_LEVELS;
 pub use systematic::{dfs, dpor, ses};
 
 pub use delaying::{

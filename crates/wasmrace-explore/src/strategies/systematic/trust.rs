@@ -38,6 +38,12 @@
 //! counters below when a bug or the budget cut the run (the threads ran
 //! past it).
 //!
+//! **Partitions** (`--partition K/N`, `--split-depth`): a job's key depends
+//! only on the job, so each partition keeps, of the jobs `--split-depth`
+//! levels down, those whose key hashes to it (with all below them), and
+//! runs every job above that depth to reach them, counting only its own:
+//! each job runs in exactly one partition's count.
+//!
 //! **What it cannot prove, it says.** A step over several objects (a
 //! condvar wait, the registry) is not placed: its execution runs on, but
 //! nothing after it is explored, and the run is not exhausted. Under fair
@@ -52,7 +58,7 @@ mod graph;
 mod jobs;
 mod objects;
 
-use crate::explorer::partition::Split;
+use crate::explorer::partition::{Partition, Split};
 use crate::explorer::steal::SubtreePool;
 use crate::program::{StepInfo, ThreadView};
 use crate::splitting::Splitting;
@@ -67,6 +73,11 @@ use wasmrace_trace::{Access, Decision, OpKind, Tid};
 
 /// The memory a worker's jobs may hold by default, in MiB (`--frontier-mb`).
 pub const DEFAULT_FRONTIER_MB: u64 = 1024;
+
+/// The default split depth of a partitioned run (`--partition`,
+/// `--split-depth`), in job levels: every partition runs the few jobs
+/// above it (tens on the fixtures), and deals out the many below.
+pub const DEFAULT_SPLIT_LEVELS: usize = 3;
 
 /// The execution in progress.
 #[derive(Debug, Default)]
@@ -129,7 +140,16 @@ pub struct Trust {
     /// --jobs`), if any, and what this worker knows of it.
     pool: Option<Arc<SubtreePool>>,
     shared: Shared,
+    /// The partition whose share this worker runs (`--partition`), and
+    /// the split depth in job levels.
+    partition: Option<(Partition, usize)>,
+    /// The job begun is another partition's: the counters as they were
+    /// before it, put back at its end.
+    foreign: Option<Counters>,
 }
+
+/// What [`Trust`] counts of an execution (see [`Trust::counters`]).
+type Counters = [u64; 5];
 
 impl Trust {
     /// A new exploration, its jobs holding at most
@@ -162,6 +182,8 @@ impl Trust {
             full: false,
             pool: None,
             shared: Shared::default(),
+            partition: None,
+            foreign: None,
         }
     }
 
@@ -227,11 +249,15 @@ impl Trust {
         // so: a later event's children come first, and among one event's,
         // the first placement.
         let parent = &run.key;
-        let jobs = children.into_iter().enumerate().map(|(c, graph)| {
+        let partition = self.partition;
+        let jobs = children.into_iter().enumerate().filter_map(|(c, graph)| {
             let mut key = Vec::with_capacity(parent.len() + 2);
             key.extend_from_slice(parent);
             key.extend([u32::MAX - at as u32, c as u32]);
-            Job::new(graph, key)
+            // Below the split depth only this partition's subtrees.
+            let elsewhere = partition
+                .is_some_and(|(p, depth)| jobs::depth(&key) == depth && !jobs::owns(p, &key));
+            (!elsewhere).then(|| Job::new(graph, key))
         });
         let jobs: Vec<Job> = jobs.collect();
         let bytes: u64 = jobs.iter().map(Job::bytes).sum();
@@ -298,6 +324,43 @@ impl Trust {
         self.last.truncate(k);
         run.at = k;
         steps
+    }
+
+    /// The counters an execution adds to: wasted, infeasible, repeated,
+    /// unsupported, unfair.
+    fn counters(&self) -> Counters {
+        [
+            self.wasted,
+            self.infeasible,
+            self.repeated,
+            self.unsupported,
+            self.unfair,
+        ]
+    }
+
+    fn set_counters(&mut self, c: Counters) {
+        [
+            self.wasted,
+            self.infeasible,
+            self.repeated,
+            self.unsupported,
+            self.unfair,
+        ] = c;
+    }
+
+    /// Counts the run that ended if it repeated a trace. Two blocked
+    /// attempts on one object only wait: their order is no part of the
+    /// trace, so only the graph with them in stamp order counts (the other
+    /// is the same trace again).
+    fn end_run(&mut self) {
+        if let Some(run) = self.run.take() {
+            let g = &run.graph;
+            if g.pairs()
+                .any(|(x, y)| x > y && g.evs[x].blocked && g.evs[y].blocked)
+            {
+                self.repeated += 1;
+            }
+        }
     }
 
     fn ran(&mut self, e: &Ev, step: bool) {
@@ -371,6 +434,12 @@ impl Strategy for Trust {
         }
         let Job { graph, key, .. } = self.next_job()?;
         self.key.clone_from(&key);
+        // Above the split depth, every partition runs every job, and
+        // counts its own.
+        let foreign = self
+            .partition
+            .is_some_and(|(p, depth)| jobs::depth(&key) < depth && !jobs::owns(p, &key));
+        self.foreign = foreign.then(|| self.counters());
         let order = graph.linearize();
         self.clocks.reset(&graph, &order);
         self.objects.reset(&graph);
@@ -450,16 +519,9 @@ impl Strategy for Trust {
     }
 
     fn end(&mut self, _outcome: &Outcome) {
-        // Two blocked attempts on one object only wait: their order is no
-        // part of the trace, so only the graph with them in stamp order
-        // counts (the other is the same trace again).
-        if let Some(run) = self.run.take() {
-            let g = &run.graph;
-            if g.pairs()
-                .any(|(x, y)| x > y && g.evs[x].blocked && g.evs[y].blocked)
-            {
-                self.repeated += 1;
-            }
+        self.end_run();
+        if let Some(c) = self.foreign.take() {
+            self.set_counters(c);
         }
     }
 
@@ -542,6 +604,15 @@ impl Splitting for Trust {
 
     fn stretch(&self) -> u64 {
         self.shared.stretch
+    }
+
+    /// A split depth of 0 levels is 1: the root is no partition's alone.
+    fn partition(&mut self, partition: Partition, depth: usize) {
+        self.partition = Some((partition, depth.max(1)));
+    }
+
+    fn foreign(&self) -> bool {
+        self.foreign.is_some()
     }
 }
 

@@ -4,10 +4,12 @@
 
 use super::graph::Graph;
 use super::Trust;
+use crate::explorer::partition::Partition;
 use crate::explorer::steal::{Payload, Subtree, SubtreePool, Taken};
 use crate::explorer::visits::NO_EXPANSION;
 use crate::strategy::BoundHit;
 use std::sync::Arc;
+use wasmrace_trace::mix64;
 
 /// A job: a graph to run, and its place in the one-thread exploration
 /// order (see [`Trust::order_key`](crate::Splitting::order_key)).
@@ -65,6 +67,18 @@ impl Job {
             payload: Some(Payload(Arc::new(self.graph))),
         }
     }
+}
+
+/// How many levels below the root the job at `key` is (each level adds
+/// two numbers to the key, see [`Trust::order_key`](crate::Splitting::order_key)).
+pub(super) fn depth(key: &[u32]) -> usize {
+    key.len().saturating_sub(1) / 2
+}
+
+/// Whether the job at `key` is `partition`'s: its key hashes to it.
+pub(super) fn owns(partition: Partition, key: &[u32]) -> bool {
+    let hash = (key.iter()).fold(0, |h: u64, &k| mix64(h ^ u64::from(k)));
+    hash % u64::from(partition.count) == u64::from(partition.index)
 }
 
 /// A worker's view of the pool it shares (see [`Trust::next_shared`]).

@@ -197,3 +197,97 @@ fn default_is_new_and_a_full_frontier_stops() {
     assert_eq!(m.executions(), 1);
     assert_eq!(r.strategy_bound.map(|b| b.knob), Some("--frontier-mb"));
 }
+
+/// Partitions (`--partition K/N`) run the one-thread run's executions
+/// between them, each in exactly one, whatever the split depth: each
+/// exhausts its share, the counts (executions, failing ones, wasted runs)
+/// add up to the single run's, and the bug with the smallest order key
+/// (the merge's rule) is the one the single run stops at. Also with the
+/// threads of each partition sharing a pool.
+#[test]
+fn partitions_split_the_one_thread_run() {
+    use crate::explorer::partition::first_of;
+    use crate::model::partition_tests::racy;
+    use crate::model::steal_tests::{shared_with, single_with, three};
+    use crate::{Config, Partition};
+    let models = [
+        racy(),
+        three(),
+        two_phase(2),
+        random_model(3),
+        random_model(11),
+    ];
+    let mut split = 0;
+    for (m, model) in models.iter().enumerate() {
+        for depth in [0, 1, 2, 3, 40] {
+            let config = Config {
+                stop_on_first_bug: false,
+                split_depth: depth,
+                ..Config::default()
+            };
+            let mut t = Trust::new();
+            let (one, mut all) = single_with(model, &config, &mut t);
+            assert!(one.exhausted, "model {m}");
+            all.sort();
+            for n in [1, 2, 3, 7] {
+                let what = format!("model {m}, depth {depth}, {n} partitions");
+                let (mut union, mut executions, mut failing, mut wasted) = (Vec::new(), 0, 0, 0);
+                let mut sizes = Vec::new();
+                for k in 0..n {
+                    let config = Config {
+                        partition: Partition::new(k, n),
+                        ..config.clone()
+                    };
+                    let mut part = Trust::new();
+                    let (r, paths) = if k % 2 == 0 {
+                        single_with(model, &config, &mut part)
+                    } else {
+                        shared_with(model, &config, 2, &|| Box::new(Trust::new()))
+                    };
+                    assert!(r.exhausted, "{what}: partition {k} exhausts its share");
+                    executions += r.executions;
+                    failing += r.failing_executions;
+                    if k % 2 == 0 {
+                        wasted += part.wasted();
+                    }
+                    sizes.push(r.executions);
+                    union.extend(paths);
+                }
+                union.sort();
+                // Wasted runs are abandoned, so not among the paths: the
+                // counts below say they add up too.
+                assert_eq!(union, all, "{what}: the same executions, each once");
+                assert_eq!(executions, one.executions, "{what}");
+                assert_eq!(failing, one.failing_executions, "{what}");
+                if n == 1 {
+                    assert_eq!(wasted, t.wasted(), "{what}");
+                }
+                split += u32::from(sizes.iter().filter(|&&s| s > 0).count() > 1);
+            }
+        }
+        // Stopping at the first bug: the merge's bug is the single run's.
+        let config = Config {
+            split_depth: 2,
+            ..Config::default()
+        };
+        let (one, _) = single_with(model, &config, &mut Trust::new());
+        for n in [2, 3, 7] {
+            let bugs: Vec<_> = (0..n)
+                .flat_map(|k| {
+                    let config = Config {
+                        partition: Partition::new(k, n),
+                        ..config.clone()
+                    };
+                    single_with(model, &config, &mut Trust::new()).0.bugs
+                })
+                .collect();
+            let first = first_of(&bugs).map(|b| (b.schedule.clone(), b.order_key.clone()));
+            let want = one
+                .bugs
+                .first()
+                .map(|b| (b.schedule.clone(), b.order_key.clone()));
+            assert_eq!(first, want, "model {m}, {n} partitions: the first bug");
+        }
+    }
+    assert!(split > 20, "partitions share the work ({split} splits)");
+}
