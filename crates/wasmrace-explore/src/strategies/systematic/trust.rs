@@ -103,6 +103,12 @@ struct Run {
 /// and whether it was a step (else a blocked attempt).
 type Ran = (Tid, u32, u32, Option<Access>, bool);
 
+/// Records that `e` ran (a step, or else a blocked attempt) in `last`:
+/// a free function, for callers that hold a borrow of the run.
+fn record(last: &mut Vec<Ran>, e: &Ev, step: bool) {
+    last.push((e.tid, e.idx, e.alt, e.acc, step));
+}
+
 /// The TruSt-style exploration; see the module documentation.
 #[derive(Debug)]
 pub struct Trust {
@@ -364,7 +370,7 @@ impl Trust {
     }
 
     fn ran(&mut self, e: &Ev, step: bool) {
-        self.last.push((e.tid, e.idx, e.alt, e.acc, step));
+        record(&mut self.last, e, step);
     }
 
     /// The replay's next decision, settling blocked attempts on the way.
@@ -405,7 +411,7 @@ impl Trust {
                 return Some(None);
             }
             e.blocked = true;
-            self.last.push((e.tid, e.idx, e.alt, e.acc, false));
+            record(&mut self.last, e, false);
             run.stopped.insert(e.tid);
             run.at += 1;
         }
@@ -489,7 +495,7 @@ impl Strategy for Trust {
                 // only reads).
                 run.graph.evs[i].acc = acc.unwrap_or(None);
                 let e = &run.graph.evs[i];
-                self.last.push((e.tid, e.idx, e.alt, e.acc, true));
+                record(&mut self.last, e, true);
             } else if step.tid != e.tid || acc != Ok(e.acc) {
                 // Recorded no further: a resume never goes past it.
                 if std::env::var_os("TRUST_DEBUG").is_some() {
@@ -497,7 +503,7 @@ impl Strategy for Trust {
                 }
                 run.diverged = true;
             } else {
-                self.last.push((e.tid, e.idx, e.alt, e.acc, true));
+                record(&mut self.last, e, true);
             }
             run.graph.evs[i].spawned = step.spawned.clone();
             run.at += 1;
