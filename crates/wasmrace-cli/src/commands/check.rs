@@ -31,7 +31,8 @@ written and the `wasmrace replay` command that reproduces it.
 Determinism: the same module, seed and options print byte-identical stdout,
 except the lines starting with `time:` (with --json, the `elapsed_ms`
 fields). A run cut short by --time-budget is the exception: how far it got
-depends on the machine.
+depends on the machine; so is one a per-thread memory bound stops
+(--frontier-mb, and --cache-mb under --jobs): where depends on --jobs.
 
 Exit status: 0 no bug in any test, 1 a bug in at least one test, 2 error.
 
@@ -44,7 +45,9 @@ Examples:
   wasmrace check app.wasm --strategy ss --explorer prr --time-budget 60
   wasmrace check app.wasm --strategy dfs --unbounded --state-cache
   wasmrace check app.wasm --json | jq '.tests[].bug.failure'
-  wasmrace check app.wasm --strategy random --partition 2/4 --json > part2.json";
+  wasmrace check app.wasm --strategy random --partition 2/4 --json > part2.json
+  wasmrace check app.wasm --test big --strategy dpor --dpor trust --jobs 2
+  wasmrace check app.wasm --test big --strategy dpor --dpor trust --partition 2/4 --json > part2.json";
 
 /// `--strategy`'s values: the registry's strategies, each with its line
 /// of help.
