@@ -127,7 +127,6 @@ pub struct Trust {
     /// The key of the last job begun.
     key: Vec<u32>,
     started: bool,
-    executions: u64,
     wasted: u64,
     infeasible: u64,
     repeated: u64,
@@ -176,7 +175,6 @@ impl Trust {
             objects: ByObject::default(),
             key: Vec::new(),
             started: false,
-            executions: 0,
             wasted: 0,
             infeasible: 0,
             repeated: 0,
@@ -457,7 +455,6 @@ impl Strategy for Trust {
         };
         let steps = self.resume(&mut run);
         self.run = Some(run);
-        self.executions += 1;
         Some(match steps {
             0 => Start::Fresh,
             prefix_len => Start::Resume { prefix_len },
