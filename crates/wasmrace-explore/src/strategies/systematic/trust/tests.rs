@@ -126,6 +126,21 @@ fn jobs_taken_in_any_order_run_the_same_executions() {
     }
 }
 
+/// The models the runs split between threads and partitions explore: a
+/// race with a `choose`, three threads, messages with waiting receives,
+/// and two random programs.
+fn split_models() -> [crate::model::Model; 5] {
+    use crate::model::partition_tests::racy;
+    use crate::model::steal_tests::three;
+    [
+        racy(),
+        three(),
+        two_phase(2),
+        random_model(3),
+        random_model(11),
+    ]
+}
+
 /// Workers sharing a pool (`check --jobs`) run the one-thread run's
 /// executions between them, each once, and report what it reports: the
 /// same count, verdict and bugs numbered as it numbers them, when the run
@@ -133,16 +148,9 @@ fn jobs_taken_in_any_order_run_the_same_executions() {
 /// whatever the timing (pools of every eagerness, 1 to 7 workers).
 #[test]
 fn workers_sharing_a_pool_report_the_one_thread_run() {
-    use crate::model::partition_tests::racy;
-    use crate::model::steal_tests::{shared_with, single_with, three};
+    use crate::model::steal_tests::{shared_with, single_with};
     use crate::Config;
-    let models = [
-        racy(),
-        three(),
-        two_phase(2),
-        random_model(3),
-        random_model(11),
-    ];
+    let models = split_models();
     let bugs = |r: &crate::explorer::Report| {
         (r.bugs.iter())
             .map(|b| (b.schedule.clone(), b.execution, b.order_key.clone()))
@@ -207,16 +215,9 @@ fn default_is_new_and_a_full_frontier_stops() {
 #[test]
 fn partitions_split_the_one_thread_run() {
     use crate::explorer::partition::first_of;
-    use crate::model::partition_tests::racy;
-    use crate::model::steal_tests::{shared_with, single_with, three};
+    use crate::model::steal_tests::{shared_with, single_with};
     use crate::{Config, Partition};
-    let models = [
-        racy(),
-        three(),
-        two_phase(2),
-        random_model(3),
-        random_model(11),
-    ];
+    let models = split_models();
     let mut split = 0;
     for (m, model) in models.iter().enumerate() {
         for depth in [0, 1, 2, 3, 40] {
