@@ -79,6 +79,12 @@ pub const DEFAULT_FRONTIER_MB: u64 = 1024;
 /// above it (tens on the fixtures), and deals out the many below.
 pub const DEFAULT_SPLIT_LEVELS: usize = 3;
 
+/// The most optional events (later writes a revisiting write sees, not
+/// after the event it revisits) whose subsets are enumerated as
+/// placements: 2^16 graphs for one revisit. Past it the revisit is left
+/// out, counted, and the run is not exhausted: a limit, not a crash.
+const MAX_OPTIONAL: usize = 16;
+
 /// The execution in progress.
 #[derive(Debug, Default)]
 struct Run {
@@ -134,6 +140,12 @@ pub struct Trust {
     unsupported: u64,
     /// Jobs dropped because fair scheduling hid the thread to replay.
     unfair: u64,
+    /// New events with a revisit left out: more optional events than
+    /// `max_optional` (the run is not exhausted).
+    unplaced: u64,
+    /// The most optional events a revisit's placements are enumerated for
+    /// ([`MAX_OPTIONAL`]): one placement per subset of them.
+    max_optional: usize,
     /// The bytes this worker's own jobs hold ([`Job::bytes`]), the most
     /// they may hold (`--frontier-mb`), and the peak.
     frontier: u64,
@@ -154,7 +166,7 @@ pub struct Trust {
 }
 
 /// What [`Trust`] counts of an execution (see [`Trust::counters`]).
-type Counters = [u64; 5];
+type Counters = [u64; 6];
 
 impl Trust {
     /// A new exploration, its jobs holding at most
@@ -180,6 +192,8 @@ impl Trust {
             repeated: 0,
             unsupported: 0,
             unfair: 0,
+            unplaced: 0,
+            max_optional: MAX_OPTIONAL,
             frontier: 0,
             max_frontier: mb.saturating_mul(1 << 20),
             peak_frontier: 0,
@@ -234,7 +248,9 @@ impl Trust {
     fn add(&mut self, ev: Ev) {
         let run = self.run.as_mut().expect("a run");
         let conf = self.objects.conflicting(&run.graph, &ev);
-        let mut children = run.graph.placements(&ev, &conf, &self.clocks);
+        let (mut children, left_out) =
+            (run.graph).placements(&ev, &conf, &self.clocks, self.max_optional);
+        self.unplaced += u64::from(left_out);
         if ev.alt == 0 && ev.acc.is_none() {
             for alt in 1..ev.alts {
                 let n = run.graph.evs.len();
@@ -331,7 +347,7 @@ impl Trust {
     }
 
     /// The counters an execution adds to: wasted, infeasible, repeated,
-    /// unsupported, unfair.
+    /// unsupported, unfair, unplaced.
     fn counters(&self) -> Counters {
         [
             self.wasted,
@@ -339,6 +355,7 @@ impl Trust {
             self.repeated,
             self.unsupported,
             self.unfair,
+            self.unplaced,
         ]
     }
 
@@ -349,6 +366,7 @@ impl Trust {
             self.repeated,
             self.unsupported,
             self.unfair,
+            self.unplaced,
         ] = c;
     }
 
@@ -545,6 +563,7 @@ impl Capabilities for Trust {
             && self.jobs.is_empty()
             && self.run.is_none()
             && self.unsupported == 0
+            && self.unplaced == 0
             && self.infeasible == 0
             && !self.full
     }
@@ -559,6 +578,10 @@ impl Capabilities for Trust {
                 self.unsupported,
             ),
             Stat::new("jobs dropped by fair scheduling", self.unfair),
+            Stat::new(
+                "revisits left out (too many optional events)",
+                self.unplaced,
+            ),
             Stat::peak("largest frontier (KiB)", self.peak_frontier >> 10),
         ]
     }

@@ -316,12 +316,22 @@ impl Graph {
 
     /// The graphs in which `a`, the next event, is placed other than
     /// maximally (see the module documentation); `conf` are the events
-    /// it conflicts with, ascending, and `clocks` this graph's.
-    pub(super) fn placements(&self, a: &Ev, conf: &[usize], clocks: &Clocks) -> Vec<Graph> {
+    /// it conflicts with, ascending, and `clocks` this graph's. A revisit
+    /// with more than `max_optional` optional events (2 to that many
+    /// placements) is not enumerated: the second value says whether one
+    /// was left out.
+    pub(super) fn placements(
+        &self,
+        a: &Ev,
+        conf: &[usize],
+        clocks: &Clocks,
+        max_optional: usize,
+    ) -> (Vec<Graph>, bool) {
         let n = self.evs.len();
         let mut out = Vec::new();
+        let mut left_out = false;
         let Some(acc) = a.acc.filter(|_| !conf.is_empty()) else {
-            return out;
+            return (out, left_out);
         };
         let cp = clocks.past(self.prev_of(a));
         let holds = |p: &Past, i: usize| clocks.holds(p, self, i);
@@ -338,7 +348,7 @@ impl Graph {
                 }
                 out.push(self.with(&vec![false; n], a.clone(), &clocks.marks(&p, self)));
             }
-            return out;
+            return (out, left_out);
         }
         let mut seen = BTreeSet::new();
         for &b in conf {
@@ -358,7 +368,10 @@ impl Graph {
                 .copied()
                 .filter(|&c| c > b && a.sees(&self.evs[c]) && !clocks.after(self, b, c))
                 .collect();
-            assert!(optional.len() <= 16, "trust prototype: too many placements");
+            if optional.len() > max_optional {
+                left_out = true;
+                continue;
+            }
             for mask in 0..(1u32 << optional.len()) {
                 let mut s: Vec<usize> = conf.iter().copied().filter(|&c| c < b).collect();
                 s.extend(
@@ -397,7 +410,7 @@ impl Graph {
                 }
             }
         }
-        out
+        (out, left_out)
     }
 }
 
