@@ -133,16 +133,8 @@ pub struct Trust {
     /// The key of the last job begun.
     key: Vec<u32>,
     started: bool,
-    wasted: u64,
-    infeasible: u64,
-    repeated: u64,
-    /// Steps over several objects met (nothing after one is explored).
-    unsupported: u64,
-    /// Jobs dropped because fair scheduling hid the thread to replay.
-    unfair: u64,
-    /// New events with a revisit left out: more optional events than
-    /// `max_optional` (the run is not exhausted).
-    unplaced: u64,
+    /// What the executions ran so far came to.
+    counts: Counts,
     /// The most optional events a revisit's placements are enumerated for
     /// ([`MAX_OPTIONAL`]): one placement per subset of them.
     max_optional: usize,
@@ -160,13 +152,28 @@ pub struct Trust {
     /// The partition whose share this worker runs (`--partition`), and
     /// the split depth in job levels.
     partition: Option<(Partition, usize)>,
-    /// The job begun is another partition's: the counters as they were
+    /// The job begun is another partition's: the counts as they were
     /// before it, put back at its end.
-    foreign: Option<Counters>,
+    foreign: Option<Counts>,
 }
 
-/// What [`Trust`] counts of an execution (see [`Trust::counters`]).
-type Counters = [u64; 6];
+/// What [`Trust`]'s executions came to, besides running.
+#[derive(Clone, Copy, Debug, Default)]
+struct Counts {
+    /// Runs that ended with a stopped thread able to go on.
+    wasted: u64,
+    /// Jobs whose replay found a thread where the graph said otherwise.
+    infeasible: u64,
+    /// Runs that repeated a trace (two blocked attempts out of stamp order).
+    repeated: u64,
+    /// Steps over several objects met (nothing after one is explored).
+    unsupported: u64,
+    /// Jobs dropped because fair scheduling hid the thread to replay.
+    unfair: u64,
+    /// New events with a revisit left out: more optional events than
+    /// `max_optional` (the run is not exhausted).
+    unplaced: u64,
+}
 
 impl Trust {
     /// A new exploration, its jobs holding at most
@@ -187,12 +194,7 @@ impl Trust {
             objects: ByObject::default(),
             key: Vec::new(),
             started: false,
-            wasted: 0,
-            infeasible: 0,
-            repeated: 0,
-            unsupported: 0,
-            unfair: 0,
-            unplaced: 0,
+            counts: Counts::default(),
             max_optional: MAX_OPTIONAL,
             frontier: 0,
             max_frontier: mb.saturating_mul(1 << 20),
@@ -216,17 +218,17 @@ impl Trust {
 
     /// Runs that ended with a stopped thread able to go on.
     pub fn wasted(&self) -> u64 {
-        self.wasted
+        self.counts.wasted
     }
 
     /// Jobs whose replay found a thread where the graph said otherwise.
     pub fn infeasible(&self) -> u64 {
-        self.infeasible
+        self.counts.infeasible
     }
 
     /// Runs that repeated a trace (two blocked attempts out of stamp order).
     pub fn repeated(&self) -> u64 {
-        self.repeated
+        self.counts.repeated
     }
 
     /// An event for thread `t`'s pending operation.
@@ -250,7 +252,7 @@ impl Trust {
         let conf = self.objects.conflicting(&run.graph, &ev);
         let (mut children, left_out) =
             (run.graph).placements(&ev, &conf, &self.clocks, self.max_optional);
-        self.unplaced += u64::from(left_out);
+        self.counts.unplaced += u64::from(left_out);
         if ev.alt == 0 && ev.acc.is_none() {
             for alt in 1..ev.alts {
                 let n = run.graph.evs.len();
@@ -316,7 +318,7 @@ impl Trust {
             self.run.as_mut().expect("a run").stopped.insert(t.tid);
         }
         // Only stopped threads could go on: the real execution goes on.
-        self.wasted += 1;
+        self.counts.wasted += 1;
         None
     }
 
@@ -346,30 +348,6 @@ impl Trust {
         steps
     }
 
-    /// The counters an execution adds to: wasted, infeasible, repeated,
-    /// unsupported, unfair, unplaced.
-    fn counters(&self) -> Counters {
-        [
-            self.wasted,
-            self.infeasible,
-            self.repeated,
-            self.unsupported,
-            self.unfair,
-            self.unplaced,
-        ]
-    }
-
-    fn set_counters(&mut self, c: Counters) {
-        [
-            self.wasted,
-            self.infeasible,
-            self.repeated,
-            self.unsupported,
-            self.unfair,
-            self.unplaced,
-        ] = c;
-    }
-
     /// Counts the run that ended if it repeated a trace. Two blocked
     /// attempts on one object only wait: their order is no part of the
     /// trace, so only the graph with them in stamp order counts (the other
@@ -380,7 +358,7 @@ impl Trust {
             if g.pairs()
                 .any(|(x, y)| x > y && g.evs[x].blocked && g.evs[y].blocked)
             {
-                self.repeated += 1;
+                self.counts.repeated += 1;
             }
         }
     }
@@ -396,13 +374,13 @@ impl Trust {
             let i = run.order[run.at];
             let (tid, idx) = (run.graph.evs[i].tid, run.graph.evs[i].idx);
             let Some(at) = ctx.threads.iter().position(|t| t.tid == tid) else {
-                self.infeasible += 1;
+                self.counts.infeasible += 1;
                 return Some(None);
             };
             if ctx.is_hidden(at) {
                 // This order is not fair: a limit of the reduction under
                 // fair scheduling, not a proof (see `bound_hit`).
-                self.unfair += 1;
+                self.counts.unfair += 1;
                 return Some(None);
             }
             let t = &ctx.threads[at];
@@ -423,7 +401,7 @@ impl Trust {
                         t.pending
                     );
                 }
-                self.infeasible += 1;
+                self.counts.infeasible += 1;
                 return Some(None);
             }
             e.blocked = true;
@@ -461,7 +439,7 @@ impl Strategy for Trust {
         let foreign = self
             .partition
             .is_some_and(|(p, depth)| jobs::depth(&key) < depth && !jobs::owns(p, &key));
-        self.foreign = foreign.then(|| self.counters());
+        self.foreign = foreign.then_some(self.counts);
         let order = graph.linearize();
         self.clocks.reset(&graph, &order);
         self.objects.reset(&graph);
@@ -481,7 +459,7 @@ impl Strategy for Trust {
 
     fn decide(&mut self, ctx: &Context<'_>) -> Option<Decision> {
         if self.run.as_ref().is_some_and(|r| r.diverged) {
-            self.infeasible += 1;
+            self.counts.infeasible += 1;
             return None;
         }
         if self.run.as_ref().is_some_and(|r| r.untracked) {
@@ -529,7 +507,7 @@ impl Strategy for Trust {
             // Not placeable: the execution runs on, but nothing after this
             // step is explored (not exhausted). Each job still makes the
             // same children, whichever worker runs it.
-            self.unsupported += 1;
+            self.counts.unsupported += 1;
             run.untracked = true;
             return;
         };
@@ -542,7 +520,7 @@ impl Strategy for Trust {
     fn end(&mut self, _outcome: &Outcome) {
         self.end_run();
         if let Some(c) = self.foreign.take() {
-            self.set_counters(c);
+            self.counts = c;
         }
     }
 
@@ -562,25 +540,25 @@ impl Capabilities for Trust {
             && (self.pool.is_none() || self.shared.done == Some(true))
             && self.jobs.is_empty()
             && self.run.is_none()
-            && self.unsupported == 0
-            && self.unplaced == 0
-            && self.infeasible == 0
+            && self.counts.unsupported == 0
+            && self.counts.unplaced == 0
+            && self.counts.infeasible == 0
             && !self.full
     }
 
     fn stats(&self) -> Vec<Stat> {
         vec![
-            Stat::new("wasted executions", self.wasted),
-            Stat::new("infeasible jobs", self.infeasible),
-            Stat::new("repeated traces", self.repeated),
+            Stat::new("wasted executions", self.counts.wasted),
+            Stat::new("infeasible jobs", self.counts.infeasible),
+            Stat::new("repeated traces", self.counts.repeated),
             Stat::new(
                 "steps over several objects (not explored past)",
-                self.unsupported,
+                self.counts.unsupported,
             ),
-            Stat::new("jobs dropped by fair scheduling", self.unfair),
+            Stat::new("jobs dropped by fair scheduling", self.counts.unfair),
             Stat::new(
                 "revisits left out (too many optional events)",
-                self.unplaced,
+                self.counts.unplaced,
             ),
             Stat::peak("largest frontier (KiB)", self.peak_frontier >> 10),
         ]
@@ -598,7 +576,7 @@ impl Capabilities for Trust {
         if self.full {
             return Some(self.frontier_hit());
         }
-        (self.unfair > 0).then_some(BoundHit {
+        (self.counts.unfair > 0).then_some(BoundHit {
             bound: "dropped jobs",
             value: 1,
             knob: "--fairness-bound",

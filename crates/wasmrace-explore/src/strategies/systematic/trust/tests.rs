@@ -307,14 +307,18 @@ fn a_revisit_left_out_is_counted_and_not_exhausted() {
             ..Trust::new()
         };
         let (_, r) = measure(random_model(seed), &mut capped, 100_000);
-        if capped.unplaced > 0 {
+        if capped.counts.unplaced > 0 {
             left_out += 1;
             assert!(!r.exhausted, "seed {seed}");
             let stat = capped
                 .stats()
                 .into_iter()
                 .find(|s| s.name.starts_with("revisits left out"));
-            assert_eq!(stat.map(|s| s.value), Some(capped.unplaced), "seed {seed}");
+            assert_eq!(
+                stat.map(|s| s.value),
+                Some(capped.counts.unplaced),
+                "seed {seed}"
+            );
         } else if let Some(dfs) = dfs_reference(random_model(seed), 30_000) {
             assert!(r.exhausted, "seed {seed}");
             let (m, _) = measure(random_model(seed), &mut Trust::new(), 100_000);
