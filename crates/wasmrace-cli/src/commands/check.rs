@@ -405,10 +405,11 @@ impl CheckCommand {
         let jobs =
             (self.jobs).unwrap_or_else(|| partition::default_jobs(split, self.test.is_none()));
         let by_jobs = split == wasmrace_explore::Split::Jobs;
-        let by_prefix = split == wasmrace_explore::Split::ByPrefix || by_jobs;
-        // Threads share the tree rather than split it by prefix: only a
+        // A split by prefix counts its depth in decisions, one by jobs in
+        // job levels. Threads share the tree rather than split it: only a
         // partition uses the depth.
-        if self.split_depth.is_some() && (!by_prefix || self.partition.is_none()) {
+        let takes_depth = split == wasmrace_explore::Split::ByPrefix || by_jobs;
+        if self.split_depth.is_some() && (!takes_depth || self.partition.is_none()) {
             bail!(
                 "`--split-depth` only applies to a strategy that splits by prefix (`dfs`, \
                  `dpor --dpor trust`), with `--partition`"

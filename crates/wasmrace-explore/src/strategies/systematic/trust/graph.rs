@@ -333,7 +333,8 @@ impl Graph {
         let Some(acc) = a.acc.filter(|_| !conf.is_empty()) else {
             return (out, left_out);
         };
-        let cp = clocks.past(self.prev_of(a));
+        let prev = self.prev_of(a);
+        let cp = clocks.past(prev);
         let holds = |p: &Past, i: usize| clocks.holds(p, self, i);
         // A failed compare-exchange only reads, but placed before a write
         // it saw it may succeed: it is placed as the write it may become.
@@ -385,7 +386,7 @@ impl Graph {
                 if holds(&p, b) {
                     continue;
                 }
-                let mut start: Vec<usize> = self.prev_of(a).into_iter().collect();
+                let mut start: Vec<usize> = prev.into_iter().collect();
                 start.extend(
                     conf.iter()
                         .copied()
