@@ -1,7 +1,8 @@
 #!/usr/bin/env bash
 # Concuerror's DPOR scalability rows (readers, lastzero, indexer,
 # filesystem), timed with `wasmrace check --strategy dpor --json`: the
-# README's table under "Partial-order reduction" comes from this script.
+# table in docs/performance.md, "DPOR on Concuerror's scalability
+# benchmarks", comes from this script.
 #
 # Usage: scripts/dpor-scaling.sh [TEST...]
 #   (default: readers_10..15, lastzero_8..12, indexer_12..15, filesystem_14..18)

@@ -1,6 +1,6 @@
 #!/usr/bin/env bash
-#! What each strategy adds per step over random walk's whole step: the
-#! README's "What each strategy adds per step" figures. For each strategy,
+#! What each strategy adds per step over random walk's whole step
+#! (docs/performance.md, "Instruction counts"). For each strategy,
 #! callgrind counts the exploration alone (`step_profile --strategy S`,
 #! seeds 0..5, 200 executions each, `check`'s defaults for S, on the
 #! `bench_two_by_ten` fixture) and divides by the steps the example prints.

@@ -1,6 +1,6 @@
 //! The bounded fuzz campaign `cargo test --workspace` runs: a fixed, small
 //! number of deterministic inputs of every kind (the longer campaign is
-//! `wasmrace-fuzz`, README "Limits and guarantees"), each of which must
+//! `wasmrace-fuzz`, docs/guarantees.md, "Fuzzing"), each of which must
 //! keep every property; plus checks that the harness reaches deep enough
 //! to mean something.
 

@@ -138,7 +138,7 @@ pub fn dealt_to(index: usize, n: u32) -> u32 {
 /// Threads for a run without `--jobs`: every core for the strategies
 /// that split by execution, the portfolio, dfs (whose report is the same
 /// on any number of threads, and which takes about one thread's time on
-/// two where a budget cuts the run, README "Scaling out"), ses (the same
+/// two where a budget cuts the run, docs/performance.md, "Threads"), ses (the same
 /// report but for the saved states, which its threads do not use), and a
 /// strategy that cannot split when it explores `all_tests` of the module
 /// (side by side, `lanes.rs`); one for the others. dfs with a state cache

@@ -106,7 +106,7 @@ impl Default for BenchOptions {
     /// 1,000 executions per cell, 3 seeds, base seed 0, one worker, every
     /// strategy, every test, the explorer's step bound, the default host.
     /// With these (and two workers) the bundled suite takes about 200 CPU
-    /// seconds: minutes on two cores (the README has the measurement).
+    /// seconds: minutes on two cores (docs/performance.md has a measurement).
     fn default() -> Self {
         BenchOptions {
             executions: 1000,

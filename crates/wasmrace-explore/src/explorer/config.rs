@@ -46,7 +46,7 @@ pub struct Config {
     /// since the last, is mostly never restored. `None` never. Default
     /// `Some(5)`: on `benches/peers` (callgrind) DFS runs 27–50% fewer
     /// instructions on four tests and the same on the fifth, whose tree
-    /// has 19 executions (README, "Next to loom and shuttle").
+    /// has 19 executions (benches/peers/RESULTS.md).
     pub snapshot_resume_returns: Option<u32>,
     /// Snapshot policy at the start of every execution: learn, in the
     /// first execution started afresh, the *forced prefix* (the steps

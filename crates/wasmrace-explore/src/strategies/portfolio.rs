@@ -6,10 +6,11 @@
 //! member found a bug (`active`). An opening member that explores its whole
 //! space with no bound cutting it ends the run: a proof.
 //!
-//! DPOR opens because, on the bench suite's 21 bugs, it found every one
-//! within 1,000 executions (bounded DFS 19) and needed fewer executions
-//! than bounded DFS on 15 of them, as many on 5 (README, "Comparing
-//! strategies"); and a test whose traces it exhausts gets a verdict.
+//! DPOR opens because, on the bench suite's 21 bugs, it found 20 within
+//! 1,000 executions (bounded DFS 19) and needed fewer executions than
+//! bounded DFS on 13 of them, as many on 6 (docs/performance.md, "Bug
+//! finding: the bench suite"); and a test whose traces it exhausts gets a
+//! verdict.
 //!
 //! Each opening member runs without interruption: DFS and DPOR resume each
 //! execution from a prefix of the previous one, which another member's

@@ -8,9 +8,9 @@
 //!
 //! The schedule is replayed once, snapshotting the state before each step;
 //! every sample restores a snapshot instead of replaying the prefix (the
-//! README measures the difference). Sampling is adaptive: a step stops
-//! after half its samples (at least 30) when they all agree (P clearly 0
-//! or 1). Where the space
+//! `bisect_speed` example measures the difference: docs/performance.md).
+//! Sampling is adaptive: a step stops after half its samples (at least 30)
+//! when they all agree (P clearly 0 or 1). Where the space
 //! left is small (at most [`AUTO_EXACT`] completions) P is computed
 //! exactly instead: for the random walk, the exact probability that a
 //! uniform walk fails (each thread, then each alternative, equally likely);
@@ -65,7 +65,7 @@ pub struct BisectOptions {
     pub max_steps: Option<u64>,
     /// Start each sample by restoring a snapshot (the default); `false`
     /// replays the prefix from the start instead, which exists to measure
-    /// what snapshots save (the README's numbers).
+    /// what snapshots save (the `bisect_speed` example).
     pub from_snapshots: bool,
 }
 

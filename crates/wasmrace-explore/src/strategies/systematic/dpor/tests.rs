@@ -86,7 +86,7 @@ fn ring_of_three_has_seven_traces() {
     assert_eq!(opt.traces(), 7);
     let (orders, dfs_runs) = assert_exact("ring", ring, 1_000_000).unwrap();
     assert_eq!(orders, 7);
-    // The exact count the README quotes: `cargo test -p wasmrace-explore ring_of_three`.
+    // The exact count docs/strategies.md quotes: `cargo test -p wasmrace-explore ring_of_three`.
     assert_eq!(dfs_runs, 25_424, "DFS runs interleavings: {dfs_runs}");
 }
 

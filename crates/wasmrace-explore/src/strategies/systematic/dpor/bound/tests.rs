@@ -54,7 +54,7 @@ fn compare(name: &str, model: impl Fn() -> Model, bound: u32, budget: u64) -> Op
 /// fewer executions overall.
 #[test]
 fn random_programs_cover_what_bounded_dfs_covers() {
-    // The README's totals come from a longer run of this test:
+    // The totals docs/guarantees.md quotes come from a longer run of this test:
     // `WASMRACE_BOUND_SEEDS=400 WASMRACE_BOUND_MAX=3 cargo test -p
     // wasmrace-explore random_programs_cover -- --nocapture`.
     let seeds = env_count("WASMRACE_BOUND_SEEDS", 60).max(60);
