@@ -55,6 +55,13 @@ fn suspending_signature(hook: &str) -> Option<Signature> {
         "phase" => (&[I32, I32], &[]),
         "barrier_new" => (&[I32], &[I64]),
         "barrier_wait" => (&[I64], &[I32]),
+        "mem_load" => (&[I32, I32], &[I64]),
+        "mem_store" => (&[I32, I32, I64], &[]),
+        "mem_rmw" => (&[I32, I32, I32, I64], &[I64]),
+        "mem_cmpxchg" => (&[I32, I32, I64, I64], &[I64]),
+        "mem_wait" => (&[I32, I32, I64, I64], &[I32]),
+        "mem_notify" => (&[I32, I32], &[I32]),
+        "proc_exit" => (&[I32], &[]),
         _ => return None,
     })
 }
@@ -67,6 +74,21 @@ fn plain_signature(hook: &str) -> Option<Signature> {
         "log" => (&[I32, I32], &[]),
         "report_panic" => (&[I32, I32, I32, I32, I32, I32], &[]),
         "thread_name" => (&[I64, I32, I32], &[I32]),
+        "wasi_tid" => (&[I64], &[I32]),
+        "wasi_tid_self" => (&[], &[I32]),
+        "wasi_args_get"
+        | "wasi_args_sizes_get"
+        | "wasi_environ_get"
+        | "wasi_environ_sizes_get"
+        | "wasi_clock_res_get"
+        | "wasi_fd_fdstat_get"
+        | "wasi_fd_prestat_get"
+        | "wasi_random_get" => (&[I32, I32], &[I32]),
+        "wasi_clock_time_get" => (&[I32, I64, I32], &[I32]),
+        "wasi_fd_write" | "wasi_fd_read" | "wasi_poll_oneoff" => (&[I32, I32, I32, I32], &[I32]),
+        "wasi_fd_close" => (&[I32], &[I32]),
+        "wasi_fd_seek" => (&[I32, I64, I32, I32], &[I32]),
+        "wasi_fd_prestat_dir_name" => (&[I32, I32, I32], &[I32]),
         _ => return None,
     })
 }

@@ -4,7 +4,7 @@
 
 use crate::config::HostConfig;
 use crate::error::{runtime, HostError};
-use crate::hooks::{make_linker, HostState};
+use crate::hooks::{make_linker, HostState, WasiEnv};
 use crate::load::{self, Analysis};
 use std::path::Path;
 use std::sync::Arc;
@@ -18,6 +18,43 @@ pub(crate) struct GuestInner {
     pub pre: InstancePre<HostState>,
     pub analysis: Analysis,
     pub from_cache: bool,
+}
+
+/// The pseudo-test that runs a libtest harness with `--list` (followed by
+/// further arguments: `--ignored`): no test's name starts so.
+pub(crate) const LIST_PREFIX: &str = "--list";
+
+impl GuestInner {
+    /// How test `test` is entered: its export, and (for a std guest) the
+    /// command line it runs with: the program's name, and for a libtest
+    /// harness the test alone, on one thread (`--exact NAME
+    /// --test-threads=1`, `--include-ignored` for an ignored one).
+    pub(crate) fn entry(&self, test: &str) -> (String, Arc<WasiEnv>) {
+        let Some(std) = &self.analysis.std else {
+            return (format!("{}{test}", load::TEST_PREFIX), Arc::default());
+        };
+        let program = Path::new(&self.name)
+            .file_name()
+            .map_or_else(|| "main.wasm".into(), |n| n.to_string_lossy().into_owned());
+        let mut args = vec![program];
+        if let Some(list) = test.strip_prefix(LIST_PREFIX) {
+            args.extend(["--list", "--format", "terse"].map(String::from));
+            args.extend(list.split_whitespace().map(String::from));
+        } else if std.harness {
+            args.extend(["--exact".into(), test.into(), "--test-threads=1".into()]);
+            if std.ignored.iter().any(|t| t == test) {
+                args.push("--include-ignored".into());
+            }
+        }
+        let env = WasiEnv {
+            args,
+            env: Vec::new(),
+        };
+        (
+            format!("{}{}", load::TEST_PREFIX, load::MAIN_TEST),
+            Arc::new(env),
+        )
+    }
 }
 
 /// A guest module ready to run. Clone it freely: clones share the compiled
@@ -37,20 +74,26 @@ impl std::fmt::Debug for Guest {
 }
 
 impl Guest {
-    /// Loads a module from a file.
-    pub fn load(path: &Path, config: HostConfig) -> Result<Guest, HostError> {
-        let bytes = load::read_module(path, config.max_module_bytes)?;
-        let name = path.display().to_string();
-        Guest::from_bytes(&name, &bytes, config)
-    }
-
-    /// Loads a module from bytes; `name` is used in messages.
-    pub fn from_bytes(name: &str, bytes: &[u8], config: HostConfig) -> Result<Guest, HostError> {
-        let analysis = load::analyze(name, bytes)?;
-        load::check_declared(name, &analysis.declared, &config)?;
+    /// Makes a guest of module `bytes` (`name` is used in messages): a std
+    /// guest is rewritten first (`load::rewrite_std`); its harness tests
+    /// are listed by the caller (`program/libtest.rs`).
+    pub(crate) fn assemble(
+        name: &str,
+        bytes: &[u8],
+        config: HostConfig,
+    ) -> Result<Guest, HostError> {
         let module_hash = blake3::hash(bytes).to_hex().to_string();
+        let (bytes, std) = if load::is_std(bytes) {
+            let (b, info) = load::rewrite_std(name, bytes)?;
+            (std::borrow::Cow::Owned(b), Some(info))
+        } else {
+            (std::borrow::Cow::Borrowed(bytes), None)
+        };
+        let mut analysis = load::analyze(name, &bytes)?;
+        analysis.std = std;
+        load::check_declared(name, &analysis.declared, &config)?;
         let engine = make_engine(&config, &analysis.declared)?;
-        let (module, from_cache) = load::compiled_module(name, bytes, &engine, &config)?;
+        let (module, from_cache) = load::compiled_module(name, &bytes, &engine, &config)?;
         let linker = make_linker(&engine)?;
         let pre = linker.instantiate_pre(&module).map_err(|e| {
             hook_mismatch(name, &engine, &linker, &module, &config)

@@ -4,9 +4,13 @@
 //! stepping for modules without trampolines) and the linker, whose
 //! suspending hooks come from the operation table (`ops.rs`).
 
+mod wasi;
+
+pub use wasi::WasiEnv;
+
 use crate::error::{runtime, HostError};
 use crate::ops::{self, decode_op, guest_bytes, guest_range, OP_ARGS};
-use crate::world::{Ret, World};
+use crate::world::{put_guest_bytes, Ret, World};
 use std::sync::Arc;
 use wasmrace_trace::{Failure, FailureKind};
 use wasmtime::{
@@ -129,6 +133,9 @@ pub(crate) struct Exports {
     /// The dirty-page map's address global (`load::track_dirty_pages`),
     /// when the module's writes are tracked.
     pub dirty_base: Option<Global>,
+    /// A std guest's thread-local base (`load::TLS_BASE_EXPORT`): each
+    /// thread has its own, saved in its record while it is suspended.
+    pub tls: Option<Global>,
 }
 
 /// `(arg, sp, low, asyncify state, asyncify data, buffer end, resumed
@@ -190,6 +197,8 @@ pub struct HostState {
     pub(crate) dirty_map: Option<u32>,
     /// While a step may go on in place: what `__onward` reaches.
     pub(crate) onward: Option<crate::program::Onward>,
+    /// A std guest's arguments and environment (`hooks/wasi.rs`).
+    pub(crate) wasi: Arc<WasiEnv>,
 }
 
 impl HostState {
@@ -211,6 +220,7 @@ impl HostState {
             asyncify_bytes: config.asyncify_buffer_bytes,
             dirty_map: None,
             onward: None,
+            wasi: Arc::default(),
         }
     }
 
@@ -233,11 +243,33 @@ fn log_line(c: &mut Caller<'_, HostState>, ptr: i32, len: i32) -> wasmtime::Resu
     if room == 0 {
         return Ok(());
     }
-    let want = u64::from(len as u32) + LOG_LINE_BYTES;
-    let take = want.min(room).saturating_sub(LOG_LINE_BYTES);
+    let take = u64::from(len as u32).min(room);
     let b = read_bytes(c, ptr, take as i32)?;
-    let st = c.data_mut();
-    st.logs.push(String::from_utf8_lossy(&b).into_owned());
+    // Counted at the length asked for: a line too long is cut.
+    keep_log_counted(c.data_mut(), &b, u64::from(len as u32));
+    Ok(())
+}
+
+/// Keeps `bytes` as a log line (a std guest's output: one line per line
+/// written, without the newline), within the execution's room.
+pub(crate) fn keep_log(st: &mut HostState, bytes: &[u8]) {
+    let text = bytes.strip_suffix(b"\n").unwrap_or(bytes);
+    for line in text.split(|b| *b == b'\n') {
+        keep_log_counted(st, line, line.len() as u64);
+    }
+}
+
+/// Keeps a line that asked for `len` bytes: cut to the room left,
+/// followed by one line saying so, after which lines are dropped.
+fn keep_log_counted(st: &mut HostState, b: &[u8], len: u64) {
+    let room = st.log_room;
+    if room == 0 {
+        return;
+    }
+    let want = len + LOG_LINE_BYTES;
+    let take = want.min(room).saturating_sub(LOG_LINE_BYTES) as usize;
+    st.logs
+        .push(String::from_utf8_lossy(&b[..take.min(b.len())]).into_owned());
     st.log_room = room - want.min(room);
     if want > room {
         st.log_room = 0;
@@ -246,42 +278,10 @@ fn log_line(c: &mut Caller<'_, HostState>, ptr: i32, len: i32) -> wasmtime::Resu
                 .into(),
         );
     }
-    Ok(())
 }
 
 fn fault(msg: String) -> wasmtime::Error {
     wasmtime::Error::new(GuestFault(Failure::new(FailureKind::Misuse, None, msg)))
-}
-
-/// Writes `bytes` into guest memory at `ptr`, a hook's output, and marks
-/// the pages written in the dirty-page map at `map`, if any; the error is
-/// the guest's fault.
-pub(crate) fn put_guest_bytes(
-    mem: &mut [u8],
-    map: Option<u32>,
-    ptr: u32,
-    bytes: &[u8],
-) -> Result<(), String> {
-    let p = ptr as usize;
-    match mem.get_mut(p..p.saturating_add(bytes.len())) {
-        Some(s) => {
-            s.copy_from_slice(bytes);
-            if let (Some(map), false) = (map, bytes.is_empty()) {
-                let block = crate::snapshot::BLOCK;
-                let (first, last) = (p / block, (p + bytes.len() - 1) / block);
-                for block in first..=last {
-                    if let Some(b) = mem.get_mut(map as usize + block) {
-                        *b = 1;
-                    }
-                }
-            }
-            Ok(())
-        }
-        None => Err(format!(
-            "hook output points outside guest memory (`{p:#x}`, {} bytes)",
-            bytes.len()
-        )),
-    }
 }
 
 fn read_bytes(
@@ -450,5 +450,6 @@ pub(crate) fn make_linker(engine: &Engine) -> Result<Linker<HostState>, HostErro
         },
     )
     .map_err(runtime)?;
+    wasi::link(&mut l)?;
     Ok(l)
 }

@@ -22,7 +22,33 @@ pub const OP_ARGS: usize = 4;
 pub const ONWARD_HOOK: &str = "__onward";
 
 /// Hooks that run inside the current step (implemented in `hooks.rs`).
-pub const PLAIN_HOOKS: &[&str] = &["current", "recv_take", "log", "report_panic", "thread_name"];
+pub const PLAIN_HOOKS: &[&str] = &[
+    "current",
+    "recv_take",
+    "log",
+    "report_panic",
+    "thread_name",
+    // A std guest's, added by its load-time rewrite (`load/wasi.rs`,
+    // `hooks/wasi.rs`): the wasi thread id of a spawned thread and of the
+    // running one, and the WASI calls the host answers.
+    "wasi_tid",
+    "wasi_tid_self",
+    "wasi_args_get",
+    "wasi_args_sizes_get",
+    "wasi_environ_get",
+    "wasi_environ_sizes_get",
+    "wasi_clock_time_get",
+    "wasi_clock_res_get",
+    "wasi_fd_write",
+    "wasi_fd_read",
+    "wasi_fd_close",
+    "wasi_fd_fdstat_get",
+    "wasi_fd_seek",
+    "wasi_fd_prestat_get",
+    "wasi_fd_prestat_dir_name",
+    "wasi_random_get",
+    "wasi_poll_oneoff",
+];
 
 /// Which thread views running an operation can change besides the running
 /// thread's own (`program/views.rs` recomputes only those; the
@@ -38,6 +64,8 @@ pub(crate) enum Effect {
     /// Also others' accesses (the registry: a pending `Unregister` names
     /// who holds the name; a pending barrier arrival, the generation).
     OthersAccesses,
+    /// Every thread's view (the process ended: every thread stopped).
+    All,
 }
 
 /// Calls `$m!` with the operation table. An entry is
@@ -152,6 +180,45 @@ macro_rules! for_each_op {
             /// The second half of a barrier wait: leave `generation` once
             /// it was released.
             BarrierLeave { h: u64, generation: u32 } => barrier, BarrierLeave, Own;
+            // Linear memory's atomics, wait and notify (std guests: the
+            // load-time rewrite, `load/wasi.rs`, turns each instruction into
+            // a call of its hook; the host performs the operation).
+            /// `*.atomic.load` of `width` bytes at `addr`.
+            MemLoad { addr: u32, width: u32 } => memory, MemLoad, Own,
+                "mem_load"(addr: i32, width: i32) -> i64,
+                |_mem| Op::MemLoad { addr: addr as u32, width: width as u32 };
+            /// `*.atomic.store` of the low `width` bytes of `v`.
+            MemStore { addr: u32, width: u32, v: u64 } => memory, MemStore, Own,
+                "mem_store"(addr: i32, width: i32, v: i64) -> (),
+                |_mem| Op::MemStore { addr: addr as u32, width: width as u32, v: v as u64 };
+            /// `*.atomic.rmw.<op>` (`memory::RMW_OPS` numbers `op`).
+            MemRmw { addr: u32, width: u32, op: u32, v: u64 } => memory, MemRmw, Own,
+                "mem_rmw"(addr: i32, width: i32, op: i32, v: i64) -> i64,
+                |_mem| Op::MemRmw { addr: addr as u32, width: width as u32, op: op as u32, v: v as u64 };
+            /// `*.atomic.rmw.cmpxchg`.
+            MemCmpxchg { addr: u32, width: u32, expected: u64, new: u64 } => memory, MemCmpxchg, Own,
+                "mem_cmpxchg"(addr: i32, width: i32, expected: i64, new: i64) -> i64,
+                |_mem| Op::MemCmpxchg {
+                    addr: addr as u32, width: width as u32, expected: expected as u64, new: new as u64,
+                };
+            /// `memory.atomic.wait32/64` (`width` 4 or 8; `timeout` in
+            /// nanoseconds, negative: none).
+            MemWait { addr: u32, width: u32, expected: u64, timeout: i64 } => memory, MemWait, Others,
+                "mem_wait"(addr: i32, width: i32, expected: i64, timeout: i64) -> i32,
+                |_mem| Op::MemWait {
+                    addr: addr as u32, width: width as u32, expected: expected as u64, timeout,
+                };
+            /// The second half of a wait: return once notified (0), or
+            /// timed out (2) when the wait has a timeout.
+            MemWake { addr: u32, timed: bool } => memory, MemWake, Others;
+            /// `memory.atomic.notify`: wakes up to `count` waiters.
+            MemNotify { addr: u32, count: u32 } => memory, MemNotify, Others,
+                "mem_notify"(addr: i32, count: i32) -> i32,
+                |_mem| Op::MemNotify { addr: addr as u32, count: count as u32 };
+            /// The process ends: `proc_exit(code)`, or a std guest's main
+            /// thread returned (code 0). Every thread stops.
+            ProcExit { code: u32 } => thread, ProcessExit, All,
+                "proc_exit"(code: i32) -> (), |_mem| Op::ProcExit { code: code as u32 };
         }
     };
 }
@@ -350,6 +417,16 @@ impl HeapBytes for u32 {
     }
 }
 impl HeapBytes for u64 {
+    fn heap_bytes(&self) -> usize {
+        0
+    }
+}
+impl HeapBytes for i64 {
+    fn heap_bytes(&self) -> usize {
+        0
+    }
+}
+impl HeapBytes for bool {
     fn heap_bytes(&self) -> usize {
         0
     }

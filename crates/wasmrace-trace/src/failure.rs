@@ -32,6 +32,9 @@ pub enum FailureKind {
     /// handle or thread id that does not exist, waiting on a condition
     /// variable without holding the mutex.
     Misuse,
+    /// The process exited with a non-zero code (a std guest's
+    /// `std::process::exit(n)` or `proc_exit(n)`).
+    Exit,
 }
 
 impl FailureKind {
@@ -47,6 +50,7 @@ impl FailureKind {
             FailureKind::MemoryLimit => "memory limit",
             FailureKind::StackOverflow => "stack overflow",
             FailureKind::Misuse => "api misuse",
+            FailureKind::Exit => "exit",
         }
     }
 }

@@ -146,6 +146,8 @@ pub mod tag {
     pub const MAILBOX: u64 = 3;
     pub const LIVENESS: u64 = 4;
     pub const NAME: u64 = 5;
+    pub const MEMORY: u64 = 6;
+    pub const PROCESS: u64 = 7;
 }
 
 impl Oid {
@@ -175,6 +177,17 @@ impl Oid {
             h = mix64(h ^ u64::from_le_bytes(b));
         }
         Oid::derive(tag::NAME, h, name.len() as u64)
+    }
+    /// The id of the 8-byte granule of linear memory at `granule` (an
+    /// address with its low three bits clear): a std guest's atomics and
+    /// waits on overlapping bytes conflict through it.
+    pub fn memory(granule: u64) -> Oid {
+        Oid::derive(tag::MEMORY, granule, 0)
+    }
+    /// The id of the process being alive: every step of a std guest reads
+    /// it, and the end of the process (which stops every thread) writes it.
+    pub fn process() -> Oid {
+        Oid::derive(tag::PROCESS, 0, 0)
     }
     /// An id in domain `tag` (see the `tag` constants) from two values.
     pub fn derive(tag: u64, a: u64, b: u64) -> Oid {

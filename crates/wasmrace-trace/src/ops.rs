@@ -252,6 +252,26 @@ op_kinds! {
     /// The second half of a barrier wait: leave once the generation was
     /// released.
     BarrierLeave => "barrier.leave", BarrierDepart;
+    /// An atomic load from linear memory (a std guest's `*.atomic.load`).
+    MemLoad => "mem.load", None;
+    /// An atomic store to linear memory.
+    MemStore => "mem.store", None;
+    /// An atomic read-modify-write of linear memory (`add`, `sub`, `and`,
+    /// `or`, `xor`, `xchg`), returning the old value.
+    MemRmw => "mem.rmw", None;
+    /// An atomic compare-exchange of linear memory, returning the old value.
+    MemCmpxchg => "mem.cmpxchg", None;
+    /// `memory.atomic.wait`: returns at once when the value differs, else
+    /// waits for a notify on the address (first half of a wait).
+    MemWait => "mem.wait", None;
+    /// The end of a `memory.atomic.wait`: once notified, or timed out.
+    MemWake => "mem.wake", None;
+    /// `memory.atomic.notify`: wakes waiters on an address (`alt` picks
+    /// which one, when one of several is woken).
+    MemNotify => "mem.notify", None;
+    /// The process ends (a std guest's `main` returned or it called
+    /// `proc_exit`): every thread stops.
+    ProcessExit => "process.exit", None;
 }
 
 #[cfg(test)]

@@ -24,6 +24,8 @@ pub struct Analysis {
     pub mutates_tables: bool,
     /// The memory and tables the module declares.
     pub declared: Declared,
+    /// A std guest's facts (`load/wasi.rs`), or `None` for an SDK guest.
+    pub std: Option<super::StdInfo>,
 }
 
 /// Validates `bytes` and audits its imports and exports.

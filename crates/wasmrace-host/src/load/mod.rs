@@ -15,9 +15,12 @@ mod headroom;
 mod instrument;
 mod support;
 mod trampolines;
+mod wasi;
 
 pub use audit::{analyze, Analysis};
 pub use support::Declared;
+pub(crate) use wasi::{is_std, rewrite as rewrite_std};
+pub use wasi::{StdInfo, MAIN_TEST, TLS_BASE_EXPORT, WASI_PLAIN};
 // The passes and the cache are the host's own business: `Guest::load` runs
 // them in order.
 pub(crate) use asyncify::{asyncify, find_wasm_opt};
@@ -35,9 +38,10 @@ pub use crate::ops::{HOOK_MODULE, ONWARD_HOOK, OP_ARGS, PLAIN_HOOKS, SUSPENDING_
 pub const TEST_PREFIX: &str = "wasmrace_test_";
 /// The guest's entry point of spawned threads (the SDK exports it).
 pub const THREAD_START: &str = "__wasmrace_thread_start";
-/// Exports of the guest SDK that share the `__wasmrace_` prefix of the
-/// names instrumentation adds: a module may export these (and only these).
-pub const SDK_EXPORT_PREFIXES: &[&str] = &[THREAD_START, INIT, "__wasmrace_site_"];
+/// Exports of the guest SDK (and of a std guest's rewrite, `load/wasi.rs`)
+/// that share the `__wasmrace_` prefix of the names instrumentation adds: a
+/// module may export these (and only these).
+pub const SDK_EXPORT_PREFIXES: &[&str] = &[THREAD_START, INIT, "__wasmrace_site_", TLS_BASE_EXPORT];
 /// The guest's optional initializer, run once per execution before the
 /// test (the SDK's installs the panic hook).
 pub const INIT: &str = "__wasmrace_init";

@@ -1,6 +1,6 @@
 //! Snapshots and restores in proportion to what changed: the guest's
 //! writes (instrumented: `load::track_dirty_pages`), Asyncify's buffer
-//! writes (the trampolines) and the host's (`hooks::put_guest_bytes`) set
+//! writes (the trampolines) and the host's (`world::put_guest_bytes`) set
 //! a byte per written 1 KiB block (`snapshot::BLOCK`) in a map in guest
 //! memory. Between two synchronisations (a snapshot or a restore), memory
 //! equals the page list of the last one (`WasmProgram::reference`) except

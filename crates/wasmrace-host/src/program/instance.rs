@@ -214,7 +214,8 @@ pub(super) fn instantiate(
                 .map_err(|_| missing($name))?
         };
     }
-    let test_export = format!("{}{}", load::TEST_PREFIX, test);
+    let (test_export, wasi) = guest.entry(test);
+    store.data_mut().wasi = wasi;
     let mut globals = Vec::new();
     for i in 0.. {
         match inst.get_global(&mut store, &format!("{}{i}", load::GLOBAL_EXPORT_PREFIX)) {
@@ -282,6 +283,7 @@ pub(super) fn instantiate(
         site,
         enter,
         dirty_base: inst.get_global(&mut store, load::DIRTY_BASE_EXPORT),
+        tls: inst.get_global(&mut store, load::TLS_BASE_EXPORT),
     });
     store.data_mut().ex = Some(ex.clone());
     Ok((store, ex))

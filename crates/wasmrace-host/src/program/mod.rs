@@ -11,6 +11,7 @@
 mod dirty;
 mod hash;
 mod instance;
+mod libtest;
 mod onward;
 mod progress;
 mod segment;
@@ -24,7 +25,7 @@ use crate::guest::{Guest, GuestInner};
 use crate::hooks::{Exports, HostState, Mode};
 use crate::ops::Op;
 use crate::snapshot::{self, Snapshot};
-use crate::world::{Outcome, Target};
+use crate::world::{GuestMem, Outcome, Target};
 use instance::instantiate;
 pub(crate) use onward::{onward, Onward};
 use progress::Progress;
@@ -143,6 +144,21 @@ impl WasmProgram {
         Ok(p)
     }
 
+    /// A program of `test` that records a trace from its start.
+    pub(crate) fn new_traced(guest: Arc<GuestInner>, test: &str) -> Result<WasmProgram, HostError> {
+        let mut p = WasmProgram::new(guest, test)?;
+        p.set_tracing(true);
+        p.reset()?;
+        Ok(p)
+    }
+
+    /// Every log line of the current (traced) execution so far: what the
+    /// guest logged, or wrote to standard output and error.
+    pub(crate) fn logs(&self) -> Vec<String> {
+        let traced = self.trace.iter().flat_map(|e| e.logs.iter());
+        traced.chain(&self.store.data().logs).cloned().collect()
+    }
+
     /// The test this program runs.
     pub fn test(&self) -> &str {
         &self.test
@@ -217,6 +233,7 @@ impl WasmProgram {
             }
         };
         self.store.data_mut().world.add_main(slot, sp);
+        self.store.data_mut().world.process = self.guest.analysis.std.is_some();
         self.progress.status = Status::Running;
         self.progress.steps = 0;
         self.progress.last = None;
@@ -247,7 +264,7 @@ impl WasmProgram {
         // Deterministic, so the first start answers for every execution.
         if matches!(self.progress.status, Status::Running) {
             let first = &self.store.data().world.threads[0].pending;
-            self.scheduling_point |= !matches!(first, Op::Exit);
+            self.scheduling_point |= !matches!(first, Op::Exit | Op::ProcExit { .. });
         }
         if self.tracing() {
             let logs = std::mem::take(&mut self.store.data_mut().logs);
@@ -364,8 +381,11 @@ impl WasmProgram {
             w.targets(&pending, &mut targets);
         }
         if !matches!(self.progress.status, Status::Failed(_)) {
-            let w = &mut self.store.data_mut().world;
-            let ex = self.progress.execute(w, i, d, spawned, tracing);
+            let (bytes, st) = self.ex.memory.data_and_store_mut(&mut self.store);
+            let dirty = st.dirty_map;
+            let w = &mut st.world;
+            let mem = GuestMem { bytes, dirty };
+            let ex = self.progress.execute(w, i, d, spawned, tracing, mem);
             object = ex.object;
             detail = ex.detail;
             if describe {

@@ -18,9 +18,9 @@
 use super::progress::Progress;
 use super::WasmProgram;
 use crate::error::HostError;
-use crate::hooks::{put_guest_bytes, HostState};
+use crate::hooks::HostState;
 use crate::ops::{decode_op, Op};
-use crate::world::{Entry, Outcome};
+use crate::world::{put_guest_bytes, Entry, GuestMem, Outcome};
 use wasmrace_explore::{Onward as Answer, OnwardFn, Status, StepInfo};
 use wasmrace_trace::{Decision, Failure, FailureKind};
 use wasmtime::Caller;
@@ -174,7 +174,12 @@ pub(crate) fn onward(
             return Ok(UNWIND);
         }
         p.begin(&st.world, i, d);
-        let ex = p.execute(&mut st.world, i, d, None, false);
+        let dirty = st.dirty_map;
+        let gm = GuestMem {
+            bytes: &mut *mem,
+            dirty,
+        };
+        let ex = p.execute(&mut st.world, i, d, None, false, gm);
         let failure = match ex.outcome {
             Outcome::Return(r) => {
                 let out = r
@@ -226,7 +231,9 @@ fn ready(
         return None;
     }
     let t = &w.threads[st.cur];
-    if let (Entry::ThreadStart(_), Some(low)) = (t.entry, low) {
+    // A std guest's threads run on stacks of their own (`pthread_create`'s),
+    // not in their slots.
+    if let (Entry::ThreadStart(_), Some(low), false) = (t.entry, low, w.process) {
         if low < w.slot_bases[t.slot as usize] + st.asyncify_bytes {
             return None;
         }
@@ -243,7 +250,10 @@ fn runs_here(st: &HostState, i: usize, d: Decision) -> bool {
     w.threads[i].tid == d.tid
         && w.enabled(i)
         && d.alt < w.alts(i)
-        && !matches!(w.threads[i].pending, Op::Spawn { .. } | Op::Exit)
+        && !matches!(
+            w.threads[i].pending,
+            Op::Spawn { .. } | Op::Exit | Op::ProcExit { .. }
+        )
 }
 
 /// With `verify-views`, checks the views kept up against a recomputation.

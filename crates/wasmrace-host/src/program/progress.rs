@@ -5,7 +5,7 @@
 //! thread unwound, or inside its thread's next hook call (`onward`).
 
 use crate::ops::{Effect, Op};
-use crate::world::{Executed, World};
+use crate::world::{Executed, GuestMem, World};
 use wasmrace_explore::{Status, StepInfo, ThreadView};
 use wasmrace_trace::{Decision, OpKind, Tid};
 
@@ -94,6 +94,7 @@ impl Progress {
         d: Decision,
         spawned: Option<Tid>,
         tracing: bool,
+        mem: GuestMem<'_>,
     ) -> Executed {
         // The view of `i` holds its pending accesses; it is at index `i`
         // unless an earlier thread exited. The view's list is rebuilt
@@ -102,9 +103,9 @@ impl Progress {
         let ex = match self.views.get_mut(i).filter(|v| v.tid == d.tid) {
             Some(v) => {
                 std::mem::swap(accesses, &mut v.pending.accesses);
-                w.execute_with(i, d.alt, spawned, tracing, accesses)
+                w.execute_with(i, d.alt, spawned, tracing, accesses, Some(mem))
             }
-            None => w.execute(i, d.alt, spawned, tracing, accesses),
+            None => w.execute_mem(i, d.alt, spawned, tracing, accesses, Some(mem)),
         };
         self.info.message = ex.message;
         ex

@@ -64,6 +64,11 @@ impl WasmProgram {
         };
         t.started = true;
         st.cur = i;
+        let tls = t.tls;
+        if let Some(g) = &self.ex.tls {
+            g.set(&mut self.store, Val::I32(tls as i32))
+                .map_err(runtime)?;
+        }
         let stop = if self.ex.enter.is_some() {
             match self.enter_trampoline(&seg, resume)? {
                 Some(stop) => stop,
@@ -73,6 +78,10 @@ impl WasmProgram {
         } else {
             self.enter_export(&seg, resume)?
         };
+        if let Some(g) = &self.ex.tls {
+            let tls = g.get(&mut self.store).i32().unwrap_or(0) as u32;
+            self.store.data_mut().world.threads[i].tls = tls;
+        }
         let left = self.store.get_fuel().unwrap_or(0);
         // A step ended in its next hook call (`onward`) counted its cost.
         if !self.progress.ended {
@@ -129,7 +138,7 @@ impl WasmProgram {
                 let map = self.store.data().dirty_map;
                 let mem = self.ex.memory.data_mut(&mut self.store);
                 if let Err(message) =
-                    crate::hooks::put_guest_bytes(mem, map, addr, &v.to_le_bytes())
+                    crate::world::put_guest_bytes(mem, map, addr, &v.to_le_bytes())
                 {
                     self.fail_misuse(seg.i, message);
                     return Ok(None);
@@ -296,7 +305,8 @@ impl WasmProgram {
                     // Without a low-water mark (untracked modules), the
                     // stack pointer where the thread stopped is all there
                     // is to check.
-                    if !matches!(entry, Entry::Test) {
+                    // A std guest's threads run on stacks of their own.
+                    if !matches!(entry, Entry::Test) && !st.world.process {
                         let bottom = st.world.slot_bases[slot as usize] + st.asyncify_bytes;
                         if sp < bottom {
                             let f = self.stack_overflow_failure(i);
@@ -308,8 +318,14 @@ impl WasmProgram {
                     // The entry function returned: the thread's next step is its exit.
                     let st = self.store.data_mut();
                     st.mode = Mode::Idle;
+                    // A std guest's main returning ends its process.
+                    let ends = st.world.process && matches!(entry, Entry::Test);
                     let t = &mut st.world.threads[i];
-                    t.pending = Op::Exit;
+                    t.pending = if ends {
+                        Op::ProcExit { code: 0 }
+                    } else {
+                        Op::Exit
+                    };
                     t.site = 0;
                 }
                 Mode::Rewinding | Mode::Idle => {
@@ -333,8 +349,11 @@ impl WasmProgram {
     /// track it). The main thread keeps the module's own stack, below which
     /// a Rust module has no memory: it traps instead.
     fn overflowed(&self, seg: &Segment, low: Option<u32>) -> bool {
+        let std_guest = self.store.data().world.process;
         match (seg.entry, low) {
-            (Entry::ThreadStart(_), Some(low)) => low < seg.buf + self.store.data().asyncify_bytes,
+            (Entry::ThreadStart(_), Some(low)) if !std_guest => {
+                low < seg.buf + self.store.data().asyncify_bytes
+            }
             _ => false,
         }
     }

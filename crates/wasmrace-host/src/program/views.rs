@@ -19,9 +19,10 @@ impl Progress {
     /// after an operation that can change them (a release, a send, a
     /// notify, a spawn or an exit: `Effect::Others`), and their accesses
     /// only after one that names others' objects (`Effect::OthersAccesses`:
-    /// `Unregister` and `Exit` name registry entries). A failed step recomputes everything.
+    /// `Unregister` and `Exit` name registry entries). A failed step, and
+    /// the end of the process (`Effect::All`), recompute everything.
     pub(super) fn refresh_after(&mut self, w: &World, i: usize, effect: Effect) {
-        if matches!(self.status, Status::Failed(_)) {
+        if matches!(self.status, Status::Failed(_)) || effect == Effect::All {
             return self.refresh(w);
         }
         if w.threads[i].exited {

@@ -12,6 +12,7 @@ mod barrier;
 mod cell;
 mod condvar;
 mod mailbox;
+mod memory;
 mod mutex;
 mod registry;
 mod rwlock;
@@ -19,12 +20,17 @@ mod state;
 mod table;
 mod thread;
 
+pub(crate) use memory::{put_guest_bytes, GuestMem};
 pub(crate) use state::Target;
 
 use crate::ops::{for_each_op, Op};
 use std::collections::{BTreeMap, VecDeque};
 use std::sync::Arc;
 use wasmrace_trace::{mix64, Access, Failure, FailureKind, Oid, ThreadPath, Tid, Waiting};
+
+/// The most bytes of a thread's standard error kept for reading a std
+/// guest's panic message (`World::note_stderr`): its last lines.
+const STDERR_TAIL: usize = 4096;
 
 /// The shared objects a guest creates, one variant per kind, each kind's
 /// state defined in its own file. Registering a new kind is one line.
@@ -157,6 +163,9 @@ struct Cx<'a> {
     accesses: &'a mut Vec<Access>,
     detail: String,
     message: Option<(Tid, u32)>,
+    /// The guest's memory, for the operations on it (`memory.rs`); `None`
+    /// in unit tests of other kinds.
+    mem: Option<GuestMem<'a>>,
 }
 
 /// `World`'s dispatch from each operation to its kind, derived from the
@@ -303,8 +312,15 @@ pub struct Thread {
     pub low: u32,
     /// True once the first segment ran (the entry is then resumed by rewind).
     pub started: bool,
-    /// Panic reported through `report_panic` during the current segment.
+    /// Panic reported through `report_panic` during the current segment,
+    /// or read from a std guest's standard error: message and location.
     pub panic: Option<(String, String)>,
+    /// A std guest's thread-local base (`__tls_base`), saved while the
+    /// thread is suspended.
+    pub tls: u32,
+    /// The last bytes the thread wrote to standard error (std guests), at
+    /// most `STDERR_TAIL`: where its panic message is read from.
+    pub stderr: Vec<u8>,
 }
 
 /// A value handed back to the guest when its hook returns, plus an optional
@@ -379,6 +395,13 @@ pub struct World {
     /// Per slot: the lowest stack pointer of any thread that ran in it (a
     /// reused slot keeps its first user's writes).
     pub slot_lows: Vec<u32>,
+    /// Threads waiting in `memory.atomic.wait`, by address, oldest first.
+    pub futex: BTreeMap<u32, VecDeque<Tid>>,
+    /// A std guest's virtual clock, in nanoseconds: only sleeps advance it.
+    pub clock_ns: u64,
+    /// The threads form a process (std guests): its end stops every
+    /// thread, so every step reads `Oid::process`.
+    pub process: bool,
 }
 
 /// A registry name as traces show it.
@@ -408,6 +431,9 @@ impl World {
             slot_bases,
             free_slots,
             slot_lows,
+            futex,
+            clock_ns,
+            process,
         } = self;
         threads.clone_from(&src.threads);
         index.clone_from(&src.index);
@@ -418,6 +444,9 @@ impl World {
         slot_bases.clone_from(&src.slot_bases);
         free_slots.clone_from(&src.free_slots);
         slot_lows.clone_from(&src.slot_lows);
+        futex.clone_from(&src.futex);
+        *clock_ns = src.clock_ns;
+        *process = src.process;
     }
 
     /// Adds the main thread; the slot is assigned by the caller.
@@ -457,6 +486,8 @@ impl World {
             low: sp,
             started: false,
             panic: None,
+            tls: 0,
+            stderr: Vec::new(),
         });
         self.index.insert(tid, i);
         i
@@ -491,6 +522,7 @@ impl World {
                     + t.panic
                         .as_ref()
                         .map_or(0, |(a, b)| a.capacity() + b.capacity())
+                    + t.stderr.capacity()
             })
             .sum::<usize>()
             + self.threads.capacity() * size_of::<Thread>();
@@ -503,9 +535,12 @@ impl World {
                     .sum::<usize>();
         let names = btree_bytes(self.names.len(), size_of::<Arc<[u8]>>() + size_of::<Tid>())
             + self.names.keys().map(|n| n.len()).sum::<usize>();
+        let futex = btree_bytes(self.futex.len(), 48)
+            + self.futex.values().map(|q| q.capacity() * 8).sum::<usize>();
         threads
             + objects
             + names
+            + futex
             + btree_bytes(self.index.len(), size_of::<Tid>() + size_of::<usize>())
             + (self.unstarted.capacity() * size_of::<usize>())
             + (self.slot_bases.capacity() + self.free_slots.capacity() + self.slot_lows.capacity())
@@ -660,6 +695,11 @@ impl World {
     pub fn accesses(&self, i: usize, out: &mut Vec<Access>) {
         out.clear();
         self.op_accesses(i, &self.threads[i].pending, out);
+        // The end of the process stops every thread: no step commutes
+        // with it.
+        if self.process {
+            out.push(Access::read(Oid::process()));
+        }
     }
 
     /// What a blocked thread waits for, for deadlock reports.
@@ -696,6 +736,7 @@ impl World {
     /// with the child's id as `spawned`.
     /// `accesses` receives what the operation touched (a reused buffer: no
     /// allocation per step).
+    #[cfg(test)]
     pub fn execute(
         &mut self,
         i: usize,
@@ -704,8 +745,21 @@ impl World {
         tracing: bool,
         accesses: &mut Vec<Access>,
     ) -> Executed {
+        self.execute_mem(i, alt, spawned, tracing, accesses, None)
+    }
+
+    /// `execute` with the guest's memory, which operations on it need.
+    pub fn execute_mem(
+        &mut self,
+        i: usize,
+        alt: u32,
+        spawned: Option<Tid>,
+        tracing: bool,
+        accesses: &mut Vec<Access>,
+        mem: Option<GuestMem<'_>>,
+    ) -> Executed {
         self.accesses(i, accesses);
-        self.execute_with(i, alt, spawned, tracing, accesses)
+        self.execute_with(i, alt, spawned, tracing, accesses, mem)
     }
 
     /// `execute` for a caller that already holds thread `i`'s pending
@@ -718,6 +772,7 @@ impl World {
         spawned: Option<Tid>,
         tracing: bool,
         accesses: &mut Vec<Access>,
+        mem: Option<GuestMem<'_>>,
     ) -> Executed {
         let op = std::mem::replace(&mut self.threads[i].pending, Op::Start);
         // Saturating: unit tests set pending operations directly.
@@ -734,6 +789,7 @@ impl World {
             accesses,
             detail: String::new(),
             message: None,
+            mem,
         };
         let outcome = self.op_execute(i, op, &mut cx);
         Executed {
@@ -741,6 +797,35 @@ impl World {
             message: cx.message,
             object,
             detail: cx.detail,
+        }
+    }
+
+    /// Keeps what thread `i` wrote to standard error, its last
+    /// `STDERR_TAIL` bytes, and reads a std panic message from it: std's
+    /// panic hook writes `thread '<name>' panicked at <file:line:col>:`,
+    /// then the message, then (not kept) a `note:` line.
+    pub fn note_stderr(&mut self, i: usize, bytes: &[u8]) {
+        let t = &mut self.threads[i];
+        t.stderr.extend_from_slice(bytes);
+        if t.stderr.len() > STDERR_TAIL {
+            let cut = t.stderr.len() - STDERR_TAIL;
+            t.stderr.drain(..cut);
+        }
+        if let Some(p) = parse_std_panic(&t.stderr) {
+            t.panic = Some(p);
+        }
+    }
+
+    /// Ends the process: every thread stops (a std guest's main thread
+    /// returned, or `proc_exit`).
+    pub fn end_process(&mut self) {
+        for t in &mut self.threads {
+            t.exited = true;
+            t.pending = Op::Start;
+        }
+        self.futex.clear();
+        for (n, _) in std::mem::take(&mut self.names) {
+            self.held = self.held.saturating_sub(NAME_BYTES + n.len() as u64);
         }
     }
 
@@ -761,6 +846,26 @@ impl World {
         std::hash::Hash::hash(self, &mut sink);
         h.update(&sink.0);
     }
+}
+
+/// The last panic in a std guest's standard error: its message (the lines
+/// after the header, up to a `note:` line) and its location. The header
+/// is `thread '<name>' panicked at <location>:`, with the thread's id in
+/// parentheses after its name since Rust 1.88.
+fn parse_std_panic(err: &[u8]) -> Option<(String, String)> {
+    const AT: &str = " panicked at ";
+    let text = String::from_utf8_lossy(err);
+    let start = text.rfind("thread '")?;
+    let rest = &text[start..];
+    let at = rest.find(AT)? + AT.len();
+    let header_end = at + rest[at..].find(":\n")?;
+    let location = rest[at..header_end].to_string();
+    let body = &rest[header_end + 2..];
+    let message = match body.find("\nnote: ") {
+        Some(k) => &body[..k],
+        None => body.strip_suffix('\n').unwrap_or(body),
+    };
+    Some((message.to_string(), location))
 }
 
 /// The handle of the `index`-th object `creator` made (never 0, which the
@@ -826,6 +931,32 @@ mod tests {
         let big = world2();
         w.assign_from(&big);
         assert_eq!(w, big);
+    }
+
+    #[test]
+    fn a_std_panic_is_read_from_standard_error_written_in_pieces() {
+        let mut w = world2();
+        for piece in [
+            "\nthread '",
+            "<unnamed>' (2) panicked at src/lib.rs:14:9:\nassertion failed\n  left: 1",
+            "\nnote: run with `RUST_BACKTRACE=1`\n",
+        ] {
+            w.note_stderr(1, piece.as_bytes());
+        }
+        let (message, location) = w.threads[1].panic.clone().expect("a panic");
+        assert_eq!(location, "src/lib.rs:14:9");
+        assert_eq!(message, "assertion failed\n  left: 1");
+        assert!(w.threads[0].panic.is_none(), "only the writer's");
+        // Older std: no thread id.
+        let mut w = world2();
+        w.note_stderr(0, b"thread 'main' panicked at src/main.rs:2:5:\nboom\n");
+        assert_eq!(
+            w.threads[0].panic,
+            Some(("boom".into(), "src/main.rs:2:5".into()))
+        );
+        // Bounded, whatever a thread writes.
+        w.note_stderr(0, &vec![b'x'; 3 * STDERR_TAIL]);
+        assert_eq!(w.threads[0].stderr.len(), STDERR_TAIL);
     }
 
     #[test]

@@ -1,11 +1,12 @@
 //! Threads' own operations: the start placeholder, `spawn`, `join`,
-//! `yield_now`, the exit step, `choose` and `phase`. The thread table itself
+//! `yield_now`, the exit step, `choose`, `phase` and the end of a std
+//! guest's process. The thread table itself
 //! is `World`'s (`mod.rs`).
 
 use super::registry::name_slot;
 use super::{fmt_name, Cx, Kind, Outcome, Ret, World};
 use crate::ops::Op;
-use wasmrace_trace::{Access, Oid, Tid};
+use wasmrace_trace::{Access, Failure, FailureKind, Oid, Tid};
 
 pub(super) struct Ops;
 
@@ -57,6 +58,7 @@ impl Kind for Ops {
     fn accesses(w: &World, i: usize, op: &Op, out: &mut Vec<Access>) {
         match op {
             Op::Join { target } => out.push(Access::sync(Oid::liveness(Tid(*target)))),
+            Op::ProcExit { .. } => out.push(Access::write(Oid::process())),
             Op::Exit => {
                 let t = &w.threads[i];
                 out.push(Access::write(Oid::liveness(t.tid)));
@@ -116,6 +118,20 @@ impl Kind for Ops {
                 }
                 Outcome::Exited
             }
+            Op::ProcExit { code } => {
+                w.end_process();
+                if cx.tracing {
+                    cx.detail = format!("code {code}");
+                }
+                if code == 0 {
+                    return Outcome::Exited;
+                }
+                Outcome::Fail(Failure::new(
+                    FailureKind::Exit,
+                    Some(w.thread_label(i)),
+                    format!("the process exited with code {code}"),
+                ))
+            }
             Op::Choose { n } => {
                 if n == 0 {
                     w.misuse(i, "choose(0): there is no value in 0..0".into())
@@ -144,7 +160,6 @@ impl Kind for Ops {
 mod tests {
     use super::super::testing::*;
     use super::*;
-    use wasmrace_trace::FailureKind;
 
     /// `choose(-1)` through the raw hook once made DFS allocate 34 GB for
     /// 2^32 - 1 alternatives and abort the host.
