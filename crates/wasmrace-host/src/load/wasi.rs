@@ -393,45 +393,30 @@ fn shape_of(instr: &Instr) -> Option<(Shape, u64)> {
     })
 }
 
-/// wasi-libc's allocator, whose functions take its lock (a compare-exchange
-/// spin lock that calls `sched_yield`) around everything they do and reach
-/// no other scheduling point: with their atomics plain, a call of them is
-/// part of one step, so no thread is ever suspended holding the lock and
-/// the lock is always free when taken. Correct code, whose internal
-/// interleavings would otherwise multiply every allocation's (docs/ABI.md,
-/// "What exploration covers"). Found by name; without names, the atomics
-/// stay scheduling points.
-const ATOMIC_FUNCTIONS: &[&str] = &[
-    "dlmalloc",
-    "dlfree",
-    "dlrealloc",
-    "dlcalloc",
-    "dlmemalign",
-    "dlposix_memalign",
-    "internal_memalign",
-    "malloc",
-    "free",
-    "calloc",
-    "realloc",
-    "aligned_alloc",
-    "posix_memalign",
-    "malloc_usable_size",
-];
+/// Whether the atomics of function `name` run in place, without a
+/// scheduling point: those of wasi-libc (C: its name is not Rust-mangled),
+/// whose locks (the allocator's, the thread list's, thread-specific data's)
+/// guard libc's own state, correct code whose internal interleavings would
+/// otherwise multiply every allocation's and every thread start's. Its
+/// waits and notifies stay scheduling points, so a libc lock that another
+/// thread holds still blocks, and the allocator's lock, which spins with
+/// `sched_yield` and reaches no scheduling point while held, is always
+/// free when taken. Rust's own atomics (std's and the program's) are all
+/// scheduling points; so is everything in a module without names
+/// (docs/ABI.md, "What exploration covers").
+fn runs_in_place(name: Option<&str>) -> bool {
+    name.is_some_and(|n| !(n.starts_with("_ZN") || n.starts_with("_R")))
+}
 
 /// Rewrites every atomic instruction into a call of its helper (the old
-/// start function's too: it now runs in the main thread, alone); in the
-/// allocator's functions (`ATOMIC_FUNCTIONS`), a helper that performs it
-/// in place, without a scheduling point.
+/// start function's too: it now runs in the main thread, alone); in
+/// wasi-libc's functions (`runs_in_place`), a helper that performs it in
+/// place, without a scheduling point.
 fn rewrite_atomics(module: &mut Module, mem: walrus::MemoryId, hooks: &Hooks) {
     let mut helpers: HashMap<(Shape, u64, bool), FunctionId> = HashMap::new();
     let ids: Vec<FunctionId> = module.funcs.iter_local().map(|(id, _)| id).collect();
     for id in ids {
-        let in_place = module
-            .funcs
-            .get(id)
-            .name
-            .as_deref()
-            .is_some_and(|n| ATOMIC_FUNCTIONS.contains(&n));
+        let in_place = runs_in_place(module.funcs.get(id).name.as_deref());
         let seqs: Vec<InstrSeqId> = {
             let f = module.funcs.get(id).kind.unwrap_local();
             let mut all = Vec::new();
