@@ -59,6 +59,7 @@ enum Command {
     List(commands::list::ListCommand),
     Bench(commands::bench::BenchCommand),
     Merge(commands::merge::MergeCommand),
+    Test(commands::test::TestCommand),
 }
 
 /// What a command found; errors are the third outcome and travel as `Err`.
@@ -88,6 +89,7 @@ fn main() -> ExitCode {
         Command::List(c) => c.run(),
         Command::Bench(c) => c.run(),
         Command::Merge(c) => c.run(),
+        Command::Test(c) => c.run(),
     });
     match result {
         Ok(Ok(Verdict::NoBug)) => ExitCode::from(0),

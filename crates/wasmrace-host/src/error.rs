@@ -177,6 +177,14 @@ pub enum HostError {
         /// What `wasm-opt` said.
         message: String,
     },
+    /// A std guest (it imports WASI) that wasmrace cannot run as it is.
+    #[error("`{name}` is a std guest (it imports WASI) that wasmrace cannot run: {message}")]
+    StdGuest {
+        /// The module's name.
+        name: String,
+        /// What is wrong with it.
+        message: String,
+    },
     /// A walrus pass failed.
     #[error("instrumenting `{name}` failed: {message}")]
     Instrument {

@@ -27,8 +27,9 @@ pub(crate) const LIST_PREFIX: &str = "--list";
 impl GuestInner {
     /// How test `test` is entered: its export, and (for a std guest) the
     /// command line it runs with: the program's name, and for a libtest
-    /// harness the test alone, on one thread (`--exact NAME
-    /// --test-threads=1`, `--include-ignored` for an ignored one).
+    /// harness the test alone, on one thread, its output uncaptured
+    /// (`--exact NAME --test-threads=1 --nocapture`, and
+    /// `--include-ignored` for an ignored one).
     pub(crate) fn entry(&self, test: &str) -> (String, Arc<WasiEnv>) {
         let Some(std) = &self.analysis.std else {
             return (format!("{}{test}", load::TEST_PREFIX), Arc::default());
@@ -41,7 +42,9 @@ impl GuestInner {
             args.extend(["--list", "--format", "terse"].map(String::from));
             args.extend(list.split_whitespace().map(String::from));
         } else if std.harness {
-            args.extend(["--exact".into(), test.into(), "--test-threads=1".into()]);
+            // Uncaptured: a panic's message must reach standard error
+            // before `panic = abort` ends the process.
+            args.extend(["--exact", test, "--test-threads=1", "--nocapture"].map(String::from));
             if std.ignored.iter().any(|t| t == test) {
                 args.push("--include-ignored".into());
             }

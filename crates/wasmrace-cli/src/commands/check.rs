@@ -289,10 +289,14 @@ pub struct CheckCommand {
     shrink_budget: u64,
     #[command(flatten)]
     host: HostArgs,
+    /// The tests `wasmrace test` selected (libtest's filters), instead of
+    /// `--test` or all.
+    #[arg(skip)]
+    pub(crate) only: Option<Vec<String>>,
 }
 
 /// What [`CheckCommand::options`] settles before the module loads.
-struct Settled {
+pub(crate) struct Settled {
     opts: CheckOptions,
     /// Threads for the exploration.
     jobs: u32,
@@ -308,9 +312,29 @@ struct Settled {
 
 impl CheckCommand {
     pub fn run(self) -> Result<Verdict> {
+        let (guest, settled) = self.load()?;
+        Ok(self.run_on(&guest, &settled)?.0)
+    }
+
+    /// The module, loaded for the settled options.
+    pub(crate) fn load(&self) -> Result<(Guest, Settled)> {
         let settled = self.options()?;
+        let guest = Guest::load(
+            &self.module,
+            self.host.config()?.with_slots_for(settled.jobs),
+        )?;
+        Ok((guest, settled))
+    }
+
+    /// Checks the selected tests of `guest`; the verdict, and the tests
+    /// with a bug.
+    pub(crate) fn run_on(
+        &self,
+        guest: &Guest,
+        settled: &Settled,
+    ) -> Result<(Verdict, Vec<String>)> {
         let (jobs, split) = (settled.jobs, settled.split);
-        let guest = Guest::load(&self.module, self.host.config()?.with_slots_for(jobs))?;
+        let guest = guest.clone();
         let tests = self.selected_tests(&guest)?;
         self.refuse_one_test(&settled, tests.len())?;
         // With whole tests dealt out, this partition runs its share only.
@@ -321,7 +345,7 @@ impl CheckCommand {
         if let (Some(p), false) = (settled.deal, self.json) {
             output::print(&results::dealt_line(p, &mine, tests.len()))?;
         }
-        let mut results = Results::new(&self, &guest, &settled, tests.len() > 1);
+        let mut results = Results::new(self, &guest, settled, tests.len() > 1);
         let (lanes, jobs) = (
             lanes::count(split, jobs, mine.len()),
             lanes::within(split, jobs),
@@ -344,8 +368,12 @@ impl CheckCommand {
         results.finish(&tests)
     }
 
-    /// The tests to explore: `--test`, or all of the module's.
+    /// The tests to explore: `wasmrace test`'s selection, `--test`, or all
+    /// of the module's.
     fn selected_tests(&self, guest: &Guest) -> Result<Vec<String>> {
+        if let Some(only) = &self.only {
+            return Ok(only.clone());
+        }
         let Some(t) = &self.test else {
             return Ok(guest.tests().to_vec());
         };

@@ -10,6 +10,7 @@ pub mod merge;
 mod refusals;
 pub mod replay;
 pub mod shrink;
+pub mod test;
 
 use anyhow::{bail, Result};
 use wasmrace_host::HostConfig;

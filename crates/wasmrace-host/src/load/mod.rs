@@ -19,8 +19,8 @@ mod wasi;
 
 pub use audit::{analyze, Analysis};
 pub use support::Declared;
-pub(crate) use wasi::{is_std, rewrite as rewrite_std};
-pub use wasi::{StdInfo, MAIN_TEST, TLS_BASE_EXPORT, WASI_PLAIN};
+pub(crate) use wasi::rewrite as rewrite_std;
+pub use wasi::{is_std, StdInfo, MAIN_TEST, TLS_BASE_EXPORT, WASI_PLAIN};
 // The passes and the cache are the host's own business: `Guest::load` runs
 // them in order.
 pub(crate) use asyncify::{asyncify, find_wasm_opt};

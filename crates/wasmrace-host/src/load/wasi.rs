@@ -71,11 +71,41 @@ pub struct StdInfo {
     /// The module is a libtest harness (`cargo test`'s test binary): its
     /// tests are listed by running it with `--list`.
     pub harness: bool,
-    /// Function names by index of the original module (the name
-    /// section), for reports.
-    pub names: Vec<String>,
+    /// The original module's functions with a name, by the code range of
+    /// their body, sorted: `(start, end, demangled name)`. A step's site
+    /// (the offset of its atomic instruction in the code section, as DWARF
+    /// counts addresses) falls in one.
+    pub functions: Vec<(u32, u32, String)>,
     /// The harness's `#[ignore]`d tests (listed by `--list --ignored`).
     pub ignored: Vec<String>,
+}
+
+impl StdInfo {
+    /// The function whose body holds code offset `site`.
+    pub fn function_at(&self, site: u32) -> Option<&str> {
+        let i = self
+            .functions
+            .partition_point(|(start, _, _)| *start <= site);
+        let (_, end, name) = self.functions.get(i.checked_sub(1)?)?;
+        (site < *end).then_some(name.as_str())
+    }
+}
+
+/// Every named local function's body range, demangled (`rustc-demangle`:
+/// `std::sync::poison::mutex::Mutex<T>::lock`, without the hash).
+fn function_ranges(module: &Module) -> Vec<(u32, u32, String)> {
+    let mut v: Vec<(u32, u32, String)> = module
+        .funcs
+        .iter_local()
+        .filter_map(|(id, f)| {
+            let range = f.original_range.clone()?;
+            let name = module.funcs.get(id).name.as_deref()?;
+            let name = format!("{:#}", rustc_demangle::demangle(name));
+            Some((range.start as u32, range.end as u32, name))
+        })
+        .collect();
+    v.sort();
+    v
 }
 
 /// Whether `bytes` is a std guest: it imports WASI (`wasi` or
@@ -109,7 +139,7 @@ pub fn is_std(bytes: &[u8]) -> bool {
 }
 
 fn err(name: &str, message: String) -> HostError {
-    HostError::Instrument {
+    HostError::StdGuest {
         name: name.into(),
         message,
     }
@@ -128,11 +158,7 @@ pub fn rewrite(name: &str, bytes: &[u8]) -> Result<(Vec<u8>, StdInfo), HostError
                 .as_deref()
                 .is_some_and(|n| n.contains("test_main_static"))
         }),
-        names: module
-            .funcs
-            .iter()
-            .map(|f| f.name.clone().unwrap_or_default())
-            .collect(),
+        functions: function_ranges(&module),
         ignored: Vec::new(),
     };
     let mem = own_memory(name, &mut module)?;
@@ -413,6 +439,7 @@ fn runs_in_place(name: Option<&str>) -> bool {
 /// wasi-libc's functions (`runs_in_place`), a helper that performs it in
 /// place, without a scheduling point.
 fn rewrite_atomics(module: &mut Module, mem: walrus::MemoryId, hooks: &Hooks) {
+    let code_start = code_section_start(module);
     let mut helpers: HashMap<(Shape, u64, bool), FunctionId> = HashMap::new();
     let ids: Vec<FunctionId> = module.funcs.iter_local().map(|(id, _)| id).collect();
     for id in ids {
@@ -450,7 +477,10 @@ fn rewrite_atomics(module: &mut Module, mem: walrus::MemoryId, hooks: &Hooks) {
                         helper(module, hooks, shape, offset)
                     }
                 });
-                let site = if loc.is_default() { 0 } else { loc.data() };
+                let site = match loc.is_default() {
+                    true => 0,
+                    false => loc.data().saturating_sub(code_start),
+                };
                 out.push((
                     Instr::Const(Const {
                         value: Value::I32(site as i32),
@@ -463,6 +493,21 @@ fn rewrite_atomics(module: &mut Module, mem: walrus::MemoryId, hooks: &Hooks) {
             f.block_mut(seq).instrs = out;
         }
     }
+}
+
+/// Where the code section starts in the file: an instruction's location
+/// is its file offset, a body's range is counted from there (walrus keeps
+/// the section's offset to itself; every body maps its first instruction
+/// both ways).
+fn code_section_start(module: &Module) -> u32 {
+    module
+        .funcs
+        .iter_local()
+        .find_map(|(_, f)| {
+            let (relative, loc) = f.instruction_mapping.first()?;
+            (!loc.is_default()).then(|| loc.data().saturating_sub(*relative as u32))
+        })
+        .unwrap_or(0)
 }
 
 /// Collects the ids of every instruction sequence of a function.
@@ -723,8 +768,7 @@ fn add_entries(
     let Some(start) = export(module, "_start") else {
         return Err(err(
             name,
-            "a std guest must export `_start` (build a `bin` or a test harness, not a library)"
-                .into(),
+            "it exports no `_start` (build a `bin` or a test harness, not a library)".into(),
         ));
     };
     let mut b = FunctionBuilder::new(&mut module.types, &[], &[]);

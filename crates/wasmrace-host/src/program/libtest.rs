@@ -34,6 +34,15 @@ impl Guest {
         }
     }
 
+    /// The tests libtest would skip (`#[ignore]`): a std harness's, never
+    /// an SDK guest's. Checking one runs it all the same.
+    pub fn ignored_tests(&self) -> &[String] {
+        match &self.inner.analysis.std {
+            Some(std) => &std.ignored,
+            None => &[],
+        }
+    }
+
     /// The harness's tests, listed by running it: every test, and which
     /// are ignored.
     fn with_listed_tests(self) -> Result<Guest, HostError> {

@@ -320,6 +320,11 @@ impl WasmProgram {
         if let Some(s) = self.sites.get(&site) {
             return s.clone();
         }
+        // A std guest's site is the code offset of its atomic instruction:
+        // the function it is in.
+        if let Some(std) = &self.guest.analysis.std {
+            return std.function_at(site).map(|f| format!("in {f}"));
+        }
         let resolved = self
             .ex
             .site

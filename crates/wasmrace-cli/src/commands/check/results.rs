@@ -92,7 +92,7 @@ impl<'a> Results<'a> {
 
     /// Closes the run of `tests` (all of the module's, or `--test`): the
     /// HTML page, the JSON document or the summary line, and the verdict.
-    pub(super) fn finish(mut self, tests: &[String]) -> Result<Verdict> {
+    pub(super) fn finish(mut self, tests: &[String]) -> Result<(Verdict, Vec<String>)> {
         let cmd = self.cmd;
         if let Some(path) = &cmd.html {
             cmd.write_html(path, &self.explored, &self.settled.opts)?;
@@ -106,11 +106,12 @@ impl<'a> Results<'a> {
         if let Some(message) = self.write_error {
             bail!("{message}");
         }
-        Ok(if self.failed.is_empty() {
+        let verdict = if self.failed.is_empty() {
             Verdict::NoBug
         } else {
             Verdict::Bug
-        })
+        };
+        Ok((verdict, self.failed))
     }
 
     /// The one JSON document, from the `entries` of the tests run (taken,
