@@ -1,8 +1,9 @@
 #!/usr/bin/env bash
 # The README's first command: set up, build wasmrace and the example guest
-# (examples/lost-update, with plain cargo), and check it. The example has a
-# bug on purpose, so `wasmrace check` exits 1 and prints the interleaving;
-# this script exits 0 when that is what happened.
+# (examples/lost-update, with plain cargo), and check it; then check the
+# std example (examples/std-counter, plain std Rust) with `cargo test` and
+# wasmrace as its runner. Both have a bug on purpose, so both fail and
+# print the interleaving; this script exits 0 when that is what happened.
 set -euo pipefail
 cd "$(dirname "$0")"
 
@@ -19,10 +20,27 @@ set +e
 target/debug/wasmrace check "$wasm" --test lost_update --schedule-out target/lost_update.schedule.json
 code=$?
 set -e
-if [ "$code" = 1 ]; then
-    echo
-    echo "quickstart: wasmrace found the example's bug (exit code 1), as expected." >&2
-    exit 0
+if [ "$code" != 1 ]; then
+    echo "quickstart: unexpected exit code $code from wasmrace check" >&2
+    exit "$code"
 fi
-echo "quickstart: unexpected exit code $code from wasmrace check" >&2
-exit "$code"
+echo
+echo "quickstart: wasmrace found the example's bug (exit code 1), as expected." >&2
+
+# The same bug in plain std Rust (examples/std-counter: std threads and
+# atomics, an ordinary #[test]), checked by `cargo test` with wasmrace as
+# the runner of the wasm32-wasip1-threads target.
+echo "quickstart: cargo test --target wasm32-wasip1-threads in examples/std-counter, wasmrace as the runner" >&2
+echo
+set +e
+(cd examples/std-counter &&
+    CARGO_TARGET_WASM32_WASIP1_THREADS_RUNNER="$PWD/../../target/debug/wasmrace test" \
+        cargo test -q --target wasm32-wasip1-threads)
+code=$?
+set -e
+if [ "$code" = 0 ]; then
+    echo "quickstart: wasmrace test found no bug in examples/std-counter, which has one" >&2
+    exit 1
+fi
+echo
+echo "quickstart: wasmrace found the bug in unmodified std code too (cargo test failed, as expected)." >&2

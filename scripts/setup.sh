@@ -1,15 +1,19 @@
 #!/usr/bin/env bash
-# Installs what wasmrace needs beyond a Rust toolchain: the wasm32 target
-# (guests are built for it), Binaryen's wasm-opt (Asyncify, applied by
+# Installs what wasmrace needs beyond a Rust toolchain: the wasm32 targets
+# (guests are built for them), Binaryen's wasm-opt (Asyncify, applied by
 # the host at load time) and, for the tests only, Debian's headless-capable
 # `chromium` (tests/all/cli/html.rs renders `--html` reports in it).
 # Idempotent; safe to run on every CI run.
 set -euo pipefail
 
-if ! rustup target list --installed 2>/dev/null | grep -qx wasm32-unknown-unknown; then
-    echo "setup: adding the wasm32-unknown-unknown target" >&2
-    rustup target add wasm32-unknown-unknown
-fi
+# wasm32-unknown-unknown for SDK guests, wasm32-wasip1-threads for std
+# guests (plain std threads, locks and atomics).
+for target in wasm32-unknown-unknown wasm32-wasip1-threads; do
+    if ! rustup target list --installed 2>/dev/null | grep -qx "$target"; then
+        echo "setup: adding the $target target" >&2
+        rustup target add "$target"
+    fi
+done
 
 if ! command -v wasm-opt >/dev/null 2>&1; then
     echo "setup: installing binaryen (wasm-opt)" >&2

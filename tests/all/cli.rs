@@ -10,6 +10,7 @@ use std::sync::OnceLock;
 
 mod bench;
 mod odd_modules;
+mod std_runner;
 
 struct Run {
     code: i32,
@@ -679,7 +680,7 @@ fn bad_input_is_one_error_line_and_exit_2() {
     std::fs::write(dir.join("wasi.wasm"), wasi_module()).unwrap();
     expect_error(
         &wasmrace(&dir, &["check", "wasi.wasm"]),
-        "wasi_snapshot_preview1",
+        "`wasi.wasm` is a std guest (it imports WASI) that wasmrace cannot run: it exports no `_start`",
     );
 
     expect_error(
