@@ -152,6 +152,7 @@ pub fn rewrite(name: &str, bytes: &[u8]) -> Result<(Vec<u8>, StdInfo), HostError
         message: one_line(&format!("{e:#}")),
         offset: 0,
     })?;
+    drop_debug_info(&mut module);
     let info = StdInfo {
         harness: module.funcs.iter().any(|f| {
             f.name
@@ -169,6 +170,23 @@ pub fn rewrite(name: &str, bytes: &[u8]) -> Result<(Vec<u8>, StdInfo), HostError
     add_entries(name, &mut module, &hooks, init)?;
     export_tls_base(&mut module);
     Ok((module.emit_wasm(), info))
+}
+
+/// Drops the DWARF sections: they are most of a std module built with
+/// debug info (3.7 of std_harness's 4.1 MB), no later stage reads them,
+/// and Asyncify's optimization carries them along at great cost (13 s of
+/// `wasm-opt` on that module). The name section stays.
+fn drop_debug_info(module: &mut Module) {
+    module.debug = Default::default();
+    let debug: Vec<String> = module
+        .customs
+        .iter()
+        .map(|(_, c)| c.name().to_string())
+        .filter(|n| n.starts_with(".debug"))
+        .collect();
+    for n in debug {
+        module.customs.remove_raw(&n);
+    }
 }
 
 /// Makes the one memory the module's own: not imported, not shared, no
