@@ -56,22 +56,143 @@ fn truncated_wasm_is_invalid_with_an_offset() {
 }
 
 #[test]
-fn wasi_and_env_imports_are_refused_by_name() {
+fn env_imports_are_refused_by_name() {
     let e = load_wat(
-        "wasi",
+        "env",
         r#"(module
-            (import "wasi_snapshot_preview1" "fd_write" (func (param i32 i32 i32 i32) (result i32)))
             (import "env" "now" (func (result i64)))
             (memory (export "memory") 1)
             (func (export "wasmrace_test_t")))"#,
     )
     .unwrap_err();
     let s = assert_one_line(&e);
-    assert!(
-        s.contains("`wasi_snapshot_preview1::fd_write`") && s.contains("`env::now`"),
-        "{s}"
-    );
+    assert!(s.contains("`env::now`"), "{s}");
     assert!(s.contains("wasm32-unknown-unknown"), "says what to do: {s}");
+}
+
+/// A std guest (it imports WASI) written by hand: `_start` with `body`,
+/// and `more` module fields.
+fn std_wat(more: &str, body: &str) -> String {
+    format!(
+        r#"(module
+            (import "wasi_snapshot_preview1" "proc_exit" (func $exit (param i32)))
+            {more}
+            (memory (export "memory") 1)
+            (global $__stack_pointer (mut i32) (i32.const 32768))
+            (func (export "_start") (global.set $__stack_pointer (global.get $__stack_pointer)) {body}))"#
+    )
+}
+
+#[test]
+fn std_guests_the_host_cannot_run_are_one_line_each() {
+    let refused = |name: &str, wat: &str, needle: &str| {
+        let e = load_wat(name, wat).unwrap_err();
+        let s = assert_one_line(&e);
+        assert!(s.contains(needle), "{name}: `{needle}` not in: {s}");
+    };
+    refused(
+        "no-start",
+        r#"(module
+            (import "wasi_snapshot_preview1" "fd_write" (func (param i32 i32 i32 i32) (result i32)))
+            (memory (export "memory") 1)
+            (func (export "wasmrace_test_t")))"#,
+        "is a std guest (it imports WASI) that wasmrace cannot run: it exports no `_start`",
+    );
+    refused(
+        "wasi-other",
+        &std_wat(r#"(import "wasi" "thread-kill" (func (param i32)))"#, ""),
+        "imports `wasi::thread-kill`",
+    );
+    refused(
+        "memory64",
+        r#"(module
+            (import "wasi_snapshot_preview1" "proc_exit" (func (param i32)))
+            (memory (export "memory") i64 1)
+            (func (export "_start")))"#,
+        "memory64",
+    );
+    refused(
+        "thread-start-type",
+        &std_wat(
+            r#"(import "wasi" "thread-spawn" (func (param i32) (result i32)))
+               (func (export "wasi_thread_start") (param i32) (result i32) (i32.const 0))"#,
+            "",
+        ),
+        "`wasi_thread_start` is not `(func (param i32 i32))`",
+    );
+    refused(
+        "bad-wasi-signature",
+        &std_wat(
+            r#"(import "wasi_snapshot_preview1" "path_open" (func (param i32)))"#,
+            "",
+        ),
+        "`wasi_snapshot_preview1::path_open` with a signature WASI does not have",
+    );
+    refused(
+        "known-call-wrong-type",
+        &std_wat(
+            r#"(import "wasi_snapshot_preview1" "fd_write" (func $w (param i32) (result i32)))"#,
+            "(drop (call $w (i32.const 0)))",
+        ),
+        "wasi_fd_write",
+    );
+    refused(
+        "env-import",
+        &std_wat(
+            r#"(import "env" "now" (func $now (result i64)))"#,
+            "(drop (call $now))",
+        ),
+        "`env::now`",
+    );
+}
+
+#[test]
+fn a_hand_written_std_guest_runs_its_atomics_and_exits_with_its_code() {
+    // Two atomic adds, a file call the host answers ENOSYS (52), stored,
+    // then `proc_exit(2)`: a failure of kind exit, after three steps.
+    let g = load_wat(
+        "std-exit",
+        &std_wat(
+            r#"(import "wasi_snapshot_preview1" "path_open"
+                 (func $open (param i32 i32 i32 i32 i32 i64 i64 i32 i32) (result i32)))"#,
+            r#"(drop (i32.atomic.rmw.add (i32.const 64) (i32.const 5)))
+               (drop (i32.atomic.rmw.add offset=8 (i32.const 56) (i32.const 5)))
+               (i32.store (i32.const 128)
+                 (call $open (i32.const 0) (i32.const 0) (i32.const 0) (i32.const 0)
+                             (i32.const 0) (i64.const 0) (i64.const 0) (i32.const 0) (i32.const 0)))
+               (if (i32.ne (i32.atomic.load (i32.const 64)) (i32.const 10)) (then unreachable))
+               (if (i32.ne (i32.load (i32.const 128)) (i32.const 52)) (then unreachable))
+               (call $exit (i32.const 2))"#,
+        ),
+    )
+    .unwrap();
+    assert_eq!(g.tests(), ["main"]);
+    let out = check(&g, "main", &CheckOptions::default()).unwrap();
+    let bug = out.bug.expect("the exit code");
+    assert_eq!(bug.failure.kind, FailureKind::Exit, "{}", bug.failure);
+    assert!(bug.failure.message.contains("code 2"), "{}", bug.failure);
+    let ops: Vec<&str> = bug.trace.iter().map(|e| e.op.as_str()).collect();
+    assert_eq!(ops, ["mem.rmw", "mem.rmw", "mem.load", "process.exit"]);
+}
+
+#[test]
+fn a_std_guest_spinning_on_plain_memory_runs_out_of_fuel() {
+    let g = load_wat(
+        "std-spin",
+        &std_wat(
+            "",
+            r#"(loop $l (br_if $l (i32.eqz (i32.load (i32.const 64)))))"#,
+        ),
+    )
+    .unwrap();
+    let out = check(&g, "main", &CheckOptions::default()).unwrap();
+    let bug = out.bug.expect("the runaway loop");
+    assert_eq!(
+        bug.failure.kind,
+        FailureKind::FuelExhausted,
+        "{}",
+        bug.failure
+    );
 }
 
 #[test]

@@ -184,6 +184,11 @@ impl Oid {
     pub fn memory(granule: u64) -> Oid {
         Oid::derive(tag::MEMORY, granule, 0)
     }
+    /// The id of the wait queue of `memory.atomic.wait` at address
+    /// `addr`: waits, wake-ups and notifies there conflict through it.
+    pub fn wait_queue(addr: u64) -> Oid {
+        Oid::derive(tag::MEMORY, addr, 1)
+    }
     /// The id of the process being alive: every step of a std guest reads
     /// it, and the end of the process (which stops every thread) writes it.
     pub fn process() -> Oid {

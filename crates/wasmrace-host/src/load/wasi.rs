@@ -169,6 +169,9 @@ pub fn rewrite(name: &str, bytes: &[u8]) -> Result<(Vec<u8>, StdInfo), HostError
     rewrite_atomics(&mut module, mem, &hooks);
     add_entries(name, &mut module, &hooks, init)?;
     export_tls_base(&mut module);
+    // The hooks nothing calls (a single-threaded module's spawn) go: an
+    // imported `spawn` asks for a thread entry.
+    walrus::passes::gc::run(&mut module);
     Ok((module.emit_wasm(), info))
 }
 
@@ -799,6 +802,14 @@ fn add_entries(
         .exports
         .add(&format!("{}{MAIN_TEST}", super::TEST_PREFIX), main);
     if let Some(thread_start) = export(module, "wasi_thread_start") {
+        let ty = module.types.get(module.funcs.get(thread_start).ty());
+        if ty.params() != [ValType::I32, ValType::I32] || !ty.results().is_empty() {
+            return Err(err(
+                name,
+                "its `wasi_thread_start` is not `(func (param i32 i32))`, as wasi-threads defines it"
+                    .into(),
+            ));
+        }
         let arg = module.locals.add(ValType::I32);
         let mut b = FunctionBuilder::new(&mut module.types, &[ValType::I32], &[]);
         b.func_body()

@@ -10,7 +10,8 @@
 //! Objects are 8-byte granules of memory (`Oid::memory`): accesses to
 //! overlapping bytes always conflict (an aligned access of at most 8 bytes
 //! lies in one granule), two loads commute, and a failed compare-exchange
-//! only reads, which its accesses say after it ran. A wait is two steps,
+//! only reads, which its accesses say after it ran. Each address's wait
+//! queue is an object of its own (`queue`). A wait is two steps,
 //! as a condition variable's: `mem.wait` compares the value and, when
 //! equal, queues the thread on the address (`World::futex`); `mem.wake`
 //! returns once a notify dequeued it (or, for a wait with a timeout, at
@@ -75,6 +76,14 @@ pub(crate) fn location(addr: u32) -> Oid {
     Oid::memory(u64::from(addr & !7))
 }
 
+/// The object of the wait queue at `addr`: what waits, wake-ups and
+/// notifies touch. A notify does not touch memory, so it commutes with
+/// the loads and stores of the address; it conflicts with the waits that
+/// fill the queue it empties.
+fn queue(addr: u32) -> Oid {
+    Oid::wait_queue(u64::from(addr))
+}
+
 /// The address an operation touches, if it is one of this file's.
 fn address(op: &Op) -> Option<u32> {
     match *op {
@@ -121,8 +130,14 @@ impl Kind for Ops {
 
     fn accesses(_w: &World, _i: usize, op: &Op, out: &mut Vec<Access>) {
         match *op {
-            Op::MemLoad { addr, .. } | Op::MemWait { addr, .. } => {
-                out.push(Access::read(location(addr)))
+            Op::MemLoad { addr, .. } => out.push(Access::read(location(addr))),
+            // Reads the value; when equal, joins the queue.
+            Op::MemWait { addr, .. } => {
+                out.push(Access::read(location(addr)));
+                out.push(Access::write(queue(addr)));
+            }
+            Op::MemWake { addr, .. } | Op::MemNotify { addr, .. } => {
+                out.push(Access::write(queue(addr)))
             }
             ref op => out.extend(address(op).map(|a| Access::write(location(a)))),
         }
