@@ -185,16 +185,34 @@ fn stat(report: &Report, name: &str) -> Option<u64> {
 pub const EXHAUSTED_COVERS: &str = "every interleaving of the SDK operations; plain memory \
     shared through `static`s is not seen (docs/ABI.md, \"What exploration covers\")";
 
+/// What "exhausted" covers for a std guest (docs/std-guests.md).
+pub const EXHAUSTED_COVERS_STD: &str = "every interleaving of the atomic operations of the \
+    program and of Rust's std (wasi-libc's run in place); plain memory is not seen \
+    (docs/std-guests.md, \"What exploration covers\")";
+
+/// What "exhausted" covers for `guest`'s kind of guest.
+pub fn exhausted_covers(guest: &wasmrace_host::Guest) -> &'static str {
+    if guest.is_std() {
+        EXHAUSTED_COVERS_STD
+    } else {
+        EXHAUSTED_COVERS
+    }
+}
+
 /// The lines under a run without a bug that say how much its pass means:
 /// that the test had nothing to interleave, and what an exhausted space
-/// covers.
-pub fn pass_notes(report: &Report, nothing: Option<wasmrace_host::NothingToInterleave>) -> String {
+/// (of `covers`, [`exhausted_covers`]) covers.
+pub fn pass_notes(
+    report: &Report,
+    nothing: Option<wasmrace_host::NothingToInterleave>,
+    covers: &str,
+) -> String {
     let mut out = String::new();
     if let Some(n) = nothing {
         let _ = writeln!(out, "nothing to interleave: {}", n.reason());
     }
     if report.exhausted {
-        let _ = writeln!(out, "exhausted covers {EXHAUSTED_COVERS}");
+        let _ = writeln!(out, "exhausted covers {covers}");
     }
     out
 }
@@ -211,8 +229,11 @@ fn bound_phrase(b: &BoundHit) -> String {
             "jobs dropped because fairness hid their thread (counted below)".to_string()
         } else {
             let s = if b.value == 1 { "" } else { "s" };
+            // A std guest's reversals can also find their thread blocked:
+            // wasi-libc's atomics run in place, out of DPOR's sight.
             format!(
-                "{} planned reversal{s} dropped because fairness hid their thread",
+                "{} planned reversal{s} dropped because their thread was not enabled \
+                 (fair scheduling hid it, or it was blocked)",
                 b.value
             )
         };

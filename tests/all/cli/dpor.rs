@@ -92,8 +92,8 @@ fn dpor_under_fairness_says_what_it_dropped() {
     assert!(
         text.stdout.contains(
             "(space exhausted within the reach of dpor under fair scheduling: 2 planned \
-             reversals dropped because fairness hid their thread; `--strategy dfs \
-             --unbounded` reaches every fair trace)"
+             reversals dropped because their thread was not enabled (fair scheduling hid it, \
+             or it was blocked); `--strategy dfs --unbounded` reaches every fair trace)"
         ),
         "{}",
         text.stdout

@@ -34,6 +34,12 @@ impl Guest {
         }
     }
 
+    /// Whether the module is a std guest (`wasm32-wasip1-threads`: it
+    /// imports WASI), rewritten at load time (docs/std-guests.md).
+    pub fn is_std(&self) -> bool {
+        self.inner.analysis.std.is_some()
+    }
+
     /// The tests libtest would skip (`#[ignore]`): a std harness's, never
     /// an SDK guest's. Checking one runs it all the same.
     pub fn ignored_tests(&self) -> &[String] {

@@ -76,11 +76,14 @@ impl<'a> Results<'a> {
             }
         };
         if cmd.json {
-            let entry = cmd.json_result(&outcome, self.settled, schedule_path.as_ref());
+            let covers = report::exhausted_covers(self.guest);
+            let entry = cmd.json_result(&outcome, self.settled, schedule_path.as_ref(), covers);
             self.json.push(entry);
         } else {
             let gap = if self.printed > 0 { "\n" } else { "" };
-            let text = cmd.text_result(&outcome, &self.settled.opts, schedule_path.as_ref());
+            let covers = report::exhausted_covers(self.guest);
+            let text =
+                cmd.text_result(&outcome, &self.settled.opts, schedule_path.as_ref(), covers);
             output::print(&format!("{gap}{text}"))?;
             self.printed += 1;
         }
@@ -202,6 +205,7 @@ impl CheckCommand {
         outcome: &CheckOutcome,
         opts: &CheckOptions,
         schedule_path: Option<&Written>,
+        covers: &str,
     ) -> String {
         let r = &outcome.report;
         let part = self
@@ -245,7 +249,11 @@ impl CheckCommand {
             }
             _ => {
                 out.push_str(&format!("{head}: {}\n", report::no_bug_summary(r)));
-                out.push_str(&report::pass_notes(r, outcome.nothing_to_interleave));
+                out.push_str(&report::pass_notes(
+                    r,
+                    outcome.nothing_to_interleave,
+                    covers,
+                ));
             }
         }
         out.push_str(&report::strategy_stats_block(r));
@@ -322,6 +330,7 @@ impl CheckCommand {
         outcome: &CheckOutcome,
         settled: &Settled,
         schedule_path: Option<&Written>,
+        covers: &str,
     ) -> serde_json::Value {
         let opts = &settled.opts;
         let r = &outcome.report;
@@ -358,7 +367,7 @@ impl CheckCommand {
             "options": opts.to_json(),
             "executions": r.executions,
             "exhausted": r.exhausted,
-            "exhausted_covers": r.exhausted.then_some(report::EXHAUSTED_COVERS),
+            "exhausted_covers": r.exhausted.then_some(covers),
             "nothing_to_interleave": outcome.nothing_to_interleave.map(|n| n.reason()),
             "bound_hits": report::bound_hits_json(r),
             "strategy_stats": report::strategy_stats_json(r),
