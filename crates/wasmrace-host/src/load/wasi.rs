@@ -109,27 +109,25 @@ fn function_ranges(module: &Module) -> Vec<(u32, u32, String)> {
 }
 
 /// Whether `bytes` is a std guest: it imports WASI (`wasi` or
-/// `wasi_snapshot_preview1`) or has a shared memory.
+/// `wasi_snapshot_preview1`: every `wasm32-wasip1(-threads)` program does)
+/// or exports `wasi_thread_start`. A shared memory alone is not enough: an
+/// SDK guest built with atomics has one, and is better told to build
+/// without them (`load::support`).
 pub fn is_std(bytes: &[u8]) -> bool {
-    use wasmparser::{Parser, Payload, TypeRef};
+    use wasmparser::{Parser, Payload};
     for payload in Parser::new(0).parse_all(bytes) {
         match payload {
             Ok(Payload::ImportSection(r)) => {
-                for imp in r.into_imports().flatten() {
-                    if imp.module == "wasi_snapshot_preview1" || imp.module == "wasi" {
-                        return true;
-                    }
-                    if let TypeRef::Memory(m) = imp.ty {
-                        if m.shared {
-                            return true;
-                        }
-                    }
-                }
-            }
-            Ok(Payload::MemorySection(r)) => {
-                if r.into_iter().flatten().any(|m| m.shared) {
+                let wasi = |m: &str| m == "wasi_snapshot_preview1" || m == "wasi";
+                if r.into_imports().flatten().any(|i| wasi(i.module)) {
                     return true;
                 }
+            }
+            Ok(Payload::ExportSection(r)) => {
+                return r
+                    .into_iter()
+                    .flatten()
+                    .any(|e| e.name == "wasi_thread_start");
             }
             Ok(Payload::CodeSectionStart { .. }) | Err(_) => return false,
             _ => {}

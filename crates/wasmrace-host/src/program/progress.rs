@@ -108,6 +108,11 @@ impl Progress {
             None => w.execute_mem(i, d.alt, spawned, tracing, accesses, Some(mem)),
         };
         self.info.message = ex.message;
+        // Fair scheduling treats a spin as the yield it is (a waiting
+        // loop on an atomic, which a std guest has no `yield_now` in).
+        if ex.spun {
+            self.info.op = Some(OpKind::Yield);
+        }
         ex
     }
 

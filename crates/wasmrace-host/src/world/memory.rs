@@ -163,6 +163,7 @@ impl Kind for Ops {
                     Ok(v) => v,
                     Err(f) => return f,
                 };
+                spin(w, i, cx, addr, old);
                 if cx.tracing {
                     cx.detail = format!("-> {old}");
                 }
@@ -218,6 +219,13 @@ impl World {
             }
         }
     }
+}
+
+/// Notes that thread `i` read `value` at `addr`, and whether its last
+/// step read the same: a spin (`Executed::spun`).
+fn spin(w: &mut World, i: usize, cx: &mut Cx<'_>, addr: u32, value: u64) {
+    cx.spun = cx.spin == Some((addr, value));
+    w.threads[i].spin = Some((addr, value));
 }
 
 /// The trap of an access outside memory or misaligned, as wasm reports it.
@@ -289,7 +297,7 @@ fn rmw(w: &World, i: usize, cx: &mut Cx<'_>, addr: u32, width: u32, op: u32, v: 
 }
 
 fn cmpxchg(
-    w: &World,
+    w: &mut World,
     i: usize,
     cx: &mut Cx<'_>,
     addr: u32,
@@ -310,6 +318,7 @@ fn cmpxchg(
         // Failed: it only read.
         cx.accesses.clear();
         cx.accesses.push(Access::read(location(addr)));
+        spin(w, i, cx, addr, old);
     }
     if cx.tracing {
         cx.detail = format!(
@@ -509,6 +518,44 @@ mod tests {
         assert!(w.enabled(1));
         assert_eq!(ret(exec(&mut w, 0, all, 0, &mut mem)).val, 0, "none left");
         assert!(w.futex.is_empty());
+    }
+
+    #[test]
+    fn reading_the_same_again_is_a_spin_and_anything_else_ends_it() {
+        let mut w = world2();
+        let mut mem = vec![0u8; 16];
+        let load = || Op::MemLoad { addr: 8, width: 4 };
+        let spun = |w: &mut World, op: Op, mem: &mut [u8]| {
+            w.threads[1].pending = op;
+            let mem = GuestMem {
+                bytes: mem,
+                dirty: None,
+            };
+            w.execute_mem(1, 0, None, false, &mut Vec::new(), Some(mem))
+                .spun
+        };
+        assert!(!spun(&mut w, load(), &mut mem), "a first load");
+        assert!(spun(&mut w, load(), &mut mem), "the same value again");
+        mem[8] = 1;
+        assert!(!spun(&mut w, load(), &mut mem), "another value");
+        let store = Op::MemStore {
+            addr: 0,
+            width: 4,
+            v: 0,
+        };
+        assert!(!spun(&mut w, store, &mut mem));
+        assert!(!spun(&mut w, load(), &mut mem), "a store in between");
+        let cas = || Op::MemCmpxchg {
+            addr: 8,
+            width: 4,
+            expected: 0,
+            new: 2,
+        };
+        assert!(
+            spun(&mut w, cas(), &mut mem),
+            "a failed compare-exchange reads 1 again"
+        );
+        assert!(spun(&mut w, cas(), &mut mem));
     }
 
     #[test]

@@ -161,6 +161,11 @@ struct Cx<'a> {
     /// What the operation touches, as computed before it ran; an operation
     /// that turns out to touch less (a failed compare-exchange) corrects it.
     accesses: &'a mut Vec<Access>,
+    /// The thread's `spin` before this step (taken: a step that is not a
+    /// load or failed compare-exchange ends a spin).
+    spin: Option<(u32, u64)>,
+    /// The step read what the thread's last one read: a waiting loop.
+    spun: bool,
     detail: String,
     message: Option<(Tid, u32)>,
     /// The guest's memory, for the operations on it (`memory.rs`); `None`
@@ -321,6 +326,10 @@ pub struct Thread {
     /// The last bytes the thread wrote to standard error (std guests), at
     /// most `STDERR_TAIL`: where its panic message is read from.
     pub stderr: Vec<u8>,
+    /// Address and value of the thread's last step when it was an atomic
+    /// load or a failed compare-exchange: the same again is a spin
+    /// (`Executed::spun`).
+    pub spin: Option<(u32, u64)>,
 }
 
 /// A value handed back to the guest when its hook returns, plus an optional
@@ -371,6 +380,11 @@ pub struct Executed {
     /// Human-readable object and detail, filled only when tracing.
     pub object: Option<String>,
     pub detail: String,
+    /// The step read again what the thread's last step read (a std
+    /// guest's spin on an atomic load or a failed compare-exchange): fair
+    /// scheduling takes it as a yield, so a correct waiting loop is not a
+    /// livelock.
+    pub spun: bool,
 }
 
 #[derive(Clone, Debug, Default, PartialEq, Eq, Hash)]
@@ -488,6 +502,7 @@ impl World {
             panic: None,
             tls: 0,
             stderr: Vec::new(),
+            spin: None,
         });
         self.index.insert(tid, i);
         i
@@ -782,11 +797,14 @@ impl World {
         } else {
             None
         };
+        let spin = self.threads[i].spin.take();
         let mut cx = Cx {
             alt,
             spawned,
             tracing,
             accesses,
+            spin,
+            spun: false,
             detail: String::new(),
             message: None,
             mem,
@@ -797,6 +815,7 @@ impl World {
             message: cx.message,
             object,
             detail: cx.detail,
+            spun: cx.spun,
         }
     }
 
