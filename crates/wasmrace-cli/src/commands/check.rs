@@ -336,7 +336,7 @@ impl CheckCommand {
         let (jobs, split) = (settled.jobs, settled.split);
         let guest = guest.clone();
         let tests = self.selected_tests(&guest)?;
-        self.refuse_one_test(&settled, tests.len())?;
+        self.refuse_one_test(settled, tests.len())?;
         // With whole tests dealt out, this partition runs its share only.
         let mine: Vec<String> = (tests.iter().enumerate())
             .filter(|&(i, _)| partition::elsewhere(settled.deal, i).is_none())

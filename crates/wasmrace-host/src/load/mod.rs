@@ -11,6 +11,7 @@ mod asyncify;
 mod audit;
 mod cache;
 mod dirty;
+mod dwarf;
 mod headroom;
 mod instrument;
 mod support;

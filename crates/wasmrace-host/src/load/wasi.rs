@@ -78,6 +78,9 @@ pub struct StdInfo {
     pub functions: Vec<(u32, u32, String)>,
     /// The harness's `#[ignore]`d tests (listed by `--list --ignored`).
     pub ignored: Vec<String>,
+    /// The source line (`file:line:col`) of each site in the program's own
+    /// code, from the module's DWARF (`load/dwarf.rs`), where it has one.
+    pub lines: std::collections::BTreeMap<u32, String>,
 }
 
 impl StdInfo {
@@ -159,12 +162,15 @@ pub fn rewrite(name: &str, bytes: &[u8]) -> Result<(Vec<u8>, StdInfo), HostError
         }),
         functions: function_ranges(&module),
         ignored: Vec::new(),
+        lines: Default::default(),
     };
     let mem = own_memory(name, &mut module)?;
     let init = module.start.take();
     let hooks = Hooks::import(&mut module);
     replace_wasi_imports(name, &mut module, &hooks)?;
-    rewrite_atomics(&mut module, mem, &hooks);
+    let sites = rewrite_atomics(&mut module, mem, &hooks);
+    let mut info = info;
+    info.lines = super::dwarf::site_lines(bytes, &sites);
     add_entries(name, &mut module, &hooks, init)?;
     export_tls_base(&mut module);
     // The hooks nothing calls (a single-threaded module's spawn) go: an
@@ -457,8 +463,9 @@ fn runs_in_place(name: Option<&str>) -> bool {
 /// start function's too: it now runs in the main thread, alone); in
 /// wasi-libc's functions (`runs_in_place`), a helper that performs it in
 /// place, without a scheduling point.
-fn rewrite_atomics(module: &mut Module, mem: walrus::MemoryId, hooks: &Hooks) {
+fn rewrite_atomics(module: &mut Module, mem: walrus::MemoryId, hooks: &Hooks) -> Vec<u32> {
     let code_start = code_section_start(module);
+    let mut sites = Vec::new();
     let mut helpers: HashMap<(Shape, u64, bool), FunctionId> = HashMap::new();
     let ids: Vec<FunctionId> = module.funcs.iter_local().map(|(id, _)| id).collect();
     for id in ids {
@@ -500,6 +507,9 @@ fn rewrite_atomics(module: &mut Module, mem: walrus::MemoryId, hooks: &Hooks) {
                     true => 0,
                     false => loc.data().saturating_sub(code_start),
                 };
+                if !plain {
+                    sites.push(site);
+                }
                 out.push((
                     Instr::Const(Const {
                         value: Value::I32(site as i32),
@@ -512,6 +522,7 @@ fn rewrite_atomics(module: &mut Module, mem: walrus::MemoryId, hooks: &Hooks) {
             f.block_mut(seq).instrs = out;
         }
     }
+    sites
 }
 
 /// Where the code section starts in the file: an instruction's location

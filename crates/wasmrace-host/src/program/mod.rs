@@ -323,6 +323,9 @@ impl WasmProgram {
         // A std guest's site is the code offset of its atomic instruction:
         // the function it is in.
         if let Some(std) = &self.guest.analysis.std {
+            if let Some(line) = std.lines.get(&site) {
+                return Some(line.clone());
+            }
             return std.function_at(site).map(|f| format!("in {f}"));
         }
         let resolved = self

@@ -239,7 +239,7 @@ fn trap(w: &World, i: usize, what: &str, addr: u32, width: u32) -> Outcome {
 
 /// The `width` bytes at `addr`, after the checks wasm makes.
 fn load(w: &World, i: usize, cx: &Cx<'_>, addr: u32, width: u32) -> Result<u64, Outcome> {
-    if !matches!(width, 1 | 2 | 4 | 8) || addr % width != 0 {
+    if !matches!(width, 1 | 2 | 4 | 8) || !addr.is_multiple_of(width) {
         return Err(trap(w, i, "unaligned atomic", addr, width));
     }
     let bytes = cx
