@@ -426,9 +426,6 @@ impl CheckCommand {
             }
         }
         let strategy = StrategyChoice::new(descriptor, &given);
-        if self.jobs == Some(0) {
-            bail!("`--jobs` must be at least 1");
-        }
         // Built once, to ask how it splits.
         let built = strategy.build(self.seed);
         let split = built.split();
