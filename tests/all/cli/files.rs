@@ -505,4 +505,33 @@ fn flag_values_are_refused_in_their_own_words() {
         &wasmrace(&dir, &["check", &m, "--partition", "1/99999999999"]),
         "(1 <= K <= N <= 4294967295",
     );
+    // 4 billion cells planned in memory; an overflow panic.
+    expect_error(
+        &within_a_minute(&dir, &["bench", &m, "--seeds", "4294967295"]),
+        "`--seeds 4294967295` is over the maximum of 10000",
+    );
+    let run = within_a_minute(
+        &dir,
+        &[
+            "bench",
+            &m,
+            "--executions",
+            "18446744073709551615",
+            "--time-budget",
+            "1",
+            "--seeds",
+            "1",
+            "--strategies",
+            "random",
+        ],
+    );
+    expect(&run, 0);
+    // A 34 GB allocation and an abort (exit 134).
+    expect_error(
+        &wasmrace(
+            &dir,
+            &["check", &m, "--strategy", "pct", "--depth", "4294967295"],
+        ),
+        "`--depth` is at most 10000",
+    );
 }

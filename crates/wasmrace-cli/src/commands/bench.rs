@@ -95,7 +95,7 @@ pub struct BenchCommand {
     /// Executions per test, strategy and seed
     #[arg(long, value_name = "N", default_value_t = BenchOptions::default().executions)]
     executions: u64,
-    /// Seeds per test and strategy
+    /// Seeds per test and strategy, at most 10000 (`MAX_SEEDS`)
     #[arg(long, value_name = "K", default_value_t = BenchOptions::default().seeds)]
     seeds: u32,
     /// Base seed every run's seed is derived from
@@ -127,6 +127,12 @@ pub struct BenchCommand {
     host: HostArgs,
 }
 
+/// Most `--seeds`: the plan holds a cell per test, strategy and seed
+/// before it runs, so 4294967295 seeds was 4 billion cells in memory;
+/// 10000 seeds of one cell are already more samples than a comparison
+/// needs.
+const MAX_SEEDS: u32 = 10_000;
+
 impl BenchCommand {
     pub fn run(self) -> Result<Verdict> {
         let jobs = match self.jobs {
@@ -141,6 +147,12 @@ impl BenchCommand {
         }
         if self.time_budget == Some(0) {
             anyhow::bail!("`--time-budget` must be at least 1 second");
+        }
+        if self.seeds > MAX_SEEDS {
+            anyhow::bail!(
+                "`--seeds {}` is over the maximum of {MAX_SEEDS} seeds per test and strategy (MAX_SEEDS)",
+                self.seeds
+            );
         }
         let opts = BenchOptions {
             executions: self.executions,
