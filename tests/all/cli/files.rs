@@ -490,6 +490,27 @@ fn a_shrink_that_cannot_be_written_keeps_its_report() {
     assert!(run
         .stderr
         .starts_with("error: cannot write shrunk schedule `no-such-dir/small.json`"));
+    // check --json with an --html page that cannot be written: the JSON
+    // document is printed, then the error.
+    let check = wasmrace(
+        &dir,
+        &[
+            "check",
+            &m,
+            "--test",
+            "lost_update",
+            "--json",
+            "--html",
+            "no-such-dir/r.html",
+        ],
+    );
+    expect(&check, 2);
+    assert_eq!(json(&check)["tests"][0]["test"], "lost_update");
+    assert!(
+        check.stderr.starts_with("error: cannot write html report"),
+        "{}",
+        check.stderr
+    );
 }
 
 /// Minors: flag values that were accepted, or refused in wrong words.

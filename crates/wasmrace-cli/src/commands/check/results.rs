@@ -98,15 +98,17 @@ impl<'a> Results<'a> {
     /// HTML page, the JSON document or the summary line, and the verdict.
     pub(super) fn finish(mut self, tests: &[String]) -> Result<(Verdict, Vec<String>)> {
         let cmd = self.cmd;
-        if let Some(path) = &cmd.html {
-            cmd.write_html(path, &self.explored, &self.settled.opts)?;
-        }
+        // A page that cannot be written does not cost the JSON document
+        // or the summary: its error comes after them.
+        let html = (cmd.html.as_ref())
+            .map(|path| cmd.write_html(path, &self.explored, &self.settled.opts));
         if cmd.json {
             let entries = std::mem::take(&mut self.json);
             self.print_json(tests, entries)?;
         } else if self.printed > 1 || (self.several && self.settled.deal.is_some()) {
             output::print(&self.summary(tests.len()))?;
         }
+        html.transpose()?;
         if let Some(message) = self.write_error {
             bail!("{message}");
         }
