@@ -25,8 +25,10 @@ use wasmrace_host::bench::{self, BenchResults};
 
 const AFTER_HELP: &str = "\
 The parts are the `--json` outputs of `wasmrace check --partition K/N` with
-the same module, tests, strategy, options, seed and N, each K from 1 to N
-exactly once; anything else is one error line (exit 2).
+the same module, tests, strategy, options, seed, host settings (fuel,
+memories, stack, Asyncify buffer, fairness, shrinking) and N, each K from 1
+to N exactly once, each a regular file under --max-part-mb; anything else
+is one error line (exit 2).
 
 The merged verdict: executions added up; exhausted only if every partition
 exhausted its share; the bounds that stopped any partition; RaceFuzzer's
