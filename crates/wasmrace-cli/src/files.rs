@@ -5,10 +5,12 @@
 //! through the host, schedules through `Schedule::read`, parts here): a
 //! regular file only, under a cap named in the error. Writing is
 //! [`write`]: never onto a file the command reads ([`Inputs`]: canonical
-//! path and device and inode), never through a symbolic link (the file is
-//! written beside and renamed over the name, which replaces a link rather
-//! than following it), never onto a FIFO or a device, and atomically: a
-//! reader sees the old file or the new one, never half of one.
+//! path and device and inode), never through a symbolic link and never in
+//! place of one (a link at the name is refused: following it writes
+//! wherever it points, and replacing it would undo `/dev/stdout` or a
+//! link the user keeps), never onto a FIFO or a device, and atomically
+//! (written beside, then renamed over the name): a reader sees the old file
+//! or the new one, never half of one.
 
 use anyhow::{bail, Result};
 use std::fs::Metadata;
@@ -79,7 +81,7 @@ impl Inputs {
 }
 
 /// `out` with its folder made canonical (the name itself is not
-/// resolved: a link there is replaced, not followed).
+/// resolved: a link there is refused, not followed).
 fn canonical_target(out: &Path) -> Option<PathBuf> {
     let name = out.file_name()?;
     let dir = match out.parent() {
@@ -95,19 +97,19 @@ fn canonical_target(out: &Path) -> Option<PathBuf> {
 pub fn check_output(out: &Path, what: &str, inputs: &Inputs) -> Result<()> {
     let name = shown_path(out);
     let existing = std::fs::symlink_metadata(out).ok();
-    if let Some(m) = existing
-        .as_ref()
-        .filter(|m| !m.is_file() && !m.is_symlink())
-    {
+    if existing.as_ref().is_some_and(Metadata::is_symlink) {
+        bail!(
+            "cannot write {what} `{name}`: it is a symbolic link; wasmrace neither writes \
+             through a link nor replaces one it did not make"
+        );
+    }
+    if let Some(m) = existing.as_ref().filter(|m| !m.is_file()) {
         bail!(
             "cannot write {what} `{name}`: it is {}; wasmrace writes regular files only",
             kind_of(m)
         );
     }
-    // A link at the name is replaced, never followed: only a regular
-    // file there can be an input by identity.
-    let regular = existing.as_ref().filter(|m| m.is_file());
-    if inputs.holds(out, regular) {
+    if inputs.holds(out, existing.as_ref()) {
         bail!("cannot write {what} `{name}`: it is a file this command reads");
     }
     Ok(())
@@ -133,7 +135,8 @@ pub fn write(out: &Path, bytes: &[u8], what: &str, inputs: &Inputs) -> Result<()
 
 /// A new file in `out`'s folder, named after it and this process, created
 /// exclusively (`create_new` follows no link: a name taken by anything,
-/// a planted link included, is passed over).
+/// a link planted there included, is passed over). A link planted at `out`
+/// between the check and the rename is replaced, never followed.
 fn create_beside(out: &Path) -> std::io::Result<(PathBuf, std::fs::File)> {
     let base = out
         .file_name()
@@ -208,18 +211,23 @@ mod tests {
 
     #[cfg(unix)]
     #[test]
-    fn replaces_a_link_rather_than_writing_through_it() {
+    fn neither_writes_through_a_link_nor_replaces_it() {
         let d = dir("link");
         let target = d.join("target");
         std::fs::write(&target, b"keep").unwrap();
         let link = d.join("out.json");
         std::os::unix::fs::symlink(&target, &link).unwrap();
-        write(&link, b"new", "schedule file", &Inputs::default()).unwrap();
+        let e = write(&link, b"new", "schedule file", &Inputs::default()).unwrap_err();
+        assert!(e.to_string().contains("it is a symbolic link"), "{e}");
         assert_eq!(std::fs::read(&target).unwrap(), b"keep");
-        assert!(!std::fs::symlink_metadata(&link).unwrap().is_symlink());
-        assert_eq!(std::fs::read(&link).unwrap(), b"new");
+        assert!(std::fs::symlink_metadata(&link).unwrap().is_symlink());
+        // A regular file is replaced whole, and nothing is left beside it.
+        let out = d.join("plain.json");
+        std::fs::write(&out, b"old").unwrap();
+        write(&out, b"new", "schedule file", &Inputs::default()).unwrap();
+        assert_eq!(std::fs::read(&out).unwrap(), b"new");
         let left: Vec<_> = std::fs::read_dir(&d).unwrap().collect();
-        assert_eq!(left.len(), 2, "no temporary file left");
+        assert_eq!(left.len(), 3, "no temporary file left");
     }
 
     #[test]

@@ -437,32 +437,62 @@ fn terminal_escapes_from_files_and_names_are_shown_escaped() {
 }
 
 /// Item 8: a link planted at a schedule's name made `check` write through
-/// it, outside the schedule folder.
+/// it, outside the schedule folder. It is now refused in the report (the
+/// report printed, exit 2) and left as it is, its target untouched; so
+/// are links named as other outputs (`/dev/stdout` among them).
 #[cfg(unix)]
 #[test]
-fn a_link_at_a_schedules_name_is_replaced_not_followed() {
+fn a_link_at_an_outputs_name_is_refused_not_followed() {
     let dir = TempDir::new("files-symlink");
     let m = fixture(&dir, "lost_update");
     let args = ["check", &m, "--test", "lost_update", "--schedule-dir", "sd"];
     let first = wasmrace(&dir, &args);
     expect(&first, 1);
     let name = schedule_written(&first.stdout);
-    let contents = std::fs::read(dir.join(&name)).unwrap();
     std::fs::write(dir.join("victim"), "keep me").unwrap();
     std::fs::remove_file(dir.join(&name)).unwrap();
     std::os::unix::fs::symlink(dir.join("victim"), dir.join(&name)).unwrap();
     let again = wasmrace(&dir, &args);
-    expect(&again, 1);
-    assert_eq!(schedule_written(&again.stdout), name);
+    expect(&again, 2);
+    assert!(
+        again.stdout.contains("BUG found"),
+        "the report: {}",
+        again.stdout
+    );
+    assert!(
+        again
+            .stdout
+            .contains("schedule not written: cannot write schedule file")
+            && again.stderr.contains("it is a symbolic link"),
+        "{}{}",
+        again.stdout,
+        again.stderr
+    );
     assert_eq!(
         std::fs::read_to_string(dir.join("victim")).unwrap(),
         "keep me"
     );
-    let meta = std::fs::symlink_metadata(dir.join(&name)).unwrap();
-    assert!(meta.is_file(), "the link was replaced by the schedule");
-    assert_eq!(std::fs::read(dir.join(&name)).unwrap(), contents);
+    assert!(std::fs::symlink_metadata(dir.join(&name))
+        .unwrap()
+        .is_symlink());
     let left: Vec<_> = std::fs::read_dir(dir.join("sd")).unwrap().collect();
     assert_eq!(left.len(), 1, "no temporary file left behind");
+    // Named outputs: refused before the run.
+    std::os::unix::fs::symlink(dir.join("victim"), dir.join("page.html")).unwrap();
+    for out in [
+        &["--html", "page.html"][..],
+        &["--schedule-out", "page.html"],
+    ] {
+        let run = wasmrace(
+            &dir,
+            &[&["check", &m, "--test", "lost_update"][..], out].concat(),
+        );
+        expect_error(&run, "`page.html`: it is a symbolic link");
+    }
+    assert_eq!(
+        std::fs::read_to_string(dir.join("victim")).unwrap(),
+        "keep me"
+    );
 }
 
 /// Minor: `shrink -o /dev/full` lost the shrink result. A device is now
