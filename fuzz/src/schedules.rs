@@ -4,7 +4,10 @@
 //! dropped, repeated or multiplied, another test or module, odd versions),
 //! then read (`Schedule::parse`, or `Schedule::read` from a file) and
 //! replayed. A mutation that keeps the module, the test and the steps must
-//! replay to the recorded failure.
+//! replay to the recorded failure. Now and then the file is no regular
+//! file at all (a FIFO, a folder, a link to a device) or one past
+//! `SCHEDULE_MAX_BYTES`: reading it must be one refusal, at once (a FIFO
+//! opened for reading would hang, which the watchdog reports).
 
 use crate::mutate::mutate;
 use crate::pipeline::host_config;
@@ -13,7 +16,9 @@ use rand::{Rng, RngCore};
 use rand_chacha::ChaCha8Rng;
 use serde_json::{json, Value};
 use std::path::{Path, PathBuf};
-use wasmrace_host::{check, replay, CheckOptions, Config, Failure, Guest, Schedule};
+use wasmrace_host::{
+    check, replay, CheckOptions, Config, Failure, Guest, Schedule, SCHEDULE_MAX_BYTES,
+};
 
 /// The guests whose bugs give the seed schedules.
 const GUESTS: &[&str] = &["lost_update", "deadlock01", "choose_bug"];
@@ -76,6 +81,10 @@ fn bugs_of(guest: &Guest) -> Result<Vec<Seed>, String> {
 
 impl Target for Schedules {
     fn run(&mut self, rng: &mut ChaCha8Rng, out: &mut Outcomes) -> Result<(), String> {
+        clear(&self.file)?;
+        if rng.random_bool(0.05) {
+            return odd_file(&self.file, rng, out);
+        }
         let seed = &self.seeds[rng.random_range(0..self.seeds.len())];
         let (text, keeps_meaning) = if rng.random_bool(0.4) {
             (self.text_mutant(&seed.schedule, rng), false)
@@ -121,6 +130,72 @@ impl Target for Schedules {
         }
         Ok(())
     }
+}
+
+/// Removes whatever the last input left at `path` (a FIFO or a folder
+/// included: writing a FIFO would block).
+fn clear(path: &Path) -> Result<(), String> {
+    let Ok(meta) = std::fs::symlink_metadata(path) else {
+        return Ok(());
+    };
+    let removed = if meta.is_dir() {
+        std::fs::remove_dir_all(path)
+    } else {
+        std::fs::remove_file(path)
+    };
+    removed.map_err(|e| format!("cannot clear {}: {e}", path.display()))
+}
+
+/// Puts at `path` what is not a schedule file wasmrace may read (a FIFO, a
+/// folder, a link to a device, a file one byte past the cap, sparse) and
+/// checks that `Schedule::read` refuses it in one line.
+fn odd_file(path: &Path, rng: &mut ChaCha8Rng, out: &mut Outcomes) -> Result<(), String> {
+    let (made, what) = match rng.random_range(0..4) {
+        0 => (make_fifo(path), "fifo"),
+        1 => (
+            std::fs::create_dir(path).map_err(|e| e.to_string()),
+            "folder",
+        ),
+        2 => (device_link(path), "device"),
+        _ => (sparse(path, SCHEDULE_MAX_BYTES + 1), "too large"),
+    };
+    if made.is_err() {
+        // The platform has no FIFOs or devices: nothing to read.
+        out.push("odd file: not made".into());
+        return Ok(());
+    }
+    match Schedule::read(path) {
+        Ok(_) => Err(format!("a schedule file that is {what} was read")),
+        Err(e) if e.to_string().contains('\n') => Err(format!("not one line: {e}")),
+        Err(_) => {
+            out.push(format!("odd file: {what} refused"));
+            Ok(())
+        }
+    }
+}
+
+fn make_fifo(path: &Path) -> Result<(), String> {
+    let status = std::process::Command::new("mkfifo").arg(path).status();
+    match status {
+        Ok(s) if s.success() => Ok(()),
+        _ => Err("no mkfifo".into()),
+    }
+}
+
+fn device_link(path: &Path) -> Result<(), String> {
+    #[cfg(unix)]
+    {
+        std::os::unix::fs::symlink("/dev/zero", path).map_err(|e| e.to_string())
+    }
+    #[cfg(not(unix))]
+    {
+        Err(format!("no device at {}", path.display()))
+    }
+}
+
+fn sparse(path: &Path, len: u64) -> Result<(), String> {
+    let file = std::fs::File::create(path).map_err(|e| e.to_string())?;
+    file.set_len(len).map_err(|e| e.to_string())
 }
 
 impl Schedules {

@@ -47,6 +47,8 @@ fn mutated_schedules_keep_every_property() {
     let t = campaign(Kind::Schedules, 60);
     assert!(t.count("parse: ok") > 0, "{:?}", t.outcomes);
     assert!(t.count("parse: error") > 0, "{:?}", t.outcomes);
+    // A FIFO, a folder, a device or a file past the cap, refused.
+    assert!(t.count_prefix("odd file: ") > 0, "{:?}", t.outcomes);
 }
 
 /// Damaged cache entries never change a load's result or verdict.

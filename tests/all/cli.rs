@@ -120,17 +120,7 @@ fn path_with_wasmrace() -> std::ffi::OsString {
 }
 
 fn wasmrace_env(dir: &Path, args: &[&str], env: &[(&str, &str)]) -> Run {
-    let mut cmd = Command::new(wasmrace_bin());
-    cmd.env("PATH", path_with_wasmrace());
-    cmd.args(args)
-        .current_dir(dir)
-        .env(
-            "WASMRACE_CACHE_DIR",
-            Path::new(env!("CARGO_TARGET_TMPDIR")).join("wasmrace-cache"),
-        )
-        .env_remove("WASMRACE_WASM_OPT")
-        // The default suite directory is the fixtures' build output.
-        .env_remove("WASMRACE_SUITE_DIR");
+    let mut cmd = wasmrace_command(dir, args);
     for (k, v) in env {
         cmd.env(k, v);
     }
@@ -142,8 +132,54 @@ fn wasmrace_env(dir: &Path, args: &[&str], env: &[(&str, &str)]) -> Run {
     }
 }
 
+/// The `wasmrace` command every test runs: in `dir`, with the binary's
+/// folder on `PATH` and the tests' module cache.
+fn wasmrace_command(dir: &Path, args: &[&str]) -> Command {
+    let mut cmd = Command::new(wasmrace_bin());
+    cmd.env("PATH", path_with_wasmrace());
+    cmd.args(args)
+        .current_dir(dir)
+        .env(
+            "WASMRACE_CACHE_DIR",
+            Path::new(env!("CARGO_TARGET_TMPDIR")).join("wasmrace-cache"),
+        )
+        .env_remove("WASMRACE_WASM_OPT")
+        // The default suite directory is the fixtures' build output.
+        .env_remove("WASMRACE_SUITE_DIR");
+    cmd
+}
+
 fn wasmrace(dir: &Path, args: &[&str]) -> Run {
     wasmrace_env(dir, args, &[])
+}
+
+/// The one schedule file `check` wrote for `stem_test` (`<module
+/// stem>.<test>`) in `folder` under `dir`, as `folder/<name>`: default
+/// names carry 8 hex digits of their contents (`report::schedule_tag`), so
+/// that runs sharing a folder never name each other's files.
+fn schedule_in(dir: &Path, folder: &str, stem_test: &str) -> String {
+    let names: Vec<String> = std::fs::read_dir(dir.join(folder))
+        .unwrap()
+        .map(|e| e.unwrap().file_name().into_string().unwrap())
+        .filter(|n| {
+            let tag = n
+                .strip_prefix(stem_test)
+                .and_then(|r| r.strip_prefix('.'))
+                .and_then(|r| r.strip_suffix(".schedule.json"));
+            tag.is_some_and(|t| t.len() == 8 && t.chars().all(|c| c.is_ascii_hexdigit()))
+        })
+        .collect();
+    assert_eq!(names.len(), 1, "{stem_test} in {folder}: {names:?}");
+    format!("{folder}/{}", names[0])
+}
+
+/// The schedule file a `check` report names (`schedule written to ...`).
+fn schedule_written(stdout: &str) -> String {
+    stdout
+        .lines()
+        .find_map(|l| l.strip_prefix("schedule written to "))
+        .unwrap_or_else(|| panic!("no schedule written in {stdout}"))
+        .to_string()
 }
 
 fn expect(run: &Run, code: i32) {
@@ -206,7 +242,8 @@ fn lost_update_bug_is_written_and_replays_identically() {
     );
     assert!(check.stdout.contains("failure:  panic in thread `main`\n"));
     assert!(check.stdout.contains("an increment was lost"));
-    let schedule = "wasmrace-schedules/lost_update.lost_update.schedule.json";
+    let schedule = schedule_in(&dir, "wasmrace-schedules", "lost_update.lost_update");
+    let schedule = schedule.as_str();
     assert!(dir.join(schedule).is_file());
     assert!(check
         .stdout
@@ -239,7 +276,8 @@ fn a_schedule_that_does_not_fail_says_not_reproduced() {
     let dir = TempDir::new("notrepro");
     let m = fixture(&dir, "lost_update");
     expect(&wasmrace(&dir, &["check", &m, "--test", "lost_update"]), 1);
-    let path = dir.join("wasmrace-schedules/lost_update.lost_update.schedule.json");
+    let schedule = schedule_in(&dir, "wasmrace-schedules", "lost_update.lost_update");
+    let path = dir.join(&schedule);
     let mut doc: serde_json::Value =
         serde_json::from_str(&std::fs::read_to_string(&path).unwrap()).unwrap();
     // One thread at a time: no lost update. The recorded failure stays in
@@ -259,10 +297,7 @@ fn a_schedule_that_does_not_fail_says_not_reproduced() {
             .map(|t| serde_json::json!({ "thread": t }))
             .collect();
         std::fs::write(&path, doc.to_string()).unwrap();
-        let replay = wasmrace(
-            &dir,
-            &["replay", &m, "wasmrace-schedules/lost_update.lost_update.schedule.json"],
-        );
+        let replay = wasmrace(&dir, &["replay", &m, &schedule]);
         expect(&replay, 0);
         assert!(replay.stdout.contains(expected), "{}", replay.stdout);
         assert!(replay.stdout.contains("NOT REPRODUCED"), "{}", replay.stdout);
@@ -389,7 +424,7 @@ fn json_is_one_document_with_the_report_fields() {
     let schedule = bug["schedule_path"].as_str().unwrap();
     assert_eq!(
         schedule,
-        "wasmrace-schedules/lost_update.lost_update.schedule.json"
+        schedule_in(&dir, "wasmrace-schedules", "lost_update.lost_update")
     );
     assert!(dir.join(schedule).is_file());
     assert_eq!(bug["reproduce"], format!("wasmrace replay {m} {schedule}"));
@@ -472,7 +507,12 @@ fn bug_report_matches_the_snapshot() {
     let m = fixture(&dir, "lost_update");
     let run = wasmrace(&dir, &["check", &m, "--test", "lost_update"]);
     expect(&run, 1);
-    let actual = without_timing(&run.stdout);
+    // The schedule's name holds a hash of its contents, which hold the
+    // module's blake3: the snapshot does not depend on the toolchain's
+    // exact bytes.
+    let schedule = schedule_in(&dir, "wasmrace-schedules", "lost_update.lost_update");
+    let tag = &schedule[schedule.len() - ".01234567.schedule.json".len()..][1..9];
+    let actual = without_timing(&run.stdout).replace(tag, "TAG");
     let snapshot =
         Path::new(env!("CARGO_MANIFEST_DIR")).join("tests/all/cli/snapshots/check_lost_update.txt");
     if std::env::var_os("WASMRACE_BLESS").is_some_and(|v| v == "1") {
@@ -721,7 +761,7 @@ fn bad_input_is_one_error_line_and_exit_2() {
             &[
                 "replay",
                 &counter,
-                "wasmrace-schedules/lost_update.lost_update.schedule.json",
+                &schedule_in(&dir, "wasmrace-schedules", "lost_update.lost_update"),
             ],
         ),
         "schedule was recorded on a module with blake3",
@@ -794,6 +834,8 @@ mod delaying;
 /// `--strategy dpor`'s reports.
 mod dpor;
 mod explain;
+/// The rule for every file read or written (docs/files.md), per command.
+mod files;
 /// `--html`, rendered in headless Chromium.
 mod html;
 /// `check --partition K/N` in separate processes, and `wasmrace merge`.
@@ -825,7 +867,7 @@ fn replay_uses_the_settings_recorded_in_the_schedule() {
         "{}",
         check.stdout
     );
-    let schedule = "wasmrace-schedules/sdk_smoke.runaway.schedule.json";
+    let schedule = schedule_in(&dir, "wasmrace-schedules", "sdk_smoke.runaway");
     assert!(
         check
             .stdout
@@ -833,7 +875,7 @@ fn replay_uses_the_settings_recorded_in_the_schedule() {
         "the settings are in the file, not on the command line: {}",
         check.stdout
     );
-    let replay = wasmrace(&dir, &["replay", &m, schedule]);
+    let replay = wasmrace(&dir, &["replay", &m, &schedule]);
     expect(&replay, 1);
     assert!(
         replay
@@ -853,7 +895,7 @@ fn replay_uses_the_settings_recorded_in_the_schedule() {
         &[
             "replay",
             &m,
-            schedule,
+            &schedule,
             "--fuel-per-step",
             "2000000",
             "--json",
@@ -897,7 +939,7 @@ fn replay_uses_the_recorded_host_memory_bound() {
     let args = ["check", &m, "--test", "big_messages"];
     let check = wasmrace(&dir, &[&args[..], &["--max-host-memory-mb", "1"]].concat());
     expect(&check, 1);
-    let schedule = "wasmrace-schedules/hostile.big_messages.schedule.json";
+    let schedule = schedule_in(&dir, "wasmrace-schedules", "hostile.big_messages");
     assert!(
         check
             .stdout
@@ -906,10 +948,10 @@ fn replay_uses_the_recorded_host_memory_bound() {
         check.stdout
     );
     let doc: serde_json::Value =
-        serde_json::from_str(&std::fs::read_to_string(dir.join(schedule)).unwrap()).unwrap();
+        serde_json::from_str(&std::fs::read_to_string(dir.join(&schedule)).unwrap()).unwrap();
     assert_eq!(doc["settings"]["max_host_bytes"], 1 << 20);
     assert_eq!(doc["settings"]["max_log_bytes"], 1 << 20);
-    let replay = wasmrace(&dir, &["replay", &m, schedule]);
+    let replay = wasmrace(&dir, &["replay", &m, &schedule]);
     expect(&replay, 1);
     assert!(
         replay
@@ -928,9 +970,11 @@ fn hostile_schedule_files_are_one_error_line() {
     let dir = TempDir::new("hostile-schedules");
     let m = fixture(&dir, "lost_update");
     expect(&wasmrace(&dir, &["check", &m, "--test", "lost_update"]), 1);
-    let good = std::fs::read_to_string(
-        dir.join("wasmrace-schedules/lost_update.lost_update.schedule.json"),
-    )
+    let good = std::fs::read_to_string(dir.join(schedule_in(
+        &dir,
+        "wasmrace-schedules",
+        "lost_update.lost_update",
+    )))
     .unwrap();
     let doc: serde_json::Value = serde_json::from_str(&good).unwrap();
     let with = |key: &str, value: serde_json::Value| {
@@ -1034,12 +1078,10 @@ fn reproduce_with_runs_as_printed_when_wasmrace_is_not_on_path() {
         .find_map(|l| l.strip_prefix("reproduce with: "))
         .unwrap_or_else(|| panic!("no command in {stdout}"));
     let canonical = bin.canonicalize().unwrap();
+    let schedule = schedule_in(&dir, "bug reports", "lost_update.lost_update");
     assert_eq!(
         command,
-        format!(
-            "'{}' replay {m} 'bug reports/lost_update.lost_update.schedule.json'",
-            canonical.display()
-        )
+        format!("'{}' replay {m} '{schedule}'", canonical.display())
     );
     let replay = Command::new("sh")
         .args(["-c", command])
@@ -1069,13 +1111,11 @@ fn schedules_go_to_one_folder_created_on_demand() {
         .map(|e| e.unwrap().file_name().into_string().unwrap())
         .collect();
     files.sort();
-    assert_eq!(
-        files,
-        [
-            "lost_update.lost_update.schedule.json",
-            "lost_update.lost_update_3.schedule.json"
-        ]
-    );
+    assert_eq!(files.len(), 2, "{files:?}");
+    for test in ["lost_update", "lost_update_3"] {
+        let name = schedule_in(&dir, "wasmrace-schedules", &format!("lost_update.{test}"));
+        assert!(files.contains(&name["wasmrace-schedules/".len()..].to_string()));
+    }
     std::fs::write(dir.join("a-file"), "").unwrap();
     let run = wasmrace(
         &dir,

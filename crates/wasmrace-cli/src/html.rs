@@ -91,13 +91,19 @@ pub fn render(page: &Page) -> String {
     out
 }
 
-/// Writes `page` to `path` and, unless stdout is JSON, says so there.
-pub fn write(path: &std::path::Path, page: &Page, json: bool) -> anyhow::Result<()> {
-    use anyhow::Context;
-    std::fs::write(path, render(page))
-        .with_context(|| format!("cannot write html report `{}`", path.display()))?;
+/// Writes `page` to `path` by the rule of every output (never onto one of
+/// the command's `inputs`, never through a link, atomically) and, unless
+/// stdout is JSON, says so there.
+pub fn write(
+    path: &std::path::Path,
+    page: &Page,
+    json: bool,
+    inputs: &crate::files::Inputs,
+) -> anyhow::Result<()> {
+    crate::files::write(path, render(page).as_bytes(), "html report", inputs)?;
     if !json {
-        crate::output::print(&format!("html report written to {}\n", path.display()))?;
+        let shown = crate::files::shown_path(path);
+        crate::output::print(&format!("html report written to {shown}\n"))?;
     }
     Ok(())
 }

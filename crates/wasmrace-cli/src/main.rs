@@ -6,6 +6,7 @@
 mod bench_report;
 mod chart;
 mod commands;
+mod files;
 mod fold;
 mod html;
 mod lanes;

@@ -1,5 +1,8 @@
 //! Writing to stdout and stderr: reports go to stdout in whole blocks, errors
 //! to stderr as exactly one `error: ` line, whatever the message contains.
+//! Both are the last guard of "everything shown is escaped": a control
+//! character that reached them unescaped (a terminal escape in a file
+//! name, a schedule's message) is escaped here (`wasmrace_trace::text`).
 
 use std::io::Write;
 
@@ -7,6 +10,7 @@ use std::io::Write;
 /// ... | head`) is not an error: the reader has seen what it wanted, and the
 /// exit status must still say whether a bug was found.
 pub fn print(text: &str) -> anyhow::Result<()> {
+    let text = escaped(text);
     let mut out = std::io::stdout().lock();
     match out.write_all(text.as_bytes()).and_then(|()| out.flush()) {
         Ok(()) => Ok(()),
@@ -15,9 +19,33 @@ pub fn print(text: &str) -> anyhow::Result<()> {
     }
 }
 
-/// Prints `error: <message>` on one line of stderr.
+/// Longest error line, in characters: an error quoting a huge input (a
+/// part's forged field) stays one short line.
+const MAX_ERROR_CHARS: usize = 2000;
+
+/// Prints `error: <message>` on one line of stderr, escaped and clipped.
 pub fn error_line(message: &str) {
-    eprintln!("error: {}", one_line(message));
+    let line = wasmrace_trace::text::clipped(&one_line(message), MAX_ERROR_CHARS);
+    eprintln!("error: {line}");
+}
+
+/// A report block with every control character but its line breaks and
+/// tabs escaped; borrowed when there is none, the common case.
+fn escaped(text: &str) -> std::borrow::Cow<'_, str> {
+    let odd = |c: char| c.is_control() && c != '\n' && c != '\t';
+    if !text.chars().any(odd) {
+        return std::borrow::Cow::Borrowed(text);
+    }
+    let lines: Vec<String> = text
+        .split('\n')
+        .map(|l| {
+            l.split('\t')
+                .map(|p| wasmrace_trace::text::shown(p).into_owned())
+                .collect::<Vec<_>>()
+                .join("\t")
+        })
+        .collect();
+    std::borrow::Cow::Owned(lines.join("\n"))
 }
 
 /// An error and its causes joined by `: `, like anyhow's `{:#}`, but
@@ -68,6 +96,21 @@ mod tests {
             error_chain(&e),
             "cannot write schedule file `s.json`: disk full"
         );
+    }
+
+    /// Regression (issue 42): a schedule's failure message, a forged
+    /// `module_blake3` or an `-o` name holding `ESC]0;...BEL` reached the
+    /// terminal raw.
+    #[test]
+    fn control_characters_never_reach_the_terminal_raw() {
+        let raw = "a\u{1b}]0;title\u{7}b\u{1b}[2J\n\tc\n";
+        let out = escaped(raw);
+        assert!(!out.contains('\u{1b}') && !out.contains('\u{7}'), "{out:?}");
+        assert_eq!(out, "a\\u{1b}]0;title\\u{7}b\\u{1b}[2J\n\tc\n");
+        assert!(matches!(escaped("plain\n"), std::borrow::Cow::Borrowed(_)));
+        let long = "x".repeat(1 << 20);
+        let clipped = wasmrace_trace::text::clipped(&one_line(&long), MAX_ERROR_CHARS);
+        assert!(clipped.len() < MAX_ERROR_CHARS + 4);
     }
 
     #[test]

@@ -37,7 +37,12 @@ impl std::fmt::Display for PartitionArg {
 /// message ends up on the one `error:` line).
 pub fn parse_partition(s: &str) -> Result<PartitionArg, String> {
     let body = s.strip_prefix("count:").unwrap_or(s);
-    let bad = || format!("`{s}` is not a partition `K/N` (1 <= K <= N, e.g. `2/4`)");
+    let bad = || {
+        format!(
+            "`{s}` is not a partition `K/N` (1 <= K <= N <= {}, e.g. `2/4`)",
+            u32::MAX
+        )
+    };
     let (k, n) = body.split_once('/').ok_or_else(bad)?;
     let k: u32 = k.parse().map_err(|_| bad())?;
     let n: u32 = n.parse().map_err(|_| bad())?;
@@ -145,7 +150,10 @@ pub fn dealt_to(index: usize, n: u32) -> u32 {
 /// stays on one: a cache the threads share cannot evict, so a full one
 /// stops the run where one thread's goes on.
 pub fn default_jobs(split: Split, all_tests: bool) -> u32 {
-    let cores = || std::thread::available_parallelism().map_or(1, |n| n.get() as u32);
+    let cores = || {
+        let n = std::thread::available_parallelism().map_or(1, |n| n.get() as u32);
+        n.min(crate::files::MAX_JOBS)
+    };
     match split {
         Split::ByExecution | Split::Phases | Split::ByPrefix | Split::Rounds | Split::Jobs => {
             cores()

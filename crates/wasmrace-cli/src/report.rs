@@ -53,20 +53,20 @@ pub fn failure_block(failure: &Failure) -> String {
     let mut out = String::new();
     let _ = write!(out, "failure:  {}", failure.kind.name());
     if let Some(t) = &failure.thread {
-        let _ = write!(out, " in thread `{t}`");
+        let _ = write!(out, " in thread `{}`", shown(t));
     }
     out.push('\n');
     if !failure.message.is_empty() {
         for (i, line) in failure.message.lines().enumerate() {
             let label = if i == 0 { "message:  " } else { "          " };
-            let _ = writeln!(out, "{label}{line}");
+            let _ = writeln!(out, "{label}{}", shown(line));
         }
     }
     if let Some(l) = &failure.location {
-        let _ = writeln!(out, "location: {l}");
+        let _ = writeln!(out, "location: {}", shown(l));
     }
     if let Some(h) = &failure.hint {
-        let _ = writeln!(out, "hint:     {h}");
+        let _ = writeln!(out, "hint:     {}", shown(h));
     }
     if !failure.waiting.is_empty() {
         out.push_str("waiting:\n");
@@ -77,29 +77,42 @@ pub fn failure_block(failure: &Failure) -> String {
             .max()
             .unwrap_or(0);
         for w in &failure.waiting {
-            let _ = writeln!(out, "  {:<width$}  waits for {}", w.thread, w.waits_for);
+            let _ = writeln!(
+                out,
+                "  {:<width$}  waits for {}",
+                shown(&w.thread),
+                shown(&w.waits_for)
+            );
         }
     }
     out
 }
 
 /// A failure on one line: kind, thread, the first line of the message and
-/// the location, for verdict lines such as `reproduced: ...`.
+/// the location, for verdict lines such as `reproduced: ...` and errors;
+/// the file's values escaped and clipped (a schedule's message may be
+/// anything).
 pub fn failure_line(failure: &Failure) -> String {
     let mut out = failure.kind.name().to_string();
     if let Some(t) = &failure.thread {
-        let _ = write!(out, " in thread `{t}`");
+        let _ = write!(out, " in thread `{}`", shown(t));
     }
     if let Some(first) = failure.message.lines().next().filter(|l| !l.is_empty()) {
-        let _ = write!(out, ": {first}");
+        let _ = write!(out, ": {}", clipped(first));
         if failure.message.lines().nth(1).is_some() {
             out.push_str(" ...");
         }
     }
     if let Some(l) = &failure.location {
-        let _ = write!(out, " at {l}");
+        let _ = write!(out, " at {}", clipped(l));
     }
     out
+}
+
+/// A value from a schedule or a guest quoted on one line: escaped, at most
+/// 200 characters.
+fn clipped(s: &str) -> String {
+    wasmrace_trace::text::clipped(s, 200)
 }
 
 /// The header line of an interleaving; it doubles as the legend for the
@@ -384,14 +397,17 @@ pub fn elapsed_ms(elapsed: Duration) -> u64 {
 
 /// Where the schedule of a bug in `test` goes: `--schedule-out` as given
 /// for one test, with the test's name added before the extension for
-/// several; by default `<module stem>.<test>.schedule.json` (a file name,
-/// which the caller puts in its schedule folder). The test's part is [`file_safe`], so a test export name can
-/// neither leave the directory nor make an unusable file name.
+/// several; by default `<module stem>.<test>.<tag>.schedule.json` (a file
+/// name, which the caller puts in its schedule folder), where `tag` is
+/// [`schedule_tag`] of the file's contents. The test's part is
+/// [`file_safe`], so a test export name can neither leave the directory
+/// nor make an unusable file name.
 pub fn schedule_path(
     module: &Path,
     test: &str,
     schedule_out: Option<&Path>,
     several_tests: bool,
+    tag: &str,
 ) -> PathBuf {
     let test = file_safe(test);
     match schedule_out {
@@ -412,9 +428,19 @@ pub fn schedule_path(
                 .file_stem()
                 .map(|s| s.to_string_lossy().into_owned())
                 .unwrap_or_else(|| "module".into());
-            PathBuf::from(format!("{stem}.{test}.schedule.json"))
+            PathBuf::from(format!("{stem}.{test}.{tag}.schedule.json"))
         }
     }
+}
+
+/// The part of a default schedule file's name that comes from its
+/// contents: 8 hex digits of their blake3. Runs share a schedule folder
+/// (the partitions of one run, concurrent checks), and a name that is a
+/// function of the contents means two runs write one name only with the
+/// same schedule: the file a report names always holds that report's bug,
+/// whoever wrote it last, and the same run still prints the same name.
+pub fn schedule_tag(json: &str) -> String {
+    blake3::hash(json.as_bytes()).to_hex()[..8].to_string()
 }
 
 /// Longest test-name part of a schedule file name, in bytes.
@@ -524,7 +550,7 @@ mod tests {
         let mut seen = std::collections::BTreeSet::new();
         for t in hostile {
             for (out, several) in [(None, false), (Some(Path::new("out/s.json")), true)] {
-                let p = schedule_path(Path::new("m.wasm"), t, out, several);
+                let p = schedule_path(Path::new("m.wasm"), t, out, several, "0123abcd");
                 let name = p.file_name().unwrap().to_str().unwrap();
                 assert!(name.len() <= 120, "{name}");
                 assert!(
@@ -737,17 +763,20 @@ waiting:
     fn schedule_paths() {
         let m = Path::new("build/app.wasm");
         assert_eq!(
-            schedule_path(m, "t", None, true),
-            PathBuf::from("app.t.schedule.json")
+            schedule_path(m, "t", None, true, "0123abcd"),
+            PathBuf::from("app.t.0123abcd.schedule.json")
         );
+        assert_eq!(schedule_tag("{}"), schedule_tag("{}"));
+        assert_ne!(schedule_tag("{\"a\":1}"), schedule_tag("{\"a\":2}"));
+        assert_eq!(schedule_tag("{}").len(), 8);
         let out = Path::new("bugs/s.json");
-        assert_eq!(schedule_path(m, "t", Some(out), false), out);
+        assert_eq!(schedule_path(m, "t", Some(out), false, ""), out);
         assert_eq!(
-            schedule_path(m, "t", Some(out), true),
+            schedule_path(m, "t", Some(out), true, ""),
             PathBuf::from("bugs/s.t.json")
         );
         assert_eq!(
-            schedule_path(m, "t", Some(Path::new("s")), true),
+            schedule_path(m, "t", Some(Path::new("s")), true, ""),
             PathBuf::from("s.t")
         );
     }

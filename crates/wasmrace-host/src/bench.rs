@@ -513,7 +513,9 @@ fn run_cells(
     let (guests, copies, used) = (&loaded.guests, loaded.copies, loaded.used);
     let executions_done = AtomicU64::new(0);
     let cells_done = AtomicUsize::new(0);
-    let planned = cells.len() as u64 * opts.executions;
+    // Saturating: `--executions` may be any u64 when a time budget ends
+    // the cells (a product past it panicked).
+    let planned = (cells.len() as u64).saturating_mul(opts.executions);
     let report_progress = |executions: u64| {
         progress(&BenchProgress {
             modules_loaded: used,
@@ -544,7 +546,8 @@ fn run_cells(
             if n - counted >= 256 {
                 let delta = n - counted;
                 counted = n;
-                report_progress(executions_done.fetch_add(delta, Ordering::Relaxed) + delta);
+                let before = executions_done.fetch_add(delta, Ordering::Relaxed);
+                report_progress(before.saturating_add(delta));
             }
         });
         let result = result.map(|mut r| {
@@ -555,7 +558,12 @@ fn run_cells(
         // Count the rest of the cell's budget as done: a DFS that exhausted
         // early will not run it.
         let rest = opts.executions.saturating_sub(counted);
-        let total = executions_done.fetch_add(rest, Ordering::Relaxed) + rest;
+        // The progress count, for the bar only: it may wrap past u64 when
+        // `--executions` is huge (a time budget ends the cells); the sum
+        // shown saturates.
+        let total = executions_done
+            .fetch_add(rest, Ordering::Relaxed)
+            .saturating_add(rest);
         cells_done.fetch_add(1, Ordering::Relaxed);
         report_progress(total);
         result

@@ -89,4 +89,5 @@ pub use wasmrace_explore::{
 pub use wasmrace_trace::{
     render_trace, Access, AccessKind, Decision, Failure, FailureKind, ObjectValue, Oid, OpKind,
     Schedule, ScheduleError, ScheduleStep, ThreadPath, Tid, TraceEvent, Waiting,
+    SCHEDULE_MAX_BYTES,
 };

@@ -8,6 +8,7 @@
 #![deny(missing_docs)]
 
 mod failure;
+pub mod files;
 mod ids;
 mod ops;
 mod schedule;

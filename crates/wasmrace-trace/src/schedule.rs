@@ -100,8 +100,11 @@ pub enum ScheduleError {
     #[error("cannot read schedule file `{path}`: {cause}")]
     Io { path: String, cause: std::io::Error },
     /// The file is larger than [`SCHEDULE_MAX_BYTES`].
-    #[error("schedule file `{path}` is {size} bytes, over the limit of {SCHEDULE_MAX_BYTES} bytes for a schedule file")]
+    #[error("schedule file `{path}` is {size} bytes, over the limit of {SCHEDULE_MAX_BYTES} bytes for a schedule file (SCHEDULE_MAX_BYTES)")]
     TooLarge { path: String, size: u64 },
+    /// A directory, a FIFO or a device: refused before it is opened.
+    #[error("schedule file `{path}` is {kind}, not a regular file")]
+    NotAFile { path: String, kind: &'static str },
     /// Not JSON of a schedule's shape.
     #[error("schedule file `{path}` is not valid JSON for a wasmrace schedule: {}", shortened(&.cause.to_string()))]
     Parse {
@@ -220,26 +223,30 @@ impl Schedule {
         Ok(s)
     }
 
-    /// Reads and parses a schedule file, refusing one over
-    /// [`SCHEDULE_MAX_BYTES`] before reading it.
+    /// Reads and parses a schedule file by the rule every input follows
+    /// ([`crate::files::read_capped`]): a regular file, refused over
+    /// [`SCHEDULE_MAX_BYTES`] before it is read.
     pub fn read(path: &Path) -> Result<Schedule, ScheduleError> {
-        use std::io::Read;
+        use crate::files::{read_capped, ReadError};
         let p = path.display().to_string();
-        let io = |cause| ScheduleError::Io {
+        let bytes = read_capped(path, SCHEDULE_MAX_BYTES).map_err(|e| match e {
+            ReadError::Io(cause) => ScheduleError::Io {
+                path: p.clone(),
+                cause,
+            },
+            ReadError::NotRegular { kind } => ScheduleError::NotAFile {
+                path: p.clone(),
+                kind,
+            },
+            ReadError::TooLarge { size, .. } => ScheduleError::TooLarge {
+                path: p.clone(),
+                size,
+            },
+        })?;
+        let text = String::from_utf8(bytes).map_err(|e| ScheduleError::Io {
             path: p.clone(),
-            cause,
-        };
-        let file = std::fs::File::open(path).map_err(io)?;
-        let size = file.metadata().map_err(io)?.len();
-        if size > SCHEDULE_MAX_BYTES {
-            return Err(ScheduleError::TooLarge { path: p, size });
-        }
-        // `take`: a file that grows while read (or a device) stops at the
-        // limit too, and then fails to parse.
-        let mut text = String::new();
-        file.take(SCHEDULE_MAX_BYTES + 1)
-            .read_to_string(&mut text)
-            .map_err(io)?;
+            cause: std::io::Error::new(std::io::ErrorKind::InvalidData, e.utf8_error()),
+        })?;
         Schedule::parse(&text, &p)
     }
 

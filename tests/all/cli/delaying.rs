@@ -107,8 +107,8 @@ fn ses_bug_replays_and_frontier_storage_does_not_change_the_run() {
         "(ses, explorer rr, no delay bound, state cache 256 MiB): BUG found in execution "
     ));
     assert!(run.stdout.contains("delay bound reached: "));
-    let schedule = "wasmrace-schedules/mailbox_server.mailbox_server.schedule.json";
-    let replay = wasmrace(&dir, &["replay", &m, schedule]);
+    let schedule = super::schedule_written(&run.stdout);
+    let replay = wasmrace(&dir, &["replay", &m, &schedule]);
     expect(&replay, 1);
     // Saved states replayed from their prefixes instead of restored: the
     // same exploration, the same report, apart from where they were kept.

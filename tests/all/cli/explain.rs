@@ -2,9 +2,7 @@
 //! codes, the before/after report, the written schedule replaying, and the
 //! refusal of a schedule that does not reproduce.
 
-use super::{expect, expect_error, fixture, wasmrace, TempDir};
-
-const SCHEDULE: &str = "wasmrace-schedules/lost_update.lost_update_3.schedule.json";
+use super::{expect, expect_error, fixture, schedule_written, wasmrace, TempDir};
 
 #[test]
 fn shrink_writes_a_smaller_schedule_that_replays() {
@@ -20,10 +18,12 @@ fn shrink_writes_a_smaller_schedule_that_replays() {
         "--seed",
         "3",
     ];
-    expect(&wasmrace(&dir, &[&args[..], &["--no-shrink"]].concat()), 1);
+    let found = wasmrace(&dir, &[&args[..], &["--no-shrink"]].concat());
+    expect(&found, 1);
+    let schedule = schedule_written(&found.stdout);
     let run = wasmrace(
         &dir,
-        &["shrink", &m, SCHEDULE, "-o", "small.json", "--json"],
+        &["shrink", &m, &schedule, "-o", "small.json", "--json"],
     );
     expect(&run, 1);
     let json: serde_json::Value = serde_json::from_str(&run.stdout).unwrap();
@@ -39,16 +39,15 @@ fn shrink_writes_a_smaller_schedule_that_replays() {
         replayed.stdout
     );
     // The text report says before and after.
-    let text = wasmrace(&dir, &["shrink", &m, SCHEDULE]);
+    let text = wasmrace(&dir, &["shrink", &m, &schedule]);
     expect(&text, 1);
     assert!(
         text.stdout.contains("\nafter:    1 preemption, "),
         "{}",
         text.stdout
     );
-    assert!(dir
-        .join("wasmrace-schedules/lost_update.lost_update_3.schedule.small.json")
-        .is_file());
+    let small = schedule.replace(".schedule.json", ".schedule.small.json");
+    assert!(dir.join(small).is_file());
     // check shrinks by default, and says from what; the file it writes is
     // the shrunk schedule.
     let check = wasmrace(&dir, &args);
@@ -58,27 +57,27 @@ fn shrink_writes_a_smaller_schedule_that_replays() {
         json["before"]["preemptions"]
     );
     assert!(check.stdout.contains(&from), "{}", check.stdout);
+    let shrunk = schedule_written(&check.stdout);
     let small = std::fs::read_to_string(dir.join("small.json")).unwrap();
-    let written = std::fs::read_to_string(dir.join(SCHEDULE)).unwrap();
+    let written = std::fs::read_to_string(dir.join(&shrunk)).unwrap();
     let steps = |t: &str| serde_json::from_str::<serde_json::Value>(t).unwrap()["steps"].clone();
     assert_eq!(steps(&small), steps(&written));
-    expect(&wasmrace(&dir, &["replay", &m, SCHEDULE]), 1);
+    expect(&wasmrace(&dir, &["replay", &m, &shrunk]), 1);
 }
 
 #[test]
 fn shrink_refuses_a_schedule_that_does_not_reproduce() {
     let dir = TempDir::new("shrink-refuses");
     let m = fixture(&dir, "lost_update");
-    expect(
-        &wasmrace(&dir, &["check", &m, "--test", "lost_update_3"]),
-        1,
-    );
-    let path = dir.join(SCHEDULE);
+    let check = wasmrace(&dir, &["check", &m, "--test", "lost_update_3"]);
+    expect(&check, 1);
+    let schedule = schedule_written(&check.stdout);
+    let path = dir.join(&schedule);
     let mut s: serde_json::Value =
         serde_json::from_str(&std::fs::read_to_string(&path).unwrap()).unwrap();
     s["steps"].as_array_mut().unwrap().truncate(4);
     std::fs::write(&path, s.to_string()).unwrap();
-    let run = wasmrace(&dir, &["shrink", &m, SCHEDULE]);
+    let run = wasmrace(&dir, &["shrink", &m, &schedule]);
     expect_error(&run, "does not reproduce panic in thread `main`");
 }
 
@@ -86,8 +85,9 @@ fn shrink_refuses_a_schedule_that_does_not_reproduce() {
 fn bisect_reports_the_sealing_point_and_exits_1() {
     let dir = TempDir::new("bisect");
     let m = fixture(&dir, "lost_update");
-    expect(&wasmrace(&dir, &["check", &m, "--test", "lost_update"]), 1);
-    let s = "wasmrace-schedules/lost_update.lost_update.schedule.json";
+    let check = wasmrace(&dir, &["check", &m, "--test", "lost_update"]);
+    expect(&check, 1);
+    let s = &schedule_written(&check.stdout);
     let run = wasmrace(&dir, &["bisect", &m, s, "--exact", "--json"]);
     expect(&run, 1);
     let json: serde_json::Value = serde_json::from_str(&run.stdout).unwrap();

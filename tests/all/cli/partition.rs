@@ -583,7 +583,7 @@ fn bad_partitions_and_parts_that_do_not_belong_together_are_one_error_line() {
     std::fs::write(dir.join("k4.json"), doc.to_string()).unwrap();
     expect_error(
         &wasmrace(&dir, &["merge", &a, &b, &c, "k4.json"]),
-        "`k4.json` names partition `4/3`, which is not a partition `K/N` (1 <= K <= N)",
+        "`k4.json` names partition `4/3`, which is not a partition `K/N` (1 <= K <= N <= 4294967295)",
     );
     let counter = fixture(&dir, "mutex_counter");
     let run = wasmrace(

@@ -7,7 +7,7 @@ use super::HostArgs;
 use crate::output;
 use crate::partition::{self, PartitionArg};
 use crate::Verdict;
-use anyhow::{Context, Result};
+use anyhow::Result;
 use indicatif::{ProgressBar, ProgressDrawTarget, ProgressStyle};
 use std::io::IsTerminal;
 use std::path::{Component, Path, PathBuf};
@@ -95,15 +95,16 @@ pub struct BenchCommand {
     /// Executions per test, strategy and seed
     #[arg(long, value_name = "N", default_value_t = BenchOptions::default().executions)]
     executions: u64,
-    /// Seeds per test and strategy
+    /// Seeds per test and strategy, at most 10000 (`MAX_SEEDS`)
     #[arg(long, value_name = "K", default_value_t = BenchOptions::default().seeds)]
     seeds: u32,
     /// Base seed every run's seed is derived from
     #[arg(long, value_name = "N", default_value_t = 0)]
     seed: u64,
-    /// Worker threads [default: the number of cores]
-    #[arg(long, value_name = "J")]
-    jobs: Option<usize>,
+    /// Worker threads, at most 256 (`MAX_JOBS`) [default: the number of
+    /// cores]
+    #[arg(long, value_name = "J", value_parser = crate::files::parse_jobs)]
+    jobs: Option<u32>,
     /// Output format
     #[arg(long, value_enum, default_value_t = Format::Table)]
     format: Format,
@@ -126,14 +127,32 @@ pub struct BenchCommand {
     host: HostArgs,
 }
 
+/// Most `--seeds`: the plan holds a cell per test, strategy and seed
+/// before it runs, so 4294967295 seeds was 4 billion cells in memory;
+/// 10000 seeds of one cell are already more samples than a comparison
+/// needs.
+const MAX_SEEDS: u32 = 10_000;
+
 impl BenchCommand {
     pub fn run(self) -> Result<Verdict> {
         let jobs = match self.jobs {
-            Some(j) => j,
-            None => std::thread::available_parallelism().map_or(1, |n| n.get()),
+            Some(j) => j as usize,
+            None => std::thread::available_parallelism()
+                .map_or(1, |n| n.get())
+                .min(crate::files::MAX_JOBS as usize),
         };
+        let inputs = crate::files::Inputs::of(self.modules.iter().map(PathBuf::as_path));
+        if let Some(path) = &self.chart {
+            crate::files::check_output(path, "chart", &inputs)?;
+        }
         if self.time_budget == Some(0) {
             anyhow::bail!("`--time-budget` must be at least 1 second");
+        }
+        if self.seeds > MAX_SEEDS {
+            anyhow::bail!(
+                "`--seeds {}` is over the maximum of {MAX_SEEDS} seeds per test and strategy (MAX_SEEDS)",
+                self.seeds
+            );
         }
         let opts = BenchOptions {
             executions: self.executions,
@@ -149,10 +168,6 @@ impl BenchCommand {
         };
         let modules = self.modules()?;
         let results = with_progress(|progress| bench::bench(&modules, &opts, progress))?;
-        if let Some(path) = &self.chart {
-            std::fs::write(path, crate::chart::svg(&results))
-                .with_context(|| format!("cannot write chart `{}`", path.display()))?;
-        }
         let text = match self.format {
             Format::Table => crate::bench_report::text(&results),
             Format::Markdown => crate::bench_report::markdown(&results),
@@ -162,7 +177,17 @@ impl BenchCommand {
                 t
             }
         };
+        // The comparison first: a chart that cannot be written does not
+        // cost it.
         output::print(&text)?;
+        if let Some(path) = &self.chart {
+            crate::files::write(
+                path,
+                crate::chart::svg(&results).as_bytes(),
+                "chart",
+                &inputs,
+            )?;
+        }
         Ok(Verdict::NoBug)
     }
 

@@ -4,6 +4,7 @@
 use super::replay::{read_schedule, resolve_settings};
 use super::shrink::check_reproduces;
 use super::HostArgs;
+use crate::files;
 use crate::html;
 use crate::output;
 use crate::report;
@@ -77,14 +78,20 @@ pub struct BisectCommand {
 
 impl BisectCommand {
     pub fn run(self) -> Result<Verdict> {
+        if self.samples == 0 {
+            anyhow::bail!("`--samples` must be at least 1");
+        }
         let schedule = read_schedule(&self.schedule, self.test.as_deref())?;
+        if let Some(html) = &self.html {
+            files::check_output(html, "html report", &self.inputs())?;
+        }
         let (config, max_steps, notes) =
             resolve_settings(&self.host, self.max_steps, &schedule, &self.schedule)?;
         let guest = Guest::load(&self.module, config)?;
         check_reproduces(&guest, &schedule, &self.schedule, max_steps)?;
         let opts = BisectOptions {
             strategy: StrategyChoice::named(&self.strategy),
-            samples: self.samples.max(1),
+            samples: self.samples,
             seed: self.seed,
             exact: self.exact,
             exact_budget: self.exact_budget,
@@ -106,6 +113,11 @@ impl BisectCommand {
         Ok(Verdict::Bug)
     }
 
+    /// The files bisect reads, which it never writes onto.
+    fn inputs(&self) -> files::Inputs {
+        files::Inputs::of([self.module.as_path(), self.schedule.as_path()])
+    }
+
     /// Writes the HTML report of the bisection to `path`: the steps with
     /// P after each, the curve, the sealing point and the decisive steps.
     fn write_html(
@@ -117,7 +129,7 @@ impl BisectCommand {
     ) -> Result<()> {
         let mut lines = vec![format!(
             "bisecting {}: completions drawn by {} (seed {})",
-            self.schedule.display(),
+            files::shown_path(&self.schedule),
             self.strategy,
             self.seed
         )];
@@ -151,14 +163,14 @@ impl BisectCommand {
                 curve: Some(curve),
             }],
         };
-        html::write(path, &page, self.json)
+        html::write(path, &page, self.json, &self.inputs())
     }
 
     fn text(&self, schedule: &Schedule, b: &Bisection, notes: &[String]) -> String {
         let mut t = format!(
             "bisecting {} on {}: test `{}`, completions drawn by {} (seed {})\n",
-            self.schedule.display(),
-            self.module.display(),
+            files::shown_path(&self.schedule),
+            files::shown_path(&self.module),
             report::shown(&schedule.test),
             self.strategy,
             self.seed

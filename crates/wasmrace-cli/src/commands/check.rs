@@ -248,7 +248,8 @@ pub struct CheckCommand {
     /// cores (one thread for dfs --state-cache, whose cache, shared,
     /// cannot evict, and for dpor with one test); an explicit N above 1
     /// for dpor with one test is an error
-    #[arg(long, value_name = "N")]
+    /// (at most 256, `MAX_JOBS`: each thread holds an instance of the module)
+    #[arg(long, value_name = "N", value_parser = crate::files::parse_jobs)]
     jobs: Option<u32>,
     #[arg(long, value_name = "D", help = format!(
         "Decisions whose hash picks the partition of a dfs execution, or job \
@@ -319,6 +320,7 @@ impl CheckCommand {
     /// The module, loaded for the settled options.
     pub(crate) fn load(&self) -> Result<(Guest, Settled)> {
         let settled = self.options()?;
+        self.check_outputs()?;
         let guest = Guest::load(
             &self.module,
             self.host.config()?.with_slots_for(settled.jobs),
@@ -424,9 +426,6 @@ impl CheckCommand {
             }
         }
         let strategy = StrategyChoice::new(descriptor, &given);
-        if self.jobs == Some(0) {
-            bail!("`--jobs` must be at least 1");
-        }
         // Built once, to ask how it splits.
         let built = strategy.build(self.seed);
         let split = built.split();

@@ -11,6 +11,7 @@
 //! reaches first; with whole tests dealt out, each test's own partition's.
 
 use super::check::RacesArg;
+use crate::files;
 use crate::output;
 use crate::partition;
 use crate::report;
@@ -24,8 +25,10 @@ use wasmrace_host::bench::{self, BenchResults};
 
 const AFTER_HELP: &str = "\
 The parts are the `--json` outputs of `wasmrace check --partition K/N` with
-the same module, tests, strategy, options, seed and N, each K from 1 to N
-exactly once; anything else is one error line (exit 2).
+the same module, tests, strategy, options, seed, host settings (fuel,
+memories, stack, Asyncify buffer, fairness, shrinking) and N, each K from 1
+to N exactly once, each a regular file under --max-part-mb; anything else
+is one error line (exit 2).
 
 The merged verdict: executions added up; exhausted only if every partition
 exhausted its share; the bounds that stopped any partition; RaceFuzzer's
@@ -69,6 +72,9 @@ pub struct MergeCommand {
     /// code, as `check --races`
     #[arg(long, value_enum, default_value_t = RacesArg::Warn)]
     races: RacesArg,
+    /// Largest part read, in MiB
+    #[arg(long, value_name = "MB", default_value_t = files::DEFAULT_MAX_PART_MB)]
+    max_part_mb: u64,
 }
 
 /// One part: its path, its document and its `K`.
@@ -80,7 +86,7 @@ struct Part {
 
 impl Part {
     fn name(&self) -> String {
-        format!("`{}`", self.path.display())
+        format!("`{}`", files::shown_path(&self.path))
     }
 
     fn tests(&self) -> &[Value] {
@@ -90,10 +96,11 @@ impl Part {
 
 impl MergeCommand {
     pub fn run(self) -> Result<Verdict> {
+        let max_bytes = super::mib("--max-part-mb", self.max_part_mb)?;
         let docs = self
             .parts
             .iter()
-            .map(|p| read_json(p))
+            .map(|p| read_json(p, max_bytes))
             .collect::<Result<Vec<_>>>()?;
         if docs[0].get("settings").is_some() && docs[0].get("cells").is_some() {
             return self.run_bench(docs);
@@ -107,7 +114,7 @@ impl MergeCommand {
         let parts = check_together(parts)?;
         let merged: Vec<Value> = (0..parts[0].tests().len())
             .map(|i| merge_test(&runs_of(&parts, i)))
-            .collect();
+            .collect::<Result<_>>()?;
         let raced = |t: &Value| t["races"].as_array().is_some_and(|r| !r.is_empty());
         let bug = merged
             .iter()
@@ -149,13 +156,13 @@ impl MergeCommand {
                 serde_json::from_value::<BenchResults>(doc).map_err(|_| {
                     anyhow::anyhow!(
                         "`{}` is not the --format json output of `wasmrace bench --partition`",
-                        path.display()
+                        files::shown_path(path)
                     )
                 })
             })
             .collect::<Result<Vec<_>>>()?;
         let merged = bench::merge(parts).map_err(|e| match e.part() {
-            Some(i) => anyhow::anyhow!("`{}` {e}", self.parts[i].display()),
+            Some(i) => anyhow::anyhow!("`{}` {e}", files::shown_path(&self.parts[i])),
             None => anyhow::anyhow!("{e}"),
         })?;
         let text = if self.json {
@@ -235,11 +242,12 @@ fn tests_summary(merged: &[Value]) -> String {
     text
 }
 
-/// Reads one part's JSON document.
-fn read_json(path: &Path) -> Result<Value> {
-    let text = std::fs::read_to_string(path)
-        .with_context(|| format!("cannot read `{}`", path.display()))?;
-    serde_json::from_str(&text).with_context(|| format!("`{}` is not valid JSON", path.display()))
+/// Reads one part's JSON document, by the rule of every input
+/// ([`files::read_part`]: a regular file under `--max-part-mb`).
+fn read_json(path: &Path, max_bytes: u64) -> Result<Value> {
+    let text = files::read_part(path, max_bytes)?;
+    serde_json::from_str(&text)
+        .with_context(|| format!("`{}` is not valid JSON", files::shown_path(path)))
 }
 
 /// Checks one part's document and finds its `K`.
@@ -247,7 +255,7 @@ fn read_part(path: &Path, doc: Value) -> Result<Part> {
     let not_a_part = || {
         anyhow::anyhow!(
             "`{}` is not the --json output of `wasmrace check --partition`",
-            path.display()
+            files::shown_path(path)
         )
     };
     let tests = doc["tests"].as_array().ok_or_else(not_a_part)?;
@@ -275,7 +283,7 @@ fn read_part(path: &Path, doc: Value) -> Result<Part> {
     if !races.all(keyed) {
         bail!(
             "`{}` lists real races without their `key`: write it again with this wasmrace",
-            path.display()
+            files::shown_path(path)
         );
     }
     Ok(Part {
@@ -295,6 +303,37 @@ const SAME: [(&str, &[&str]); 6] = [
     ("split depth", &["partition", "split_depth"]),
     ("split", &["partition", "split"]),
 ];
+
+/// Checks that two parts' entries of one test ran under the same settings
+/// (`check`'s `run_settings`: the host's bounds, fairness, shrinking),
+/// naming the first that differs; a part without them (an older
+/// wasmrace's) cannot be checked, and is refused.
+fn same_settings(first: &Part, p: &Part, a: &Value, b: &Value) -> Result<()> {
+    let test = report::shown(a["test"].as_str().unwrap_or_default());
+    let (x, y) = (&a["partition"]["settings"], &b["partition"]["settings"]);
+    let (Some(xs), Some(ys)) = (x.as_object(), y.as_object()) else {
+        bail!(
+            "{} or {} does not record the settings test `{test}` ran under: write them again \
+             with this wasmrace",
+            first.name(),
+            p.name()
+        );
+    };
+    let keys = xs.keys().chain(ys.keys());
+    if let Some(key) = keys.into_iter().find(|k| xs.get(*k) != ys.get(*k)) {
+        let show = |v: Option<&Value>| plain(v.unwrap_or(&Value::Null));
+        bail!(
+            "{} and {} ran test `{test}` with a different `{}` (`{}` and `{}`): not partitions \
+             of one run",
+            first.name(),
+            p.name(),
+            report::shown(key),
+            show(xs.get(key)),
+            show(ys.get(key))
+        );
+    }
+    Ok(())
+}
 
 /// Checks that the parts are the N partitions of one run (same module,
 /// tests, strategy, options, seed and N; each K once) and returns them in
@@ -334,6 +373,7 @@ fn check_together(mut parts: Vec<Part>) -> Result<Vec<Part>> {
                     );
                 }
             }
+            same_settings(first, p, a, b)?;
         }
     }
     let n = first.tests()[0]["partition"]["n"].as_u64().unwrap_or(0);
@@ -342,9 +382,10 @@ fn check_together(mut parts: Vec<Part>) -> Result<Vec<Part>> {
         .find(|p| p.k == 0 || p.k > n || n > u64::from(u32::MAX))
     {
         bail!(
-            "{} names partition `{}/{n}`, which is not a partition `K/N` (1 <= K <= N)",
+            "{} names partition `{}/{n}`, which is not a partition `K/N` (1 <= K <= N <= {})",
             p.name(),
-            p.k
+            p.k,
+            u32::MAX
         );
     }
     check_dealing(&parts, n)?;
@@ -371,9 +412,11 @@ fn check_together(mut parts: Vec<Part>) -> Result<Vec<Part>> {
 }
 
 /// A value as errors quote it: a string as itself, anything else as
-/// compact JSON.
+/// compact JSON; escaped, and clipped to 80 characters (a part is any file,
+/// and its values may be huge or hold terminal escapes).
 fn plain(v: &Value) -> String {
-    v.as_str().map_or_else(|| v.to_string(), str::to_string)
+    let text = v.as_str().map_or_else(|| v.to_string(), str::to_string);
+    wasmrace_trace::text::clipped(&text, 80)
 }
 
 /// The value at a path of keys.
@@ -417,12 +460,9 @@ fn check_dealing(parts: &[Part], n: u64) -> Result<()> {
 /// The entries of one test that explored it, merged: counts added,
 /// exhausted if every part exhausted its share, bounds of any part, and
 /// the bug by the rule.
-fn merge_test(tests: &[&Value]) -> Value {
-    let sum = |key: &str| -> u64 { tests.iter().filter_map(|t| t[key].as_u64()).sum() };
-    let skipped: u64 = tests
-        .iter()
-        .filter_map(|t| t["partition"]["skipped"].as_u64())
-        .sum();
+fn merge_test(tests: &[&Value]) -> Result<Value> {
+    let executions = checked_sum(tests, &["executions"])?;
+    let skipped = checked_sum(tests, &["partition", "skipped"])?;
     let mut bound_hits: Vec<Value> = Vec::new();
     for hit in tests
         .iter()
@@ -435,7 +475,17 @@ fn merge_test(tests: &[&Value]) -> Value {
     }
     let stats = merge_stats(tests);
     let t0 = tests[0];
-    json!({
+    let exhausted = tests.iter().all(|t| t["exhausted"] == true);
+    // As `check --json` has them (`report::search_json`): counters from
+    // the merged statistics, bounds from any part they stopped or pruned.
+    let counter = |name: &str| stats["stats"].get(name).cloned().unwrap_or(Value::Null);
+    let any = |key: &str| {
+        (tests.iter().map(|t| &t[key]))
+            .find(|v| !v.is_null())
+            .cloned()
+            .unwrap_or(Value::Null)
+    };
+    Ok(json!({
         "test": t0["test"],
         "strategy": t0["strategy"],
         "seed": t0["seed"],
@@ -444,17 +494,42 @@ fn merge_test(tests: &[&Value]) -> Value {
         "partitions": t0["partition"]["n"],
         "split": t0["partition"]["split"],
         "split_depth": t0["partition"]["split_depth"],
-        "executions": sum("executions"),
+        "settings": t0["partition"]["settings"],
+        "executions": executions,
         "partition_skipped": skipped,
-        "exhausted": tests.iter().all(|t| t["exhausted"] == true),
+        "exhausted": exhausted,
+        "exhausted_covers": exhausted.then_some(report::EXHAUSTED_COVERS),
         "bound_hits": bound_hits,
         "strategy_stats": stats,
-        "elapsed_ms": sum("elapsed_ms"),
+        "traces": counter("traces"),
+        "sleep_set_blocked": counter("sleep-set-blocked executions"),
+        "stopped_by": any("stopped_by"),
+        "pruned_by": any("pruned_by"),
+        "elapsed_ms": tests.iter().filter_map(|t| t["elapsed_ms"].as_u64()).fold(0u64, u64::saturating_add),
         "nothing_to_interleave": t0["nothing_to_interleave"],
         "bug": first_bug(tests),
         "races": merge_races(tests),
         "run_by": (t0["partition"]["split"] == "test").then(|| t0["partition"]["k"].clone()),
-    })
+    }))
+}
+
+/// The sum over the parts of the count at `keys`, refused when it does
+/// not fit: partitions of one run never count past `u64` together, so
+/// such parts are forged or of different runs.
+fn checked_sum(tests: &[&Value], keys: &[&str]) -> Result<u64> {
+    let mut total = 0u64;
+    for t in tests {
+        let n = at(t, keys).as_u64().unwrap_or(0);
+        total = total.checked_add(n).with_context(|| {
+            format!(
+                "the parts' `{}` of test `{}` add up past {}: not partitions of one run",
+                keys.join("."),
+                report::shown(t["test"].as_str().unwrap_or_default()),
+                u64::MAX
+            )
+        })?;
+    }
+    Ok(total)
 }
 
 /// The parts' real races (RaceFuzzer) merged by the rule `--jobs` merges
@@ -557,7 +632,7 @@ fn text_result(t: &Value, full_trace: bool) -> Result<String> {
     let head = format!(
         "test `{}` ({}, {shares})",
         report::shown(t["test"].as_str().unwrap_or_default()),
-        t["description"].as_str().unwrap_or_default(),
+        report::shown(t["description"].as_str().unwrap_or_default()),
     );
     let mut out = String::new();
     let bug = &t["bug"];
@@ -584,11 +659,12 @@ fn text_result(t: &Value, full_trace: bool) -> Result<String> {
         out.push('\n');
         if let Some(path) = bug["schedule_path"].as_str() {
             out.push_str(&format!(
-                "schedule written to {path} (by partition {k}/{n})\n"
+                "schedule written to {} (by partition {k}/{n})\n",
+                report::shown(path)
             ));
         }
         if let Some(cmd) = bug["reproduce"].as_str() {
-            out.push_str(&format!("reproduce with: {cmd}\n"));
+            out.push_str(&format!("reproduce with: {}\n", report::shown(cmd)));
         }
     }
     out.push_str(&report::races_block(&race_reports(t)));

@@ -70,10 +70,19 @@ fn and_list(items: &[String]) -> String {
     }
 }
 
+/// Largest `--depth` of `pct`: its change points are steps of one
+/// execution, which `--max-steps` (10000 by default) bounds.
+pub const MAX_DEPTH: u32 = 10_000;
+
 /// The complaint about a value of `knob` no strategy can run with.
 pub fn out_of_range(knob: Knob, given: &StrategyOptions) -> Option<&'static str> {
     match knob {
         Knob::Depth if given.depth == Some(0) => Some("`--depth` must be at least 1"),
+        // PCT draws `depth - 1` change points per execution: 4294967295 of
+        // them was a 34 GB allocation and an abort.
+        Knob::Depth if given.depth.is_some_and(|d| d > MAX_DEPTH) => {
+            Some("`--depth` is at most 10000 (MAX_DEPTH: change points past the steps of an execution change nothing)")
+        }
         Knob::Samples if given.c1 == Some(0) || given.c2 == Some(0) => {
             Some("`--c1` and `--c2` must be at least 1")
         }

@@ -2,6 +2,7 @@
 //! it did not, whether the recorded failure came back.
 
 use super::HostArgs;
+use crate::files;
 use crate::html;
 use crate::output;
 use crate::report;
@@ -67,6 +68,9 @@ impl ReplayCommand {
         // The schedule first: it is cheap to read, and a wrong file is the
         // likelier mistake than a wrong module.
         let schedule = read_schedule(&self.schedule, self.test.as_deref())?;
+        if let Some(html) = &self.html {
+            files::check_output(html, "html report", &self.inputs())?;
+        }
         let (config, max_steps, notes) = self.settings(&schedule)?;
         let guest = Guest::load(&self.module, config)?;
         let outcome = wasmrace_host::replay(&guest, &schedule, max_steps)?;
@@ -89,6 +93,11 @@ impl ReplayCommand {
         })
     }
 
+    /// The files replay reads, which it never writes onto.
+    fn inputs(&self) -> files::Inputs {
+        files::Inputs::of([self.module.as_path(), self.schedule.as_path()])
+    }
+
     fn settings(&self, schedule: &Schedule) -> Result<(HostConfig, u64, Vec<String>)> {
         resolve_settings(&self.host, self.max_steps, schedule, &self.schedule)
     }
@@ -102,8 +111,8 @@ impl ReplayCommand {
         let n = schedule.steps.len();
         let mut out = format!(
             "replaying {} on {}: test `{}`, {n} step{}\n",
-            self.schedule.display(),
-            self.module.display(),
+            files::shown_path(&self.schedule),
+            files::shown_path(&self.module),
             report::shown(&schedule.test),
             if n == 1 { "" } else { "s" },
         );
@@ -117,7 +126,8 @@ impl ReplayCommand {
         if let Some(d) = &outcome.divergence {
             out.push_str(&format!(
                 "DIVERGED at step {}: {}; the schedule does not fit this execution of the module\n",
-                d.step, d.reason
+                d.step,
+                report::shown(&d.reason.to_string())
             ));
         }
         match (&outcome.failure, &schedule.failure) {
@@ -154,7 +164,7 @@ impl ReplayCommand {
         outcome: &ReplayOutcome,
         notes: &[String],
     ) -> Result<()> {
-        let mut lines = vec![format!("replaying {}", self.schedule.display())];
+        let mut lines = vec![format!("replaying {}", files::shown_path(&self.schedule))];
         lines.extend(notes.iter().cloned());
         if let Some(d) = &outcome.divergence {
             lines.push(format!("DIVERGED at step {}: {}", d.step, d.reason));
@@ -176,7 +186,7 @@ impl ReplayCommand {
                 curve: None,
             }],
         };
-        html::write(path, &page, self.json)
+        html::write(path, &page, self.json, &self.inputs())
     }
 
     fn json_result(
@@ -212,7 +222,7 @@ pub(crate) fn read_schedule(path: &Path, test: Option<&str>) -> Result<Schedule>
         if t != schedule.test {
             bail!(
                 "schedule file `{}` is for test `{}`, not `{}`",
-                path.display(),
+                files::shown_path(path),
                 report::shown(&schedule.test),
                 report::shown(t)
             );
@@ -234,7 +244,7 @@ pub(crate) fn resolve_settings(
     let mut config = host.config()?;
     let d = HostConfig::default();
     let s = &schedule.settings;
-    let file = path.display();
+    let file = files::shown_path(path);
     let mut notes = Vec::new();
     // Older files kept the step bound only among the options.
     let recorded_steps = s

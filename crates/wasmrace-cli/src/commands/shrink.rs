@@ -3,6 +3,7 @@
 
 use super::replay::resolve_settings;
 use super::HostArgs;
+use crate::files;
 use crate::output;
 use crate::report;
 use crate::Verdict;
@@ -58,6 +59,12 @@ pub struct ShrinkCommand {
 impl ShrinkCommand {
     pub fn run(self) -> Result<Verdict> {
         let schedule = Schedule::read(&self.schedule)?;
+        let out = self
+            .output
+            .clone()
+            .unwrap_or_else(|| small_path(&self.schedule));
+        let inputs = files::Inputs::of([self.module.as_path(), self.schedule.as_path()]);
+        files::check_output(&out, "shrunk schedule", &inputs)?;
         let (config, max_steps, notes) =
             resolve_settings(&self.host, self.max_steps, &schedule, &self.schedule)?;
         let guest = Guest::load(&self.module, config)?;
@@ -67,17 +74,21 @@ impl ShrinkCommand {
             max_steps: Some(max_steps),
         };
         let shrunk = wasmrace_host::shrink(&guest, &schedule, &opts)?;
-        let out = self
-            .output
-            .clone()
-            .unwrap_or_else(|| small_path(&self.schedule));
-        std::fs::write(&out, shrunk.schedule.to_json())
-            .map_err(|e| anyhow::anyhow!("cannot write `{}`: {e}", out.display()))?;
+        // A write that fails does not cost the user the shrink: the report
+        // says so and is printed, then the error (exit 2).
+        let written = files::write(
+            &out,
+            shrunk.schedule.to_json().as_bytes(),
+            "shrunk schedule",
+            &inputs,
+        );
+        let failed = written.as_ref().err().map(|e| e.to_string());
         let text = if self.json {
             let mut t = serde_json::to_string_pretty(&serde_json::json!({
                 "before": shrunk.before,
                 "after": shrunk.after,
-                "schedule": out.display().to_string(),
+                "schedule": failed.is_none().then(|| out.display().to_string()),
+                "schedule_error": failed,
                 "one_minimal": shrunk.one_minimal,
                 "candidates": shrunk.candidates,
                 "failure": shrunk.schedule.failure,
@@ -85,9 +96,10 @@ impl ShrinkCommand {
             t.push('\n');
             t
         } else {
-            self.text(&schedule, &shrunk, &out, &notes, &guest)
+            self.text(&schedule, &shrunk, &out, &notes, &guest, failed.as_deref())
         };
         output::print(&text)?;
+        written?;
         Ok(Verdict::Bug)
     }
 
@@ -98,11 +110,12 @@ impl ShrinkCommand {
         out: &Path,
         notes: &[String],
         guest: &Guest,
+        failed: Option<&str>,
     ) -> String {
         let mut t = format!(
             "shrinking {} on {}: test `{}`\n",
-            self.schedule.display(),
-            self.module.display(),
+            files::shown_path(&self.schedule),
+            files::shown_path(&self.module),
             report::shown(&schedule.test)
         );
         for n in notes {
@@ -132,12 +145,20 @@ impl ShrinkCommand {
                 t.push('\n');
             }
         }
-        t.push_str(&format!("shrunk schedule written to {}\n", out.display()));
+        if let Some(e) = failed {
+            t.push_str(&format!("shrunk schedule not written: {e}\n"));
+            return t;
+        }
         t.push_str(&format!(
-            "reproduce with: wasmrace replay {} {}\n",
+            "shrunk schedule written to {}\n",
+            files::shown_path(out)
+        ));
+        let command = format!(
+            "wasmrace replay {} {}",
             report::shell_quote(&self.module.display().to_string()),
             report::shell_quote(&out.display().to_string())
-        ));
+        );
+        t.push_str(&format!("reproduce with: {}\n", report::shown(&command)));
         t
     }
 }
@@ -176,7 +197,7 @@ pub(crate) fn check_reproduces(
     let Some(recorded) = &schedule.failure else {
         bail!(
             "schedule file `{}` records no failure to explain",
-            path.display()
+            files::shown_path(path)
         );
     };
     let outcome = wasmrace_host::replay(guest, schedule, max_steps)?;
@@ -199,7 +220,7 @@ pub(crate) fn check_reproduces(
     }
     bail!(
         "schedule file `{}` does not reproduce {}: {why}",
-        path.display(),
+        files::shown_path(path),
         report::failure_line(recorded)
     )
 }

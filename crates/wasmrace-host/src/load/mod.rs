@@ -78,41 +78,28 @@ pub const DIRTY_SPAN_EXPORT: &str = "__wasmrace_dirty_span";
 /// followed by the name of the entry export it calls.
 pub const ENTER_PREFIX: &str = "__wasmrace_enter_";
 
-/// Reads a module file: a regular file of at most `max_bytes` bytes.
-/// Checked before opening (opening a pipe with no writer would block) and
-/// while reading (the file may grow), so neither a FIFO nor `/dev/zero` nor
-/// a huge file can hang or exhaust the host.
+/// Reads a module file: a regular file of at most `max_bytes` bytes, by
+/// the rule every input follows (`wasmrace_trace::files::read_capped`:
+/// checked before opening, since opening a pipe with no writer would
+/// block, and while reading, since the file may grow), so neither a FIFO
+/// nor `/dev/zero` nor a huge file can hang or exhaust the host.
 pub fn read_module(
     path: &std::path::Path,
     max_bytes: u64,
 ) -> Result<Vec<u8>, crate::error::HostError> {
     use crate::error::HostError;
-    use std::io::Read as _;
-    let io = |cause| HostError::Io {
-        path: path.to_path_buf(),
-        cause,
-    };
-    let too_large = || HostError::TooLarge {
-        path: path.to_path_buf(),
-        limit_mb: max_bytes >> 20,
-    };
-    let meta = std::fs::metadata(path).map_err(io)?;
-    if !meta.is_file() {
-        return Err(HostError::NotAFile {
+    use wasmrace_trace::files::{read_capped, ReadError};
+    read_capped(path, max_bytes).map_err(|e| match e {
+        ReadError::Io(cause) => HostError::Io {
             path: path.to_path_buf(),
-        });
-    }
-    if meta.len() > max_bytes {
-        return Err(too_large());
-    }
-    let mut bytes = Vec::with_capacity(meta.len() as usize);
-    std::fs::File::open(path)
-        .map_err(io)?
-        .take(max_bytes.saturating_add(1))
-        .read_to_end(&mut bytes)
-        .map_err(io)?;
-    if bytes.len() as u64 > max_bytes {
-        return Err(too_large());
-    }
-    Ok(bytes)
+            cause,
+        },
+        ReadError::NotRegular { .. } => HostError::NotAFile {
+            path: path.to_path_buf(),
+        },
+        ReadError::TooLarge { .. } => HostError::TooLarge {
+            path: path.to_path_buf(),
+            limit_mb: max_bytes >> 20,
+        },
+    })
 }

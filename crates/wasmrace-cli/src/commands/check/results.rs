@@ -4,6 +4,7 @@
 //! verdict.
 
 use super::{CheckCommand, RacesArg, Settled};
+use crate::files;
 use crate::html;
 use crate::output;
 use crate::partition::{self, PartitionArg};
@@ -97,15 +98,17 @@ impl<'a> Results<'a> {
     /// HTML page, the JSON document or the summary line, and the verdict.
     pub(super) fn finish(mut self, tests: &[String]) -> Result<(Verdict, Vec<String>)> {
         let cmd = self.cmd;
-        if let Some(path) = &cmd.html {
-            cmd.write_html(path, &self.explored, &self.settled.opts)?;
-        }
+        // A page that cannot be written does not cost the JSON document
+        // or the summary: its error comes after them.
+        let html = (cmd.html.as_ref())
+            .map(|path| cmd.write_html(path, &self.explored, &self.settled.opts));
         if cmd.json {
             let entries = std::mem::take(&mut self.json);
             self.print_json(tests, entries)?;
         } else if self.printed > 1 || (self.several && self.settled.deal.is_some()) {
             output::print(&self.summary(tests.len()))?;
         }
+        html.transpose()?;
         if let Some(message) = self.write_error {
             bail!("{message}");
         }
@@ -128,7 +131,11 @@ impl<'a> Results<'a> {
             .map(|(i, test)| {
                 let deal = self.settled.deal;
                 match deal.zip(partition::elsewhere(deal, i)) {
-                    Some((p, m)) => partition::not_run_json(p, test, m, opts),
+                    Some((p, m)) => {
+                        let mut entry = partition::not_run_json(p, test, m, opts);
+                        entry["partition"]["settings"] = self.cmd.run_settings();
+                        entry
+                    }
                     None => ran.next().unwrap_or_default(),
                 }
             })
@@ -165,26 +172,59 @@ impl<'a> Results<'a> {
 
 impl CheckCommand {
     /// Writes the schedule of a bug in `test`: to `--schedule-out`, or into
-    /// `--schedule-dir`, created on demand.
+    /// `--schedule-dir`, created on demand, under a name from its contents
+    /// ([`report::schedule_tag`]); by the rule of every output
+    /// ([`files::write`]: never onto the module, never through a link).
     fn write_schedule(&self, test: &str, several: bool, json: &str) -> Written {
         let out = self.schedule_out.as_deref();
-        let mut path = report::schedule_path(&self.module, test, out, several);
+        let tag = report::schedule_tag(json);
+        let mut path = report::schedule_path(&self.module, test, out, several, &tag);
         if out.is_none() {
             if let Err(e) = std::fs::create_dir_all(&self.schedule_dir) {
                 return Written::Failed(format!(
                     "cannot create schedule folder `{}`: {e}",
-                    self.schedule_dir.display()
+                    files::shown_path(&self.schedule_dir)
                 ));
             }
             path = self.schedule_dir.join(path);
         }
-        match std::fs::write(&path, json) {
+        let inputs = files::Inputs::of([self.module.as_path()]);
+        match files::write(&path, json.as_bytes(), "schedule file", &inputs) {
             Ok(()) => Written::To(path),
-            Err(e) => Written::Failed(format!(
-                "cannot write schedule file `{}`: {e}",
-                path.display()
-            )),
+            Err(e) => Written::Failed(e.to_string()),
         }
+    }
+
+    /// Every setting that can change an execution or the reported bug and
+    /// is not among the strategy's `options`, as `merge` compares the
+    /// parts by: the host's bounds (as a schedule file records them),
+    /// fairness, and the shrinking of bugs (`null` with `--no-shrink`).
+    pub(super) fn run_settings(&self) -> serde_json::Value {
+        let host = self
+            .host
+            .config()
+            .map(|c| c.schedule_settings(self.max_steps));
+        let mut json = serde_json::to_value(host.ok()).unwrap_or_default();
+        if let Some(j) = json.as_object_mut() {
+            j.insert("fairness_bound".into(), self.fairness_bound.0.into());
+            let shrink = (!self.no_shrink).then_some(self.shrink_budget);
+            j.insert("shrink_budget".into(), shrink.into());
+        }
+        json
+    }
+
+    /// Refuses, before anything runs, an output the rule of every output
+    /// forbids (`--schedule-out` or `--html` naming the module, a folder
+    /// or a device), rather than after a long exploration.
+    pub(super) fn check_outputs(&self) -> Result<()> {
+        let inputs = files::Inputs::of([self.module.as_path()]);
+        if let Some(out) = &self.schedule_out {
+            files::check_output(out, "schedule file", &inputs)?;
+        }
+        if let Some(html) = &self.html {
+            files::check_output(html, "html report", &inputs)?;
+        }
+        Ok(())
     }
 
     /// The command that replays a schedule: the module as the user named
@@ -236,10 +276,11 @@ impl CheckCommand {
                 out.push('\n');
                 match path {
                     Written::To(path) => {
-                        out.push_str(&format!("schedule written to {}\n", path.display()));
+                        let shown = files::shown_path(path);
+                        out.push_str(&format!("schedule written to {shown}\n"));
                         out.push_str(&format!(
                             "reproduce with: {}\n",
-                            self.reproduce_command(path)
+                            report::shown(&self.reproduce_command(path))
                         ));
                     }
                     Written::Failed(message) => {
@@ -305,7 +346,8 @@ impl CheckCommand {
             module: &module,
             sections,
         };
-        html::write(path, &page, self.json)
+        let inputs = files::Inputs::of([self.module.as_path()]);
+        html::write(path, &page, self.json, &inputs)
     }
 
     /// Shrinks the bug of `outcome`, if any, unless `--no-shrink`; a
@@ -388,7 +430,8 @@ impl CheckCommand {
         }
         if let (Some(p), Some(j)) = (self.partition, json.as_object_mut()) {
             let dealt_to = settled.deal.map(|p| p.k);
-            let part = partition::partition_json(p, settled.sharing, dealt_to, opts, Some(r));
+            let mut part = partition::partition_json(p, settled.sharing, dealt_to, opts, Some(r));
+            part["settings"] = self.run_settings();
             j.insert("partition".into(), part);
         }
         json
