@@ -4,7 +4,7 @@
 //! Reading is `wasmrace_trace::files::read_capped` for every kind (modules
 //! through the host, schedules through `Schedule::read`, parts here): a
 //! regular file only, under a cap named in the error. Writing is
-//! [`write`]: never onto a file the command reads ([`Inputs`]: canonical
+//! [`write()`]: never onto a file the command reads ([`Inputs`]: canonical
 //! path and device and inode), never through a symbolic link and never in
 //! place of one (a link at the name is refused: following it writes
 //! wherever it points, and replacing it would undo `/dev/stdout` or a
