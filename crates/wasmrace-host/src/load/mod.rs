@@ -8,6 +8,7 @@
 //! exports instrumentation adds.
 
 mod asyncify;
+mod atomics;
 mod audit;
 mod cache;
 mod dirty;

@@ -14,6 +14,7 @@ mod condvar;
 mod mailbox;
 mod memory;
 mod mutex;
+mod process;
 mod registry;
 mod rwlock;
 mod state;
@@ -26,11 +27,7 @@ pub(crate) use state::Target;
 use crate::ops::{for_each_op, Op};
 use std::collections::{BTreeMap, VecDeque};
 use std::sync::Arc;
-use wasmrace_trace::{mix64, Access, Failure, FailureKind, Oid, ThreadPath, Tid, Waiting};
-
-/// The most bytes of a thread's standard error kept for reading a std
-/// guest's panic message (`World::note_stderr`): its last lines.
-const STDERR_TAIL: usize = 4096;
+use wasmrace_trace::{mix64, Access, Failure, FailureKind, Oid, Tid, Waiting};
 
 /// The shared objects a guest creates, one variant per kind, each kind's
 /// state defined in its own file. Registering a new kind is one line.
@@ -566,42 +563,6 @@ impl World {
         self.index.get(&tid).copied()
     }
 
-    /// The spawn path of thread `i`, walked up through its parents.
-    pub fn thread_path(&self, mut i: usize) -> ThreadPath {
-        let mut v = Vec::new();
-        while let Some(t) = self.threads.get(i).filter(|t| t.parent != NO_PARENT) {
-            v.push(t.index);
-            i = t.parent as usize;
-        }
-        v.reverse();
-        ThreadPath(v)
-    }
-
-    /// Thread `i`'s name in reports, traces and schedule files: its path in
-    /// the compact form (`main.1*8000`), short for deep chains.
-    pub fn thread_label(&self, i: usize) -> String {
-        self.thread_path(i).compact()
-    }
-
-    /// A thread's name in reports, traces and schedule files (see
-    /// `thread_label`).
-    pub fn thread_name(&self, tid: Tid) -> String {
-        match self.thread_index(tid) {
-            Some(i) => self.thread_label(i),
-            None => format!("<unknown thread {:#x}>", tid.0),
-        }
-    }
-
-    /// A thread's name as the guest sees it (`ThreadId`'s `Display`): the
-    /// full path, `main.1.1.1`, whatever its depth (the guest's own buffer
-    /// holds it, never the host for longer than the hook call).
-    pub fn thread_full_name(&self, tid: Tid) -> String {
-        match self.thread_index(tid) {
-            Some(i) => self.thread_path(i).to_string(),
-            None => format!("<unknown thread {:#x}>", tid.0),
-        }
-    }
-
     fn alive(&self, tid: Tid) -> bool {
         self.thread_index(tid)
             .is_some_and(|i| !self.threads[i].exited)
@@ -819,35 +780,6 @@ impl World {
         }
     }
 
-    /// Keeps what thread `i` wrote to standard error, its last
-    /// `STDERR_TAIL` bytes, and reads a std panic message from it: std's
-    /// panic hook writes `thread '<name>' panicked at <file:line:col>:`,
-    /// then the message, then (not kept) a `note:` line.
-    pub fn note_stderr(&mut self, i: usize, bytes: &[u8]) {
-        let t = &mut self.threads[i];
-        t.stderr.extend_from_slice(bytes);
-        if t.stderr.len() > STDERR_TAIL {
-            let cut = t.stderr.len() - STDERR_TAIL;
-            t.stderr.drain(..cut);
-        }
-        if let Some(p) = parse_std_panic(&t.stderr) {
-            t.panic = Some(p);
-        }
-    }
-
-    /// Ends the process: every thread stops (a std guest's main thread
-    /// returned, or `proc_exit`).
-    pub fn end_process(&mut self) {
-        for t in &mut self.threads {
-            t.exited = true;
-            t.pending = Op::Start;
-        }
-        self.futex.clear();
-        for (n, _) in std::mem::take(&mut self.names) {
-            self.held = self.held.saturating_sub(NAME_BYTES + n.len() as u64);
-        }
-    }
-
     /// Feeds the whole state into a blake3 hasher: the derived `Hash`
     /// (every collection here is ordered, so the byte stream is canonical)
     /// written into one buffer, then one `update`.
@@ -865,26 +797,6 @@ impl World {
         std::hash::Hash::hash(self, &mut sink);
         h.update(&sink.0);
     }
-}
-
-/// The last panic in a std guest's standard error: its message (the lines
-/// after the header, up to a `note:` line) and its location. The header
-/// is `thread '<name>' panicked at <location>:`, with the thread's id in
-/// parentheses after its name since Rust 1.88.
-fn parse_std_panic(err: &[u8]) -> Option<(String, String)> {
-    const AT: &str = " panicked at ";
-    let text = String::from_utf8_lossy(err);
-    let start = text.rfind("thread '")?;
-    let rest = &text[start..];
-    let at = rest.find(AT)? + AT.len();
-    let header_end = at + rest[at..].find(":\n")?;
-    let location = rest[at..header_end].to_string();
-    let body = &rest[header_end + 2..];
-    let message = match body.find("\nnote: ") {
-        Some(k) => &body[..k],
-        None => body.strip_suffix('\n').unwrap_or(body),
-    };
-    Some((message.to_string(), location))
 }
 
 /// The handle of the `index`-th object `creator` made (never 0, which the
@@ -950,32 +862,6 @@ mod tests {
         let big = world2();
         w.assign_from(&big);
         assert_eq!(w, big);
-    }
-
-    #[test]
-    fn a_std_panic_is_read_from_standard_error_written_in_pieces() {
-        let mut w = world2();
-        for piece in [
-            "\nthread '",
-            "<unnamed>' (2) panicked at src/lib.rs:14:9:\nassertion failed\n  left: 1",
-            "\nnote: run with `RUST_BACKTRACE=1`\n",
-        ] {
-            w.note_stderr(1, piece.as_bytes());
-        }
-        let (message, location) = w.threads[1].panic.clone().expect("a panic");
-        assert_eq!(location, "src/lib.rs:14:9");
-        assert_eq!(message, "assertion failed\n  left: 1");
-        assert!(w.threads[0].panic.is_none(), "only the writer's");
-        // Older std: no thread id.
-        let mut w = world2();
-        w.note_stderr(0, b"thread 'main' panicked at src/main.rs:2:5:\nboom\n");
-        assert_eq!(
-            w.threads[0].panic,
-            Some(("boom".into(), "src/main.rs:2:5".into()))
-        );
-        // Bounded, whatever a thread writes.
-        w.note_stderr(0, &vec![b'x'; 3 * STDERR_TAIL]);
-        assert_eq!(w.threads[0].stderr.len(), STDERR_TAIL);
     }
 
     #[test]

@@ -4,9 +4,9 @@
 //! is `World`'s (`mod.rs`).
 
 use super::registry::name_slot;
-use super::{fmt_name, Cx, Kind, Outcome, Ret, World};
+use super::{fmt_name, Cx, Kind, Outcome, Ret, World, NO_PARENT};
 use crate::ops::Op;
-use wasmrace_trace::{Access, Failure, FailureKind, Oid, Tid};
+use wasmrace_trace::{Access, Failure, FailureKind, Oid, ThreadPath, Tid};
 
 pub(super) struct Ops;
 
@@ -152,6 +152,45 @@ impl Kind for Ops {
             }
             // `Start`, `Yield`: nothing to do.
             _ => Outcome::Return(Ret::unit()),
+        }
+    }
+}
+
+/// Threads' names: their spawn paths, rendered on demand.
+impl World {
+    /// The spawn path of thread `i`, walked up through its parents.
+    pub fn thread_path(&self, mut i: usize) -> ThreadPath {
+        let mut v = Vec::new();
+        while let Some(t) = self.threads.get(i).filter(|t| t.parent != NO_PARENT) {
+            v.push(t.index);
+            i = t.parent as usize;
+        }
+        v.reverse();
+        ThreadPath(v)
+    }
+
+    /// Thread `i`'s name in reports, traces and schedule files: its path in
+    /// the compact form (`main.1*8000`), short for deep chains.
+    pub fn thread_label(&self, i: usize) -> String {
+        self.thread_path(i).compact()
+    }
+
+    /// A thread's name in reports, traces and schedule files (see
+    /// `thread_label`).
+    pub fn thread_name(&self, tid: Tid) -> String {
+        match self.thread_index(tid) {
+            Some(i) => self.thread_label(i),
+            None => format!("<unknown thread {:#x}>", tid.0),
+        }
+    }
+
+    /// A thread's name as the guest sees it (`ThreadId`'s `Display`): the
+    /// full path, `main.1.1.1`, whatever its depth (the guest's own buffer
+    /// holds it, never the host for longer than the hook call).
+    pub fn thread_full_name(&self, tid: Tid) -> String {
+        match self.thread_index(tid) {
+            Some(i) => self.thread_path(i).to_string(),
+            None => format!("<unknown thread {:#x}>", tid.0),
         }
     }
 }
