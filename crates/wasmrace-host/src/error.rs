@@ -177,6 +177,13 @@ pub enum HostError {
         /// What `wasm-opt` said.
         message: String,
     },
+    /// A std test harness whose `--list` lists no test (a library with no
+    /// unit tests).
+    #[error("`{name}` is a test harness with no test (`--list` lists none)")]
+    NoHarnessTests {
+        /// The module's name.
+        name: String,
+    },
     /// A std guest (it imports WASI) that wasmrace cannot run as it is.
     #[error("`{name}` is a std guest (it imports WASI) that wasmrace cannot run: {message}")]
     StdGuest {

@@ -209,8 +209,10 @@ macro_rules! for_each_op {
                     addr: addr as u32, width: width as u32, expected: expected as u64, timeout,
                 };
             /// The second half of a wait: return once notified (0), or
-            /// timed out (2) when the wait has a timeout.
-            MemWake { addr: u32, timed: bool } => memory, MemWake, Others;
+            /// timed out (2) when the wait has a timeout: its `deadline` on
+            /// the virtual clock (`u64::MAX`: none), which timing out
+            /// reaches.
+            MemWake { addr: u32, deadline: u64 } => memory, MemWake, Others;
             /// `memory.atomic.notify`: wakes up to `count` waiters.
             MemNotify { addr: u32, count: u32 } => memory, MemNotify, Others,
                 "mem_notify"(addr: i32, count: i32) -> i32,

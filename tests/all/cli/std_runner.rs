@@ -134,3 +134,24 @@ fn cargo_test_with_wasmrace_as_runner_finds_the_std_counter_bug() {
         "{stdout}"
     );
 }
+
+#[test]
+fn a_test_binary_without_tests_passes_test_and_is_one_line_for_check() {
+    // cargo runs every target's harness, a lib with no unit tests too:
+    // libtest says `0 passed`, and so must the runner.
+    let dir = TempDir::new("std-empty");
+    std::fs::copy(wasmrace_fixtures::STD_EMPTY_HARNESS, dir.join("empty.wasm")).unwrap();
+    let run = wasmrace(&dir, &["test", "empty.wasm"]);
+    expect(&run, 0);
+    assert!(
+        run.stdout.contains(
+            "test result: ok. 0 passed; 0 failed; 0 ignored; 0 measured; 0 filtered out;"
+        ),
+        "{}",
+        run.stdout
+    );
+    expect_error(
+        &wasmrace(&dir, &["check", "empty.wasm"]),
+        "`empty.wasm` is a test harness with no test",
+    );
+}

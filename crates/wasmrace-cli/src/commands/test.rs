@@ -156,7 +156,19 @@ impl TestCommand {
         let mut check = CheckArgs::try_parse_from(&argv)
             .map_err(|e| anyhow::anyhow!("${CHECK_ARGS_ENV}: {}", first_line(&e.to_string())))?
             .check;
-        let (guest, settled) = check.load()?;
+        let (guest, settled) = match check.load() {
+            Ok(loaded) => loaded,
+            // A test binary without tests (a lib with no unit tests), as
+            // libtest says it, not an error: cargo runs every target's.
+            Err(e) if is_empty_harness(&e) => {
+                if !sel.list {
+                    output::print("\nrunning 0 tests under wasmrace\n")?;
+                    output::print(&closing_line(0, &[], 0, 0, started))?;
+                }
+                return Ok(Verdict::NoBug);
+            }
+            Err(e) => return Err(e),
+        };
         let ignored = guest.ignored_tests();
         let chosen: Vec<&String> = guest.tests().iter().filter(|t| sel.matches(t)).collect();
         if sel.list {
@@ -196,6 +208,14 @@ impl TestCommand {
         ))?;
         Ok(verdict)
     }
+}
+
+/// Whether loading failed because a std test binary has no test.
+fn is_empty_harness(e: &anyhow::Error) -> bool {
+    matches!(
+        e.downcast_ref::<wasmrace_host::HostError>(),
+        Some(wasmrace_host::HostError::NoHarnessTests { .. })
+    )
 }
 
 fn first_line(s: &str) -> String {

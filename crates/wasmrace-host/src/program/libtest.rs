@@ -58,7 +58,7 @@ impl Guest {
             message: "the guest was shared while its tests were listed".into(),
         })?;
         if all.is_empty() {
-            return Err(HostError::NoTests { name: inner.name });
+            return Err(HostError::NoHarnessTests { name: inner.name });
         }
         inner.analysis.tests = all;
         if let Some(std) = &mut inner.analysis.std {

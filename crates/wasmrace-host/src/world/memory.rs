@@ -27,6 +27,9 @@ pub(super) struct Ops;
 /// (`mem_rmw`'s `op` argument).
 pub const RMW_OPS: [&str; 6] = ["add", "sub", "and", "or", "xor", "xchg"];
 
+/// A wait without a timeout's deadline.
+const NO_DEADLINE: u64 = u64::MAX;
+
 /// `memory.atomic.wait`'s results.
 const WAIT_OK: u64 = 0;
 const WAIT_NOT_EQUAL: u64 = 1;
@@ -114,7 +117,7 @@ fn waiters(w: &World, addr: u32) -> usize {
 impl Kind for Ops {
     fn enabled(w: &World, i: usize, op: &Op) -> bool {
         match op {
-            Op::MemWake { timed, .. } => *timed || w.threads[i].notified,
+            Op::MemWake { deadline, .. } => *deadline != NO_DEADLINE || w.threads[i].notified,
             _ => true,
         }
     }
@@ -191,12 +194,13 @@ impl Kind for Ops {
                 expected,
                 timeout,
             } => wait(w, i, cx, addr, width, expected, timeout),
-            Op::MemWake { addr, .. } => {
+            Op::MemWake { addr, deadline } => {
                 let t = &mut w.threads[i];
                 let notified = std::mem::take(&mut t.notified);
                 if !notified {
                     let me = t.tid;
                     w.dequeue(addr, me);
+                    w.clock_ns = w.clock_ns.max(deadline).saturating_add(1);
                 }
                 if cx.tracing {
                     cx.detail = if notified { "woken" } else { "timed out" }.into();
@@ -351,17 +355,24 @@ fn wait(
         return Outcome::Return(Ret::val(WAIT_NOT_EQUAL));
     }
     if timeout == 0 {
+        // Time passes while a thread waits, however briefly: a loop that
+        // waits for what is left until a deadline gets past it (std's
+        // `wait_timeout_while` waits 0 ns once the clock is at it).
+        w.clock_ns = w.clock_ns.saturating_add(1);
         if cx.tracing {
             cx.detail = "timed out (timeout 0)".into();
         }
         return Outcome::Return(Ret::val(WAIT_TIMED_OUT));
     }
-    let t = &mut w.threads[i];
-    t.notified = false;
-    t.pending = Op::MemWake {
-        addr,
-        timed: timeout > 0,
+    w.threads[i].notified = false;
+    // A timed wait that times out has waited its timeout: the clock
+    // passes the deadline then, so a loop waiting for it ends.
+    let deadline = match u64::try_from(timeout) {
+        Ok(t) => w.clock_ns.saturating_add(t).min(NO_DEADLINE - 1),
+        Err(_) => NO_DEADLINE,
     };
+    let t = &mut w.threads[i];
+    t.pending = Op::MemWake { addr, deadline };
     let me = t.tid;
     w.futex.entry(addr).or_default().push_back(me);
     if cx.tracing {
@@ -576,5 +587,7 @@ mod tests {
         let wake = w.threads[1].pending.clone();
         assert_eq!(ret(exec(&mut w, 1, wake, 0, &mut mem)).val, 2);
         assert!(w.futex.is_empty());
+        // The clock passed the deadline: a loop waiting for it ends.
+        assert_eq!(w.clock_ns, 1_001);
     }
 }

@@ -101,13 +101,25 @@ impl<'e> Inserting<'_, 'e> {
 
 /// An ordered tree of events; the root stands for the state it belongs to,
 /// and every leaf is a sequence to explore from there.
-#[derive(Clone, Debug, Default)]
+#[derive(Debug, Default)]
 pub(crate) struct WakeupTree {
     children: Vec<(Ev, WakeupTree)>,
     /// Events in the tree, kept as it changes: the search asks for it
     /// after every insertion, and counting would cost the tree's size
     /// (which grows with the number of traces, e.g. 2^N on readers(N)).
     size: usize,
+}
+
+/// Dropped with a loop, not a recursion: a tree is as deep as an
+/// execution is long, and the host's stack is not (a std guest's two
+/// threads of 50,000 `fetch_add`s each overflowed it).
+impl Drop for WakeupTree {
+    fn drop(&mut self) {
+        let mut stack: Vec<WakeupTree> = self.children.drain(..).map(|(_, t)| t).collect();
+        while let Some(mut t) = stack.pop() {
+            stack.extend(t.children.drain(..).map(|(_, s)| s));
+        }
+    }
 }
 
 impl WakeupTree {
@@ -173,32 +185,46 @@ impl WakeupTree {
     }
 
     /// [`insert`](Self::insert) of what is left of `w`, returning the
-    /// number of events added.
+    /// number of events added. A loop, not a recursion: a tree is as deep
+    /// as an execution is long (a std guest's run to hundreds of thousands
+    /// of steps), and the host's stack is not.
     fn insert_rest(&mut self, w: &mut Inserting<'_, '_>) -> usize {
-        for (ev, sub) in &mut self.children {
-            let Some(at) = initial_at(ev, w.rest(), false) else {
-                continue;
-            };
-            // A leaf covers `w`; otherwise go down with the rest of it.
-            if sub.children.is_empty() {
-                return 0;
+        // Down through the children `w` goes through, to the deepest.
+        let mut path = Vec::new();
+        let mut node: &WakeupTree = self;
+        'down: loop {
+            for (k, (ev, sub)) in node.children.iter().enumerate() {
+                let Some(at) = initial_at(ev, w.rest(), false) else {
+                    continue;
+                };
+                // A leaf covers `w`; otherwise go down with the rest of it.
+                if sub.children.is_empty() {
+                    return 0;
+                }
+                if let Some(i) = at {
+                    w.matched(i);
+                }
+                path.push(k);
+                node = sub;
+                continue 'down;
             }
-            if let Some(i) = at {
-                w.matched(i);
-            }
-            let added = sub.insert_rest(w);
-            self.size += added;
-            return added;
+            break;
         }
         let mut rest = w.rest().map(|(_, x)| x);
         let Some(first) = rest.next() else {
             return 0;
         };
         let rest: Vec<&Ev> = rest.collect();
-        self.children
+        let added = w.left;
+        let mut node: &mut WakeupTree = self;
+        node.size += added;
+        for k in path {
+            node = &mut node.children[k].1;
+            node.size += added;
+        }
+        node.children
             .push((first.clone(), WakeupTree::chain(rest.into_iter())));
-        self.size += w.left;
-        w.left
+        added
     }
 
     /// Events in the tree, for memory accounting.
@@ -253,6 +279,25 @@ mod tests {
     /// The events of `t`, counted.
     fn counted(t: &WakeupTree) -> usize {
         t.children.iter().map(|(_, s)| 1 + counted(s)).sum()
+    }
+
+    /// A tree as deep as a long execution (a std guest's run of 100,000
+    /// steps overflowed the host's stack: the insertion and the drop
+    /// recursed per level): inserted into and dropped on a test thread's
+    /// 2 MiB stack.
+    #[test]
+    fn a_tree_as_deep_as_a_long_execution_needs_no_deep_stack() {
+        let deep: Vec<Ev> = (0..200_000).map(|i| w(1, 1_000_000 + i)).collect();
+        let mut t = WakeupTree::default();
+        t.insert(&deep.iter().collect::<Vec<_>>());
+        // The same path but for its last event, which another thread's
+        // write of the same object replaces: a new leaf at the bottom.
+        let mut longer: Vec<&Ev> = deep[..deep.len() - 1].iter().collect();
+        let extra = w(2, 1_000_000 + 199_999);
+        longer.push(&extra);
+        assert!(t.insert(&longer));
+        assert_eq!(t.size(), 200_001);
+        drop(t);
     }
 
     #[test]
