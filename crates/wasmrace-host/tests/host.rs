@@ -176,6 +176,22 @@ fn a_hand_written_std_guest_runs_its_atomics_and_exits_with_its_code() {
 }
 
 #[test]
+fn a_random_get_past_memory_is_a_fault_not_a_host_allocation() {
+    // 2 GiB asked of random_get in a 64 KiB memory: api misuse, at once.
+    let g = load_wat(
+        "std-random",
+        &std_wat(
+            r#"(import "wasi_snapshot_preview1" "random_get" (func $rnd (param i32 i32) (result i32)))"#,
+            "(drop (call $rnd (i32.const 0) (i32.const 0x7fffffff)))",
+        ),
+    )
+    .unwrap();
+    let out = check(&g, "main", &CheckOptions::default()).unwrap();
+    let bug = out.bug.expect("the bad length");
+    assert_eq!(bug.failure.kind, FailureKind::Misuse, "{}", bug.failure);
+}
+
+#[test]
 fn a_std_guest_spinning_on_plain_memory_runs_out_of_fuel() {
     let g = load_wat(
         "std-spin",

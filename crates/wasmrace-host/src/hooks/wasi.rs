@@ -9,6 +9,7 @@
 
 use super::{fault, read_bytes, write_bytes, HostState};
 use crate::error::{runtime, HostError};
+use crate::ops::guest_range;
 use wasmtime::{Caller, Linker};
 
 /// WASI errnos the answers use.
@@ -44,7 +45,13 @@ pub(crate) fn link(l: &mut Linker<HostState>) -> Result<(), HostError> {
         "wasi_random_get",
         |mut c: Caller<'_, HostState>, buf: i32, len: i32| -> wasmtime::Result<i32> {
             // Fixed bytes: a program's randomness (hash seeds) is the same
-            // in every execution, so that a schedule replays.
+            // in every execution, so that a schedule replays. Checked
+            // against memory first: a length of 2 GiB must not make the
+            // host allocate it.
+            {
+                let ex = c.data().ex();
+                guest_range(ex.memory.data(&c), buf, len).map_err(fault)?;
+            }
             let bytes: Vec<u8> = (0..len.max(0) as u64)
                 .map(|k| wasmrace_trace::mix64(k / 8).to_le_bytes()[(k % 8) as usize])
                 .collect();
