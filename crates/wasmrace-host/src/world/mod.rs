@@ -27,7 +27,7 @@ pub(crate) use state::Target;
 use crate::ops::{for_each_op, Op};
 use std::collections::{BTreeMap, VecDeque};
 use std::sync::Arc;
-use wasmrace_trace::{mix64, Access, Failure, FailureKind, Oid, Tid, Waiting};
+use wasmrace_trace::{mix64, Access, Failure, FailureKind, Oid, Tid};
 
 /// The shared objects a guest creates, one variant per kind, each kind's
 /// state defined in its own file. Registering a new kind is one line.
@@ -681,30 +681,6 @@ impl World {
     /// What a blocked thread waits for, for deadlock reports.
     pub fn waits_for(&self, i: usize) -> String {
         self.op_waits_for(i, &self.threads[i].pending)
-    }
-
-    pub fn deadlock(&self) -> Failure {
-        let waiting: Vec<Waiting> = self
-            .threads
-            .iter()
-            .enumerate()
-            .filter(|(_, t)| !t.exited)
-            .map(|(i, _)| Waiting {
-                thread: self.thread_label(i),
-                waits_for: self.waits_for(i),
-            })
-            .collect();
-        let mut f = Failure::new(
-            FailureKind::Deadlock,
-            None,
-            format!(
-                "every live thread is blocked ({} thread{})",
-                waiting.len(),
-                if waiting.len() == 1 { "" } else { "s" }
-            ),
-        );
-        f.waiting = waiting;
-        f
     }
 
     /// Runs thread `i`'s pending operation with alternative `alt`. Spawns are

@@ -6,7 +6,7 @@
 use super::registry::name_slot;
 use super::{fmt_name, Cx, Kind, Outcome, Ret, World, NO_PARENT};
 use crate::ops::Op;
-use wasmrace_trace::{Access, Failure, FailureKind, Oid, ThreadPath, Tid};
+use wasmrace_trace::{Access, Failure, FailureKind, Oid, ThreadPath, Tid, Waiting};
 
 pub(super) struct Ops;
 
@@ -158,6 +158,32 @@ impl Kind for Ops {
 
 /// Threads' names: their spawn paths, rendered on demand.
 impl World {
+    /// The failure of every live thread blocked, each with what it
+    /// waits for.
+    pub fn deadlock(&self) -> Failure {
+        let waiting: Vec<Waiting> = self
+            .threads
+            .iter()
+            .enumerate()
+            .filter(|(_, t)| !t.exited)
+            .map(|(i, _)| Waiting {
+                thread: self.thread_label(i),
+                waits_for: self.waits_for(i),
+            })
+            .collect();
+        let mut f = Failure::new(
+            FailureKind::Deadlock,
+            None,
+            format!(
+                "every live thread is blocked ({} thread{})",
+                waiting.len(),
+                if waiting.len() == 1 { "" } else { "s" }
+            ),
+        );
+        f.waiting = waiting;
+        f
+    }
+
     /// The spawn path of thread `i`, walked up through its parents.
     pub fn thread_path(&self, mut i: usize) -> ThreadPath {
         let mut v = Vec::new();
