@@ -9,6 +9,7 @@
 #![deny(missing_docs)]
 
 pub mod blocking;
+pub mod datarace;
 pub mod explorer;
 pub mod model;
 pub mod observer;

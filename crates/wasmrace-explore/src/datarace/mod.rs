@@ -1,0 +1,304 @@
+//! Data races on plain memory: a happens-before detector over threads,
+//! synchronising objects and the bytes of linear memory (FastTrack,
+//! Flanagan and Freund, PLDI 2009, byte-precise within 8-byte granules).
+//!
+//! The host feeds it, per execution: every step's synchronisation (the
+//! step's object accesses: a read acquires the object's clock, any other
+//! access acquires and releases it; wasm atomics are sequentially
+//! consistent, so an atomic store or read-modify-write orders later
+//! operations on its address), every spawn (the child starts with its
+//! parent's clock), the allocator's entries and exits (a lock around the
+//! allocator, as a threaded build takes one, so that memory `free` hands
+//! back is ordered before its next owner's accesses), and every plain load
+//! and store of the guest between steps, with its address, length and
+//! site. Two accesses race when they touch a common byte, one writes, they
+//! come from different threads and neither happens before the other.
+//!
+//! What keeps it cheap (FastTrack's observations): an access in the same
+//! epoch as a covering access of the same thread and at least the same
+//! kind needs no check and changes nothing; an access that happens after
+//! an earlier record of the bytes it covers (and is at least as strong)
+//! replaces it, since any later access racing the old one races the new
+//! one too. A thread's epoch (its own clock entry) moves on only when it
+//! releases something.
+//!
+//! The detector is part of the program state: snapshots copy it (its
+//! shadow pages are shared until written) and state hashes include it
+//! (the shadow through a running digest), so a restored state reports the
+//! same races as a replayed one.
+
+mod clock;
+mod shadow;
+
+pub use clock::VClock;
+use shadow::{Cell, Rec, Shadow};
+use std::collections::BTreeMap;
+use wasmrace_trace::{Access, AccessKind, Oid};
+
+/// One of the two accesses of a race.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub struct RaceAccess {
+    /// The accessing thread (its index in the execution, spawn order).
+    pub thread: usize,
+    /// Whether it wrote.
+    pub write: bool,
+    /// The first byte it touched (of the earlier access: within the
+    /// granule the two share).
+    pub addr: u32,
+    /// How many bytes from `addr` on.
+    pub len: u32,
+    /// Its site (an instruction's offset in the module's code section).
+    pub site: u32,
+    /// The step of the execution it came after (1 is the first).
+    pub step: u32,
+}
+
+/// Two accesses to a common byte, one a write, by different threads, with
+/// no happens-before between them: `earlier` was recorded first.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub struct Race {
+    /// The access recorded first.
+    pub earlier: RaceAccess,
+    /// The access that found the race.
+    pub later: RaceAccess,
+}
+
+/// The most threads whose accesses are checked: thread indices are kept
+/// in 16 bits; accesses of later threads are not checked.
+pub const MAX_THREADS: usize = Rec::EMPTY as usize;
+
+/// The detector (see the module documentation). One per execution; the
+/// main thread is thread 0.
+#[derive(Clone, Debug, PartialEq, Eq, Hash)]
+pub struct Detector {
+    clocks: Vec<VClock>,
+    objects: BTreeMap<Oid, VClock>,
+    /// The clock of the allocator's lock.
+    allocator: VClock,
+    shadow: Shadow,
+    /// Steps executed so far.
+    step: u32,
+}
+
+impl Default for Detector {
+    fn default() -> Self {
+        Detector::new()
+    }
+}
+
+impl Detector {
+    /// The detector of an execution that has only its main thread.
+    pub fn new() -> Self {
+        let mut d = Detector {
+            clocks: Vec::new(),
+            objects: BTreeMap::new(),
+            allocator: VClock::default(),
+            shadow: Shadow::default(),
+            step: 0,
+        };
+        d.ensure(0);
+        d
+    }
+
+    fn ensure(&mut self, t: usize) {
+        if self.clocks.len() <= t {
+            self.clocks.resize(t + 1, VClock::default());
+        }
+        if self.clocks[t].get(t) == 0 {
+            self.clocks[t].set(t, 1);
+        }
+    }
+
+    /// Thread `t` released something: its next accesses are a new epoch.
+    fn bump(&mut self, t: usize) {
+        let c = self.clocks[t].get(t);
+        self.clocks[t].set(t, c.saturating_add(1));
+    }
+
+    /// Thread `parent` started thread `child` (a new index): the child
+    /// starts with everything its parent has seen.
+    pub fn fork(&mut self, parent: usize, child: usize) {
+        self.ensure(parent);
+        if self.clocks.len() <= child {
+            self.clocks.resize(child + 1, VClock::default());
+        }
+        let mut c = self.clocks[parent].clone();
+        c.set(child, 1);
+        self.clocks[child] = c;
+        self.bump(parent);
+    }
+
+    /// Thread `t` runs a step whose operation touched `accesses`: reads
+    /// acquire each object's clock, every other access (a write, a lock's
+    /// acquisition or release, a send, an exit) acquires and releases it.
+    /// The end-of-process object every std step reads orders nothing.
+    pub fn step(&mut self, t: usize, accesses: &[Access]) {
+        self.step = self.step.saturating_add(1);
+        self.ensure(t);
+        let mut released = false;
+        for a in accesses {
+            if a.obj == Oid::process() {
+                continue;
+            }
+            let o = self.objects.entry(a.obj).or_default();
+            self.clocks[t].join(o);
+            if !matches!(a.kind, AccessKind::Read | AccessKind::SharedSync) {
+                o.join(&self.clocks[t]);
+                released = true;
+            }
+        }
+        if released {
+            self.bump(t);
+        }
+    }
+
+    /// Thread `t` enters the allocator: it takes the allocator's lock.
+    pub fn enter_allocator(&mut self, t: usize) {
+        self.ensure(t);
+        self.clocks[t].join(&self.allocator);
+    }
+
+    /// Thread `t` leaves the allocator: it releases the allocator's lock.
+    pub fn leave_allocator(&mut self, t: usize) {
+        self.ensure(t);
+        self.allocator.join(&self.clocks[t]);
+        self.bump(t);
+    }
+
+    /// Memory `[from, from + len)` starts a new life (a thread slot given
+    /// to a new thread): its past accesses are forgotten.
+    pub fn forget(&mut self, from: u32, len: u32) {
+        self.shadow.forget(from, len);
+    }
+
+    /// Thread `t` accessed `len` bytes at `addr` at `site`: the race it
+    /// makes with an earlier access, if any (the access is then not
+    /// recorded).
+    pub fn access(
+        &mut self,
+        t: usize,
+        addr: u32,
+        len: u32,
+        write: bool,
+        site: u32,
+    ) -> Result<(), Race> {
+        if len == 0 || t >= MAX_THREADS {
+            return Ok(());
+        }
+        self.ensure(t);
+        let end = u64::from(addr) + u64::from(len);
+        let mut at = u64::from(addr);
+        while at < end {
+            let g = (at / 8) as u32;
+            let lo = (at % 8) as u32;
+            let hi = (end - u64::from(g) * 8).min(8) as u32;
+            let mask = ((1u32 << hi) - (1u32 << lo)) as u8;
+            if let Err(r) = self.granule(t, g, mask, write, site) {
+                let first = r.mask.trailing_zeros();
+                let last = 7 - r.mask.leading_zeros();
+                return Err(Race {
+                    earlier: RaceAccess {
+                        thread: r.tid as usize,
+                        write: r.write,
+                        addr: g * 8 + first,
+                        len: last - first + 1,
+                        site: r.site,
+                        step: r.step,
+                    },
+                    later: RaceAccess {
+                        thread: t,
+                        write,
+                        addr,
+                        len,
+                        site,
+                        step: self.step,
+                    },
+                });
+            }
+            at = u64::from(g) * 8 + 8;
+        }
+        Ok(())
+    }
+
+    /// One granule of an access: `Err` with the earlier record it races.
+    fn granule(&mut self, t: usize, g: u32, mask: u8, write: bool, site: u32) -> Result<(), Rec> {
+        let me = &self.clocks[t];
+        let tid = t as u16;
+        let c = me.get(t);
+        let cell = *self.shadow.cell(g);
+        // The same epoch already covered these bytes at least as strongly.
+        if cell
+            .iter()
+            .any(|r| r.tid == tid && r.clock == c && (r.write || !write) && r.mask & mask == mask)
+        {
+            return Ok(());
+        }
+        let before = |r: &Rec| r.tid == tid || r.clock <= me.get(r.tid as usize);
+        if let Some(r) = cell
+            .iter()
+            .find(|r| !r.is_empty() && r.mask & mask != 0 && (write || r.write) && !before(r))
+        {
+            return Err(*r);
+        }
+        let mut new: Cell = cell;
+        // Records this access subsumes go.
+        for r in new.iter_mut() {
+            if !r.is_empty() && before(r) && r.mask & !mask == 0 && (write || !r.write) {
+                r.tid = Rec::EMPTY;
+            }
+        }
+        let rec = Rec {
+            tid,
+            write,
+            mask,
+            clock: c,
+            site,
+            step: self.step,
+        };
+        if let Some(r) = new
+            .iter_mut()
+            .find(|r| r.tid == tid && r.clock == c && r.write == write)
+        {
+            r.mask |= mask;
+            r.site = site;
+            r.step = self.step;
+        } else {
+            let slot = new
+                .iter()
+                .position(Rec::is_empty)
+                .or_else(|| new.iter().position(|r| r.tid == tid))
+                .or_else(|| new.iter().position(before))
+                .or_else(|| new.iter().position(|r| !r.write))
+                .unwrap_or(0);
+            new[slot] = rec;
+        }
+        // Normalise emptied records so equal states hash equally.
+        for r in new.iter_mut() {
+            if r.is_empty() {
+                *r = Rec {
+                    tid: Rec::EMPTY,
+                    write: false,
+                    mask: 0,
+                    clock: 0,
+                    site: 0,
+                    step: 0,
+                };
+            }
+        }
+        new.sort_by_key(|r| (r.tid, r.write, r.clock));
+        if new != cell {
+            self.shadow.set(g, new);
+        }
+        Ok(())
+    }
+
+    /// Heap bytes held, approximately (snapshots count it).
+    pub fn heap_bytes(&self) -> usize {
+        let clocks: usize = self.clocks.iter().map(VClock::heap_bytes).sum();
+        let objects: usize = self.objects.values().map(|c| c.heap_bytes() + 48).sum();
+        clocks + objects + self.shadow.heap_bytes()
+    }
+}
+
+#[cfg(test)]
+mod tests;
