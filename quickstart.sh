@@ -8,8 +8,10 @@ set -euo pipefail
 cd "$(dirname "$0")"
 
 scripts/setup.sh
-echo "quickstart: building wasmrace (the first build compiles wasmtime: a few minutes)" >&2
-cargo build -q -p wasmrace-cli
+# Not -q: the first build compiles wasmtime (about 10 minutes on 2 cores),
+# and cargo's progress shows it is not stuck.
+echo "quickstart: building wasmrace (the first build compiles wasmtime: about 10 minutes on 2 cores)" >&2
+cargo build -p wasmrace-cli
 echo "quickstart: building the example guest with cargo" >&2
 cargo build -q --release --target wasm32-unknown-unknown --manifest-path examples/lost-update/Cargo.toml
 

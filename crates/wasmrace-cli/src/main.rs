@@ -5,6 +5,8 @@
 
 mod bench_report;
 mod chart;
+#[cfg(test)]
+mod cli_reference;
 mod commands;
 mod files;
 mod fold;

@@ -3,8 +3,12 @@
 //! runs without errors and finds one lane per thread and one row per step,
 //! and a screenshot of it is not blank. One browser run per test, one
 //! browser at a time, with generous timeouts: CI machines have two cores.
+//! Without a browser the checks that need one are skipped, saying so on
+//! stderr, unless `$WASMRACE_REQUIRE_CHROMIUM` is set (.ci/run sets it),
+//! which makes a missing browser a failure.
 
 use super::{expect, fixture, wasmrace, TempDir};
+use std::io::Write;
 use std::path::{Path, PathBuf};
 use std::process::{Command, Stdio};
 use std::sync::Mutex;
@@ -17,29 +21,43 @@ static BROWSER: Mutex<()> = Mutex::new(());
 /// How long one browser run may take before the test fails.
 const BROWSER_TIMEOUT: Duration = Duration::from_secs(180);
 
-/// The Chromium binary: `$WASMRACE_CHROMIUM`, else Debian's.
-fn chromium() -> PathBuf {
+/// The Chromium binary: `$WASMRACE_CHROMIUM`, else Debian's; `None`
+/// (after saying so) when there is none and none is required.
+fn chromium() -> Option<PathBuf> {
     let path = std::env::var_os("WASMRACE_CHROMIUM")
         .map(PathBuf::from)
         .unwrap_or_else(|| PathBuf::from("/usr/bin/chromium"));
-    assert!(
-        path.is_file(),
-        "{} not found: run scripts/setup.sh (it installs Debian's `chromium`) \
-         or set WASMRACE_CHROMIUM",
+    if path.is_file() {
+        return Some(path);
+    }
+    let missing = format!(
+        "{} not found: run scripts/setup.sh (it installs Debian's `chromium`, \
+         about 350 MB) or set WASMRACE_CHROMIUM",
         path.display()
     );
-    path
+    assert!(
+        std::env::var_os("WASMRACE_REQUIRE_CHROMIUM").is_none(),
+        "{missing} (WASMRACE_REQUIRE_CHROMIUM is set, so this is a failure)"
+    );
+    // Straight to stderr, not eprintln!: libtest would capture that and
+    // show it only for a failing test.
+    let _ = writeln!(
+        std::io::stderr(),
+        "skipping the browser checks of the HTML report: {missing}"
+    );
+    None
 }
 
 /// Runs headless Chromium on `page` with `args` added, in a fresh profile,
-/// and returns its stdout.
-fn browse(dir: &Path, page: &Path, args: &[String]) -> String {
+/// and returns its stdout; `None` when there is no browser to run.
+fn browse(dir: &Path, page: &Path, args: &[String]) -> Option<String> {
+    let chromium = chromium()?;
     let _one = BROWSER.lock().unwrap_or_else(|e| e.into_inner());
     let profile = dir.join("chromium-profile");
     std::fs::create_dir_all(&profile).unwrap();
     let out_path = dir.join("chromium.out");
     let err_path = dir.join("chromium.err");
-    let mut child = Command::new(chromium())
+    let mut child = Command::new(chromium)
         .args([
             "--headless",
             "--no-sandbox",
@@ -81,7 +99,7 @@ fn browse(dir: &Path, page: &Path, args: &[String]) -> String {
         "chromium failed ({status}): {}",
         std::fs::read_to_string(&err_path).unwrap_or_default()
     );
-    stdout
+    Some(stdout)
 }
 
 /// Writes the HTML report of `lost_update`'s bug and returns its path with
@@ -134,7 +152,9 @@ fn html_report_has_a_lane_per_thread_and_a_row_per_step_in_chromium() {
         !html.contains("http://") && !html.contains("https://") && !html.contains(" src="),
         "the page is self-contained"
     );
-    let dom = browse(&dir, &page, &["--dump-dom".to_string()]);
+    let Some(dom) = browse(&dir, &page, &["--dump-dom".to_string()]) else {
+        return;
+    };
     // The page's script ran to its end and counted what it found.
     assert_eq!(body_attribute(&dom, "data-ready"), "1", "{dom}");
     assert_eq!(body_attribute(&dom, "data-errors"), "0", "{dom}");
@@ -157,14 +177,13 @@ fn html_report_screenshot_is_not_blank() {
     let dir = TempDir::new("html-shot");
     let (page, _, _) = lost_update_report(&dir);
     let shot = dir.join("report.png");
-    browse(
-        &dir,
-        &page,
-        &[
-            format!("--screenshot={}", shot.display()),
-            "--window-size=1200,800".to_string(),
-        ],
-    );
+    let args = [
+        format!("--screenshot={}", shot.display()),
+        "--window-size=1200,800".to_string(),
+    ];
+    if browse(&dir, &page, &args).is_none() {
+        return;
+    }
     let png = std::fs::read(&shot).unwrap();
     assert_eq!(&png[..8], b"\x89PNG\r\n\x1a\n", "not a png");
     // IHDR: width and height, big-endian, right after the chunk header.
@@ -217,7 +236,9 @@ fn clicking_a_step_shows_the_objects_state_at_that_step_in_chromium() {
         "<span class=\"obj\">mutex main#1</span>: {value}</div>"
     )));
     let page = dir.join(format!("report.html#step={}", lock + 1));
-    let dom = browse(&dir, &page, &["--dump-dom".to_string()]);
+    let Some(dom) = browse(&dir, &page, &["--dump-dom".to_string()]) else {
+        return;
+    };
     assert_eq!(body_attribute(&dom, "data-errors"), "0", "{dom}");
     assert_eq!(body_attribute(&dom, "data-ready"), "1", "{dom}");
     let panel = &dom[dom.find("<aside id=\"panel\"").expect("the panel")..];
