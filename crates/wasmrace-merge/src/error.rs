@@ -69,7 +69,7 @@ pub enum MergeErrorKind {
         first: String,
         /// The other part's name.
         other: String,
-        /// The test, escaped.
+        /// The test, escaped and clipped.
         test: String,
     },
     /// Two parts ran a test under a different host setting.
@@ -82,9 +82,9 @@ pub enum MergeErrorKind {
         first: String,
         /// The other part's name.
         other: String,
-        /// The test, escaped.
+        /// The test, escaped and clipped.
         test: String,
-        /// The setting, escaped.
+        /// The setting, escaped and clipped.
         setting: String,
         /// The first part's value, as errors quote one.
         a: String,
@@ -134,7 +134,7 @@ pub enum MergeErrorKind {
         other: String,
         /// What differs (`strategy`, `partition count`, ...).
         what: &'static str,
-        /// The test, escaped.
+        /// The test, escaped and clipped.
         test: String,
         /// The first part's value, as errors quote one.
         a: String,
@@ -162,7 +162,7 @@ pub enum MergeErrorKind {
     Dealing {
         /// The part's name.
         part: String,
-        /// The test, escaped.
+        /// The test, escaped and clipped.
         test: String,
         /// The partition the test is dealt to.
         due: u64,
@@ -197,7 +197,7 @@ pub enum MergeErrorKind {
     /// No part explored a test (each says it did not run it).
     #[error("no part ran test `{test}`: not partitions of one run")]
     NotRun {
-        /// The test, escaped.
+        /// The test, escaped and clipped.
         test: String,
     },
     /// A count added up over the parts does not fit in a `u64`.
@@ -205,7 +205,7 @@ pub enum MergeErrorKind {
     Overflow {
         /// The count (`executions`, `partition.skipped`, `races.count`, ...).
         count: String,
-        /// The test, escaped.
+        /// The test, escaped and clipped.
         test: String,
     },
 }

@@ -187,9 +187,13 @@ const SAME: [(&str, &[&str]); 6] = [
     ("split", &["partition", "split"]),
 ];
 
-/// A test's name in a message, escaped.
+/// The most characters of a test's name a message quotes: a forged
+/// part's name may be megabytes long, and a refusal stays one short line.
+const TEST_NAME_CHARS: usize = 200;
+
+/// A test's name in a message, escaped and clipped.
 fn test_name(t: &Value) -> String {
-    wasmrace_trace::text::shown(t["test"].as_str().unwrap_or_default()).into_owned()
+    wasmrace_trace::text::clipped(t["test"].as_str().unwrap_or_default(), TEST_NAME_CHARS)
 }
 
 /// Checks that two parts' entries of one test ran under the same settings
@@ -214,7 +218,7 @@ fn same_settings(first: &Part, p: &Part, a: &Value, b: &Value) -> Result<(), Mer
             first: first.name.clone(),
             other: p.name.clone(),
             test,
-            setting: wasmrace_trace::text::shown(key).into_owned(),
+            setting: wasmrace_trace::text::clipped(key, 80),
             a: show(xs.get(key)),
             b: show(ys.get(key)),
         }
@@ -356,4 +360,50 @@ fn check_dealing(parts: &[(usize, Part)], n: u64) -> Result<(), MergeError> {
         }
     }
     Ok(())
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use serde_json::json;
+
+    /// A part of a one-test run with `k` of `n`, that ran the test or not.
+    fn part(k: u64, n: u64, test: &str, ran: bool) -> Part {
+        let doc = json!({
+            "module_blake3": "h",
+            "tests": [{
+                "test": test, "executions": 3, "ran": ran,
+                "partition": { "k": k, "n": n, "split": "prefix", "settings": {} },
+            }],
+        });
+        Part::new(&format!("p{k}"), doc).unwrap()
+    }
+
+    /// Regression: parts that all say they did not run a test made the
+    /// merge index an empty list (a panic; `wasmrace-fuzz --kind parts`
+    /// finds it without the check).
+    #[test]
+    fn a_test_no_part_ran_is_refused() {
+        let e = merge(vec![part(1, 2, "t", false), part(2, 2, "t", false)]).unwrap_err();
+        assert_eq!(
+            e.to_string(),
+            "no part ran test `t`: not partitions of one run"
+        );
+        let m = merge(vec![part(2, 2, "t", true), part(1, 2, "t", true)]).unwrap();
+        assert_eq!(
+            (m.order, m.tests[0]["executions"].clone()),
+            (vec![1, 0], json!(6))
+        );
+    }
+
+    /// Regression (found by `wasmrace-fuzz --kind parts`): a forged test
+    /// name of 10,000 characters made a refusal of 10,000 characters.
+    #[test]
+    fn refusals_quote_a_huge_test_name_clipped() {
+        let name = format!("\u{1b}[2J{}", "y".repeat(10_000));
+        let e = merge(vec![part(1, 2, &name, false), part(2, 2, &name, false)]).unwrap_err();
+        let text = e.to_string();
+        assert!(text.len() < 300 && text.contains("\\u{1b}[2Jyyy"), "{text}");
+        assert!(text.contains("yyy...`"), "{text}");
+    }
 }
