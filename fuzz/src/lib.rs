@@ -2,20 +2,23 @@
 //! importing our hooks), mutated guests, mutated schedule files and mutated
 //! cache entries, each run in-process through the host's public API (load,
 //! list the tests, check with a small budget, replay) under strict limits
-//! (fuel per step, steps, executions, guest memory). Every input is derived
+//! (fuel per step, steps, executions, guest memory); and mutated parts of
+//! partitioned runs, merged by `wasmrace_merge` as `wasmrace merge` does. Every input is derived
 //! from the seed and its index alone, so `--seed S --start I --inputs 1`
 //! runs input `I` again.
 //!
 //! What the harness asserts of every input: no panic (`catch_unwind`), no
 //! hang (a watchdog aborts the process naming the input), bounded memory
 //! (the process's resident set after the input stays under a limit), and an
-//! outcome that is `Ok`, a typed one-line [`HostError`] or a failure report;
+//! outcome that is `Ok`, a typed one-line [`HostError`] (for parts, a
+//! `MergeError`) or a failure report;
 //! where the input should behave like a known one (an untouched schedule,
 //! a corrupted cache entry), the outcome must be the known one.
 
 mod cache;
 mod generate;
 mod mutate;
+mod parts;
 mod pipeline;
 mod schedules;
 mod watch;
@@ -42,11 +45,20 @@ pub enum Kind {
     Schedules,
     /// The module cache's entries of a real guest, corrupted or swapped.
     Cache,
+    /// The `--json` parts of real partitioned runs, reshaped and mutated,
+    /// merged by `wasmrace_merge` (no wasm runs).
+    Parts,
 }
 
 impl Kind {
     /// Every kind, in the order `--kind all` runs them.
-    pub const ALL: [Kind; 4] = [Kind::Modules, Kind::Guests, Kind::Schedules, Kind::Cache];
+    pub const ALL: [Kind; 5] = [
+        Kind::Modules,
+        Kind::Guests,
+        Kind::Schedules,
+        Kind::Cache,
+        Kind::Parts,
+    ];
 
     /// The name `--kind` takes.
     pub fn name(self) -> &'static str {
@@ -55,6 +67,7 @@ impl Kind {
             Kind::Guests => "guests",
             Kind::Schedules => "schedules",
             Kind::Cache => "cache",
+            Kind::Parts => "parts",
         }
     }
 
@@ -192,6 +205,7 @@ pub fn run(c: &Campaign) -> Result<Tally, String> {
         Kind::Guests => Box::new(mutate::Guests::new(&c.limits)?),
         Kind::Schedules => Box::new(schedules::Schedules::new(&c.limits, &c.scratch)?),
         Kind::Cache => Box::new(cache::CacheEntries::new(&c.limits, &c.scratch)?),
+        Kind::Parts => Box::new(parts::Parts::new()?),
     };
     let began = Instant::now();
     let mut tally = Tally::default();

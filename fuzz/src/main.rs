@@ -9,11 +9,11 @@ use std::time::Duration;
 use wasmrace_fuzz::{Campaign, Kind, Limits};
 
 /// Fuzz the wasmrace host in-process: generated modules, mutated guests,
-/// schedule files and cache entries.
+/// schedule files, cache entries and `merge` parts.
 #[derive(Parser)]
 #[command(name = "wasmrace-fuzz")]
 struct Args {
-    /// What to feed the host: modules, guests, schedules, cache, or all.
+    /// What to feed the host: modules, guests, schedules, cache, parts, or all.
     #[arg(long, default_value = "all")]
     kind: String,
     /// Inputs per kind.
@@ -40,15 +40,13 @@ fn main() -> std::process::ExitCode {
     let args = Args::parse();
     let kinds: Vec<Kind> = match args.kind.as_str() {
         "all" => Kind::ALL.to_vec(),
-        k => {
-            match Kind::from_name(k) {
-                Some(k) => vec![k],
-                None => {
-                    eprintln!("error: unknown kind `{k}`; expected modules, guests, schedules, cache or all");
-                    return std::process::ExitCode::from(2);
-                }
+        k => match Kind::from_name(k) {
+            Some(k) => vec![k],
+            None => {
+                eprintln!("error: unknown kind `{k}`; expected modules, guests, schedules, cache, parts or all");
+                return std::process::ExitCode::from(2);
             }
-        }
+        },
     };
     let limits = Limits {
         input_timeout: Duration::from_secs(args.timeout_secs),

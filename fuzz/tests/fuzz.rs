@@ -58,6 +58,26 @@ fn damaged_cache_entries_keep_every_property() {
     assert_eq!(t.count("verdict: same"), 8, "{:?}", t.outcomes);
 }
 
+/// Forged parts are refused in one short line or merge with exact sums;
+/// untouched parts of a run merge; each kind of refusal is reached.
+#[test]
+fn mutated_parts_keep_every_property() {
+    let t = campaign(Kind::Parts, 3000);
+    assert!(t.count("merge: ok (untouched)") > 0, "{:?}", t.outcomes);
+    assert!(t.count("merge: ok") > 0, "{:?}", t.outcomes);
+    for refusal in [
+        "part: NotJson",
+        "part: NotUtf8",
+        "part: NotAPart",
+        "merge: Overflow",
+        "merge: SettingDiffers",
+        "merge: Missing",
+        "merge: GivenTwice",
+    ] {
+        assert!(t.count(refusal) > 0, "no `{refusal}`: {:?}", t.outcomes);
+    }
+}
+
 /// The hook list given to wasm-smith is the host's, with the signatures
 /// the host links: a module importing every hook loads.
 #[test]

@@ -29,18 +29,18 @@ pub fn shown_path(path: &Path) -> String {
 /// bound, so 64 MiB holds hundreds of tests' bugs.
 pub const DEFAULT_MAX_PART_MB: u64 = 64;
 
-/// The text of one part of `merge`, read by the rule every input follows;
-/// `max_bytes` is `--max-part-mb`'s.
-pub fn read_part(path: &Path, max_bytes: u64) -> Result<String> {
+/// The bytes of one part of `merge`, read by the rule every input
+/// follows; `max_bytes` is `--max-part-mb`'s (`wasmrace_merge::parse`
+/// takes them from there).
+pub fn read_part(path: &Path, max_bytes: u64) -> Result<Vec<u8>> {
     let name = shown_path(path);
-    let bytes = read_capped(path, max_bytes).map_err(|e| match e {
+    read_capped(path, max_bytes).map_err(|e| match e {
         ReadError::TooLarge { size, .. } => anyhow::anyhow!(
             "`{name}` is {size} bytes, over the limit of {} MiB for a part; raise --max-part-mb",
             max_bytes >> 20
         ),
         e => anyhow::anyhow!("cannot read `{name}`: {e}"),
-    })?;
-    String::from_utf8(bytes).map_err(|_| anyhow::anyhow!("`{name}` is not valid JSON: not UTF-8"))
+    })
 }
 
 /// One file a command reads: where it is and which file it is.

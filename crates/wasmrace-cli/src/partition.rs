@@ -133,12 +133,9 @@ pub fn deals_tests(strategy: &dyn wasmrace_explore::Strategy) -> bool {
 }
 
 /// The partition (1-based) that runs test `index` (0-based, in the
-/// module's order) of a run dealt out to `n` partitions: the tests are
-/// dealt in turn, as cards, so that each partition's share is fixed by the
-/// module alone and the shares differ in size by at most one test.
-pub fn dealt_to(index: usize, n: u32) -> u32 {
-    (index % n as usize) as u32 + 1
-}
+/// module's order) of a run dealt out to `n` partitions: the one rule,
+/// which `merge` checks the parts by, is `wasmrace_merge`'s.
+pub use wasmrace_merge::dealt_to;
 
 /// Threads for a run without `--jobs`: every core for the strategies
 /// that split by execution, the portfolio, dfs (whose report is the same

@@ -9,19 +9,20 @@
 //! whole run's bug (its execution index too); with one that splits by
 //! prefix (dfs), the bug with the smallest order key, the one a single run
 //! reaches first; with whole tests dealt out, each test's own partition's.
+//!
+//! The checks and the folding are `wasmrace_merge`'s (the fuzz harness
+//! runs them on forged parts); this file reads the parts and prints.
 
 use super::check::RacesArg;
 use crate::files;
 use crate::output;
-use crate::partition;
 use crate::report;
 use crate::Verdict;
-use anyhow::{bail, Context, Result};
-use serde_json::{json, Map, Value};
+use anyhow::{Context, Result};
+use serde_json::{json, Value};
 use std::path::{Path, PathBuf};
-use wasmrace_explore::explorer::partition::{merge_race, BugRank};
-use wasmrace_explore::RealRace;
 use wasmrace_host::bench::{self, BenchResults};
+use wasmrace_merge::{Merged, Part};
 
 const AFTER_HELP: &str = "\
 The parts are the `--json` outputs of `wasmrace check --partition K/N` with
@@ -77,23 +78,6 @@ pub struct MergeCommand {
     max_part_mb: u64,
 }
 
-/// One part: its path, its document and its `K`.
-struct Part {
-    path: PathBuf,
-    doc: Value,
-    k: u64,
-}
-
-impl Part {
-    fn name(&self) -> String {
-        format!("`{}`", files::shown_path(&self.path))
-    }
-
-    fn tests(&self) -> &[Value] {
-        self.doc["tests"].as_array().map_or(&[], Vec::as_slice)
-    }
-}
-
 impl MergeCommand {
     pub fn run(self) -> Result<Verdict> {
         let max_bytes = super::mib("--max-part-mb", self.max_part_mb)?;
@@ -102,28 +86,35 @@ impl MergeCommand {
             .iter()
             .map(|p| read_json(p, max_bytes))
             .collect::<Result<Vec<_>>>()?;
-        if docs[0].get("settings").is_some() && docs[0].get("cells").is_some() {
+        if wasmrace_merge::is_bench(&docs[0]) {
             return self.run_bench(docs);
         }
         let parts = self
             .parts
             .iter()
             .zip(docs)
-            .map(|(p, doc)| read_part(p, doc))
-            .collect::<Result<Vec<_>>>()?;
-        let parts = check_together(parts)?;
-        let merged: Vec<Value> = (0..parts[0].tests().len())
-            .map(|i| merge_test(&runs_of(&parts, i)))
-            .collect::<Result<_>>()?;
+            .map(|(p, doc)| Part::new(&files::shown_path(p), doc))
+            .collect::<Result<Vec<_>, _>>()?;
+        let Merged {
+            module,
+            module_blake3,
+            order,
+            tests: mut merged,
+        } = wasmrace_merge::merge(parts)?;
+        for t in &mut merged {
+            let covers = (t["exhausted"] == true).then_some(report::EXHAUSTED_COVERS);
+            t["exhausted_covers"] = covers.into();
+        }
         let raced = |t: &Value| t["races"].as_array().is_some_and(|r| !r.is_empty());
         let bug = merged
             .iter()
             .any(|t| !t["bug"].is_null() || (self.races == RacesArg::Fail && raced(t)));
         if self.json {
+            let paths = order.iter().map(|&i| self.parts[i].display().to_string());
             let doc = json!({
-                "module": parts[0].doc["module"],
-                "module_blake3": parts[0].doc["module_blake3"],
-                "parts": parts.iter().map(|p| p.path.display().to_string()).collect::<Vec<_>>(),
+                "module": module,
+                "module_blake3": module_blake3,
+                "parts": paths.collect::<Vec<_>>(),
                 "tests": merged,
             });
             let mut text = serde_json::to_string_pretty(&doc)?;
@@ -177,51 +168,6 @@ impl MergeCommand {
     }
 }
 
-/// The partitions' `strategy_stats` as one run's: counters added up, the
-/// ones listed in `peaks` (largest wakeup tree, delay bound) the largest
-/// value of any partition, as `merge_reports` does with `Stat::combine`.
-fn merge_stats(tests: &[&Value]) -> Value {
-    let blocks: Vec<&Value> = tests.iter().map(|t| &t["strategy_stats"]).collect();
-    let is_peak = |name: &str| {
-        blocks
-            .iter()
-            .filter_map(|b| b["peaks"].as_array())
-            .flatten()
-            .any(|p| p == name)
-    };
-    let mut stats = Map::new();
-    for (name, value) in blocks
-        .iter()
-        .filter_map(|b| b["stats"].as_object())
-        .flatten()
-    {
-        let (old, new) = (
-            stats.get(name).and_then(Value::as_u64),
-            value.as_u64().unwrap_or(0),
-        );
-        let merged = match old {
-            None => new,
-            Some(old) if is_peak(name) => old.max(new),
-            Some(old) => old.saturating_add(new),
-        };
-        stats.insert(name.clone(), json!(merged));
-    }
-    let mut saved = Map::new();
-    for (name, value) in blocks
-        .iter()
-        .filter_map(|b| b["saved_states"].as_object())
-        .flatten()
-    {
-        let total = saved.get(name).and_then(Value::as_u64).unwrap_or(0);
-        saved.insert(
-            name.clone(),
-            json!(total.saturating_add(value.as_u64().unwrap_or(0))),
-        );
-    }
-    let peaks = blocks.first().map_or(Value::Null, |b| b["peaks"].clone());
-    json!({ "stats": stats, "peaks": peaks, "saved_states": saved })
-}
-
 /// The closing line of several tests, as `check` prints it.
 fn tests_summary(merged: &[Value]) -> String {
     let failed: Vec<String> = merged
@@ -245,337 +191,8 @@ fn tests_summary(merged: &[Value]) -> String {
 /// Reads one part's JSON document, by the rule of every input
 /// ([`files::read_part`]: a regular file under `--max-part-mb`).
 fn read_json(path: &Path, max_bytes: u64) -> Result<Value> {
-    let text = files::read_part(path, max_bytes)?;
-    serde_json::from_str(&text)
-        .with_context(|| format!("`{}` is not valid JSON", files::shown_path(path)))
-}
-
-/// Checks one part's document and finds its `K`.
-fn read_part(path: &Path, doc: Value) -> Result<Part> {
-    let not_a_part = || {
-        anyhow::anyhow!(
-            "`{}` is not the --json output of `wasmrace check --partition`",
-            files::shown_path(path)
-        )
-    };
-    let tests = doc["tests"].as_array().ok_or_else(not_a_part)?;
-    let k = tests.first().and_then(|t| t["partition"]["k"].as_u64());
-    let k = k.ok_or_else(not_a_part)?;
-    let well_formed = doc["module_blake3"].is_string()
-        && tests.iter().all(|t| {
-            t["test"].is_string()
-                && t["partition"]["k"].as_u64() == Some(k)
-                && t["partition"]["n"].is_u64()
-                && t["executions"].is_u64()
-        });
-    if !well_formed {
-        return Err(not_a_part());
-    }
-    // Races merge by their numeric key (`merge_races`); a part without it
-    // (an older wasmrace's) would merge every race into one.
-    let keyed = |r: &Value| {
-        let key = r["key"].as_array();
-        key.is_some_and(|k| k.len() == 3 && k.iter().all(Value::is_u64))
-    };
-    let mut races = tests
-        .iter()
-        .flat_map(|t| t["races"].as_array().into_iter().flatten());
-    if !races.all(keyed) {
-        bail!(
-            "`{}` lists real races without their `key`: write it again with this wasmrace",
-            files::shown_path(path)
-        );
-    }
-    Ok(Part {
-        path: path.to_path_buf(),
-        doc,
-        k,
-    })
-}
-
-/// The fields of a test that must be equal in every part, and how errors
-/// name them.
-const SAME: [(&str, &[&str]); 6] = [
-    ("strategy", &["strategy"]),
-    ("seed", &["seed"]),
-    ("options", &["options"]),
-    ("partition count", &["partition", "n"]),
-    ("split depth", &["partition", "split_depth"]),
-    ("split", &["partition", "split"]),
-];
-
-/// Checks that two parts' entries of one test ran under the same settings
-/// (`check`'s `run_settings`: the host's bounds, fairness, shrinking),
-/// naming the first that differs; a part without them (an older
-/// wasmrace's) cannot be checked, and is refused.
-fn same_settings(first: &Part, p: &Part, a: &Value, b: &Value) -> Result<()> {
-    let test = report::shown(a["test"].as_str().unwrap_or_default());
-    let (x, y) = (&a["partition"]["settings"], &b["partition"]["settings"]);
-    let (Some(xs), Some(ys)) = (x.as_object(), y.as_object()) else {
-        bail!(
-            "{} or {} does not record the settings test `{test}` ran under: write them again \
-             with this wasmrace",
-            first.name(),
-            p.name()
-        );
-    };
-    let keys = xs.keys().chain(ys.keys());
-    if let Some(key) = keys.into_iter().find(|k| xs.get(*k) != ys.get(*k)) {
-        let show = |v: Option<&Value>| plain(v.unwrap_or(&Value::Null));
-        bail!(
-            "{} and {} ran test `{test}` with a different `{}` (`{}` and `{}`): not partitions \
-             of one run",
-            first.name(),
-            p.name(),
-            report::shown(key),
-            show(xs.get(key)),
-            show(ys.get(key))
-        );
-    }
-    Ok(())
-}
-
-/// Checks that the parts are the N partitions of one run (same module,
-/// tests, strategy, options, seed and N; each K once) and returns them in
-/// K order.
-fn check_together(mut parts: Vec<Part>) -> Result<Vec<Part>> {
-    let first = &parts[0];
-    let names = |p: &Part| -> Vec<Value> { p.tests().iter().map(|t| t["test"].clone()).collect() };
-    for p in &parts[1..] {
-        if p.doc["module_blake3"] != first.doc["module_blake3"] {
-            bail!(
-                "{} and {} are reports of different modules (blake3 `{}` and `{}`): not partitions of one run",
-                first.name(),
-                p.name(),
-                plain(&first.doc["module_blake3"]),
-                plain(&p.doc["module_blake3"])
-            );
-        }
-        if names(p) != names(first) {
-            bail!(
-                "{} and {} checked different tests (`{}` and `{}`): not partitions of one run",
-                first.name(),
-                p.name(),
-                plain(&Value::from(names(first))),
-                plain(&Value::from(names(p)))
-            );
-        }
-        for (a, b) in first.tests().iter().zip(p.tests()) {
-            for (what, keys) in SAME {
-                let (x, y) = (at(a, keys), at(b, keys));
-                if x != y {
-                    let (x, y) = (plain(x), plain(y));
-                    bail!(
-                        "{} and {} differ in the {what} of test `{}` (`{x}` and `{y}`): not partitions of one run",
-                        first.name(),
-                        p.name(),
-                        report::shown(a["test"].as_str().unwrap_or_default())
-                    );
-                }
-            }
-            same_settings(first, p, a, b)?;
-        }
-    }
-    let n = first.tests()[0]["partition"]["n"].as_u64().unwrap_or(0);
-    if let Some(p) = parts
-        .iter()
-        .find(|p| p.k == 0 || p.k > n || n > u64::from(u32::MAX))
-    {
-        bail!(
-            "{} names partition `{}/{n}`, which is not a partition `K/N` (1 <= K <= N <= {})",
-            p.name(),
-            p.k,
-            u32::MAX
-        );
-    }
-    check_dealing(&parts, n)?;
-    parts.sort_by_key(|p| p.k);
-    for pair in parts.windows(2) {
-        if pair[0].k == pair[1].k {
-            bail!(
-                "partition {}/{n} is given twice: {} and {}",
-                pair[0].k,
-                pair[0].name(),
-                pair[1].name()
-            );
-        }
-    }
-    let given: Vec<u64> = parts.iter().map(|p| p.k).collect();
-    if let Some(missing) = (1..=n).find(|k| !given.contains(k)) {
-        bail!(
-            "partition {missing}/{n} is missing: {} part{} given for {n} partitions",
-            parts.len(),
-            if parts.len() == 1 { "" } else { "s" }
-        );
-    }
-    Ok(parts)
-}
-
-/// A value as errors quote it: a string as itself, anything else as
-/// compact JSON; escaped, and clipped to 80 characters (a part is any file,
-/// and its values may be huge or hold terminal escapes).
-fn plain(v: &Value) -> String {
-    let text = v.as_str().map_or_else(|| v.to_string(), str::to_string);
-    wasmrace_trace::text::clipped(&text, 80)
-}
-
-/// The value at a path of keys.
-fn at<'a>(v: &'a Value, keys: &[&str]) -> &'a Value {
-    keys.iter().fold(v, |v, k| &v[*k])
-}
-
-/// The parts' entries for test `i` that explored it: every part's, or,
-/// when whole tests were dealt out, the one part's that ran it
-/// (`check_dealing` made sure there is exactly one).
-fn runs_of(parts: &[Part], i: usize) -> Vec<&Value> {
-    (parts.iter().map(|p| &p.tests()[i]))
-        .filter(|t| t["ran"] != false)
-        .collect()
-}
-
-/// With whole tests dealt out (`split` is `test`), checks that each test
-/// went where the rule deals it ([`partition::dealt_to`]) and that exactly
-/// the part it went to ran it.
-fn check_dealing(parts: &[Part], n: u64) -> Result<()> {
-    for p in parts {
-        for (i, t) in p.tests().iter().enumerate() {
-            if t["partition"]["split"] != "test" {
-                continue;
-            }
-            let due = u64::from(partition::dealt_to(i, n as u32));
-            let ran = t["ran"] != false;
-            if t["partition"]["dealt_to"].as_u64() != Some(due) || ran != (due == p.k) {
-                bail!(
-                    "{} does not deal test `{}` to partition {due}/{n} as `check --partition` \
-                     does: not partitions of one run",
-                    p.name(),
-                    report::shown(t["test"].as_str().unwrap_or_default())
-                );
-            }
-        }
-    }
-    Ok(())
-}
-
-/// The entries of one test that explored it, merged: counts added,
-/// exhausted if every part exhausted its share, bounds of any part, and
-/// the bug by the rule.
-fn merge_test(tests: &[&Value]) -> Result<Value> {
-    let executions = checked_sum(tests, &["executions"])?;
-    let skipped = checked_sum(tests, &["partition", "skipped"])?;
-    let mut bound_hits: Vec<Value> = Vec::new();
-    for hit in tests
-        .iter()
-        .filter_map(|t| t["bound_hits"].as_array())
-        .flatten()
-    {
-        if !bound_hits.contains(hit) {
-            bound_hits.push(hit.clone());
-        }
-    }
-    let stats = merge_stats(tests);
-    let t0 = tests[0];
-    let exhausted = tests.iter().all(|t| t["exhausted"] == true);
-    // As `check --json` has them (`report::search_json`): counters from
-    // the merged statistics, bounds from any part they stopped or pruned.
-    let counter = |name: &str| stats["stats"].get(name).cloned().unwrap_or(Value::Null);
-    let any = |key: &str| {
-        (tests.iter().map(|t| &t[key]))
-            .find(|v| !v.is_null())
-            .cloned()
-            .unwrap_or(Value::Null)
-    };
-    Ok(json!({
-        "test": t0["test"],
-        "strategy": t0["strategy"],
-        "seed": t0["seed"],
-        "options": t0["options"],
-        "description": t0["partition"]["description"],
-        "partitions": t0["partition"]["n"],
-        "split": t0["partition"]["split"],
-        "split_depth": t0["partition"]["split_depth"],
-        "settings": t0["partition"]["settings"],
-        "executions": executions,
-        "partition_skipped": skipped,
-        "exhausted": exhausted,
-        "exhausted_covers": exhausted.then_some(report::EXHAUSTED_COVERS),
-        "bound_hits": bound_hits,
-        "strategy_stats": stats,
-        "traces": counter("traces"),
-        "sleep_set_blocked": counter("sleep-set-blocked executions"),
-        "stopped_by": any("stopped_by"),
-        "pruned_by": any("pruned_by"),
-        "elapsed_ms": tests.iter().filter_map(|t| t["elapsed_ms"].as_u64()).fold(0u64, u64::saturating_add),
-        "nothing_to_interleave": t0["nothing_to_interleave"],
-        "bug": first_bug(tests),
-        "races": merge_races(tests),
-        "run_by": (t0["partition"]["split"] == "test").then(|| t0["partition"]["k"].clone()),
-    }))
-}
-
-/// The sum over the parts of the count at `keys`, refused when it does
-/// not fit: partitions of one run never count past `u64` together, so
-/// such parts are forged or of different runs.
-fn checked_sum(tests: &[&Value], keys: &[&str]) -> Result<u64> {
-    let mut total = 0u64;
-    for t in tests {
-        let n = at(t, keys).as_u64().unwrap_or(0);
-        total = total.checked_add(n).with_context(|| {
-            format!(
-                "the parts' `{}` of test `{}` add up past {}: not partitions of one run",
-                keys.join("."),
-                report::shown(t["test"].as_str().unwrap_or_default()),
-                u64::MAX
-            )
-        })?;
-    }
-    Ok(total)
-}
-
-/// The parts' real races (RaceFuzzer) merged by the rule `--jobs` merges
-/// them by ([`merge_race`]: one per sites and object, counts added, the
-/// first execution the earliest, in one run's order), each with its part's
-/// names for the sites and the object.
-fn merge_races(tests: &[&Value]) -> Vec<Value> {
-    let mut races: Vec<RealRace> = Vec::new();
-    let mut entries: Vec<Value> = Vec::new();
-    for r in tests
-        .iter()
-        .flat_map(|t| t["races"].as_array().into_iter().flatten())
-    {
-        let race = real_race(r);
-        let before = races.len();
-        let i = merge_race(&mut races, &race);
-        if races.len() > before {
-            entries.insert(i, r.clone());
-        }
-        let merged = &races[i];
-        let e = &mut entries[i];
-        e["count"] = merged.count.into();
-        e["executions"] = merged.executions.into();
-        e["first_execution"] = merged.first_execution.into();
-    }
-    entries
-}
-
-/// A race's `key` in a part's JSON: its sites and object as the strategy
-/// numbers them.
-fn race_key(r: &Value) -> (u64, u64, u64) {
-    let key = |i: usize| r["key"][i].as_u64().unwrap_or(0);
-    (key(0), key(1), key(2))
-}
-
-/// A race of a part's JSON as the strategy counted it.
-fn real_race(r: &Value) -> RealRace {
-    let number = |v: &Value| v.as_u64().unwrap_or(0);
-    let (a, b, obj) = race_key(r);
-    RealRace {
-        sites: (a, b),
-        obj: wasmrace_explore::trace::Oid(obj),
-        count: number(&r["count"]),
-        executions: number(&r["executions"]),
-        first_execution: r["first_execution"].as_u64().unwrap_or(u64::MAX),
-    }
+    let bytes = files::read_part(path, max_bytes)?;
+    Ok(wasmrace_merge::parse(&files::shown_path(path), &bytes)?)
 }
 
 /// Merged races as the host reports them, for the text block `check`
@@ -590,36 +207,9 @@ fn race_reports(t: &Value) -> Vec<wasmrace_host::RaceReport> {
             count: number(&r["count"]),
             executions: number(&r["executions"]),
             first_execution: number(&r["first_execution"]),
-            key: race_key(r),
+            key: wasmrace_merge::race_key(r),
         })
         .collect()
-}
-
-/// The bug one run reports first, with the partition that found it, by
-/// the rule `--jobs` uses too ([`BugRank`]).
-fn first_bug(tests: &[&Value]) -> Value {
-    let rank = |t: &Value| {
-        let order = t["partition"]["bug_order_key"].as_array().map(|k| {
-            k.iter()
-                .filter_map(|v| v.as_u64().and_then(|v| u32::try_from(v).ok()))
-                .collect()
-        });
-        let execution = t["bug"]["execution"].as_u64().unwrap_or(u64::MAX);
-        BugRank::new(order, execution)
-    };
-    let Some(t) = tests
-        .iter()
-        .filter(|t| !t["bug"].is_null())
-        .min_by_key(|t| rank(t))
-    else {
-        return Value::Null;
-    };
-    let mut bug = t["bug"].clone();
-    if let Some(b) = bug.as_object_mut() {
-        b.insert("partition".into(), t["partition"]["k"].clone());
-        b.insert("order_key".into(), t["partition"]["bug_order_key"].clone());
-    }
-    bug
 }
 
 /// A merged test as `check` prints one.
@@ -705,47 +295,4 @@ fn no_bug_summary(t: &Value) -> String {
         }
     }
     out
-}
-
-#[cfg(test)]
-mod tests {
-    use super::*;
-
-    /// As `merge_reports` merges `Stat`s: counts add up, the counters the
-    /// parts list as peaks keep their largest value, saved states add up.
-    #[test]
-    fn strategy_stats_add_counts_and_keep_peaks() {
-        let part = |count: u64, peak: u64, restored: u64| {
-            json!({ "strategy_stats": {
-                "stats": { "samples": count, "delay bound reached": peak },
-                "peaks": ["delay bound reached"],
-                "saved_states": { "restored": restored },
-            }})
-        };
-        let (a, b) = (part(40, 3, 1), part(2, 2, 5));
-        let merged = merge_stats(&[&a, &b]);
-        assert_eq!(merged["stats"]["samples"], 42);
-        assert_eq!(merged["stats"]["delay bound reached"], 3);
-        assert_eq!(merged["saved_states"]["restored"], 6);
-        assert_eq!(merged["peaks"], json!(["delay bound reached"]));
-    }
-
-    /// Regression: races merged in the parts' order came out as
-    /// `r2, r1, r3` for parts listing `r1, r3` and `r2, r3`; one run lists
-    /// them by sites and object.
-    #[test]
-    fn races_merge_in_one_runs_order() {
-        let race = |a: u64, n: u64, first: u64| {
-            json!({ "sites": [format!("s{a}"), "t"], "object": "cell", "count": n,
-                    "executions": n, "first_execution": first, "key": [a, 9, 1] })
-        };
-        let a = json!({ "races": [race(1, 2, 5), race(3, 1, 7)] });
-        let b = json!({ "races": [race(2, 1, 4), race(3, 4, 2)] });
-        let merged = merge_races(&[&a, &b]);
-        let sites: Vec<_> = merged.iter().map(|r| r["sites"][0].clone()).collect();
-        assert_eq!(sites, [json!("s1"), json!("s2"), json!("s3")]);
-        assert_eq!(merged[2]["count"], 5);
-        assert_eq!(merged[2]["executions"], 5);
-        assert_eq!(merged[2]["first_execution"], 2);
-    }
 }
