@@ -35,6 +35,9 @@ pub enum FailureKind {
     /// The process exited with a non-zero code (a std guest's
     /// `std::process::exit(n)` or `proc_exit(n)`).
     Exit,
+    /// Two threads accessed a common byte of plain memory, at least one
+    /// writing, with no happens-before between them (`--data-races`).
+    DataRace,
 }
 
 impl FailureKind {
@@ -51,6 +54,7 @@ impl FailureKind {
             FailureKind::StackOverflow => "stack overflow",
             FailureKind::Misuse => "api misuse",
             FailureKind::Exit => "exit",
+            FailureKind::DataRace => "data race",
         }
     }
 }

@@ -19,7 +19,7 @@ pub use failure::{Failure, FailureKind, Waiting};
 pub use ids::{mix64, Oid, ThreadPath, Tid};
 pub use ops::{Access, AccessKind, Decision, OpKind, SyncRole};
 pub use schedule::{
-    Schedule, ScheduleError, ScheduleSettings, ScheduleStep, SCHEDULE_FORMAT, SCHEDULE_MAX_BYTES,
-    SCHEDULE_VERSION,
+    DataRaces, Schedule, ScheduleError, ScheduleSettings, ScheduleStep, SCHEDULE_FORMAT,
+    SCHEDULE_MAX_BYTES, SCHEDULE_VERSION,
 };
 pub use trace::{render_trace, ObjectValue, TraceEvent};

@@ -60,6 +60,31 @@ pub struct ScheduleSettings {
     /// Log bytes a traced execution keeps (`--max-log-kib`).
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub max_log_bytes: Option<u64>,
+    /// Whether data races on plain memory were detected (`--data-races`).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub data_races: Option<DataRaces>,
+}
+
+/// What to do about data races on plain memory (`--data-races`).
+#[derive(Clone, Copy, PartialEq, Eq, Debug, Default, Serialize, Deserialize)]
+#[serde(rename_all = "lowercase")]
+pub enum DataRaces {
+    /// Detect them; a race fails the execution (kind `data-race`).
+    #[default]
+    Fail,
+    /// Do not look: plain memory is not instrumented, as before
+    /// wasmrace detected races.
+    Off,
+}
+
+impl DataRaces {
+    /// The flag value (`fail`, `off`).
+    pub fn name(self) -> &'static str {
+        match self {
+            DataRaces::Fail => "fail",
+            DataRaces::Off => "off",
+        }
+    }
 }
 
 /// A schedule file: every decision of one execution of one test of one
