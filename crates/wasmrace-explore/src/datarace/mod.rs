@@ -69,7 +69,15 @@ pub const MAX_THREADS: usize = Rec::EMPTY as usize;
 
 /// The detector (see the module documentation). One per execution; the
 /// main thread is thread 0.
-#[derive(Clone, Debug, PartialEq, Eq, Hash)]
+///
+/// Its `Hash` (what state caches compare) is the shadow's digest of who
+/// accessed which bytes how, without clocks, steps or sites: clocks only
+/// grow, so hashing them would make no two states of a waiting loop equal
+/// and a state cache useless. Two states equal up to the detector's
+/// happens-before knowledge are then one state; a race that depends only
+/// on that knowledge can be pruned by a state-caching strategy
+/// (docs/data-races.md, "What a pass covers"). Equality (`Eq`) is exact.
+#[derive(Clone, Debug, PartialEq, Eq)]
 pub struct Detector {
     clocks: Vec<VClock>,
     objects: BTreeMap<Oid, VClock>,
@@ -78,6 +86,12 @@ pub struct Detector {
     shadow: Shadow,
     /// Steps executed so far.
     step: u32,
+}
+
+impl std::hash::Hash for Detector {
+    fn hash<H: std::hash::Hasher>(&self, state: &mut H) {
+        self.shadow.hash(state);
+    }
 }
 
 impl Default for Detector {
@@ -150,6 +164,25 @@ impl Detector {
         if released {
             self.bump(t);
         }
+    }
+
+    /// Thread `t` made a synchronising load of `obj` (wasi-libc's accesses,
+    /// `race_acquire`): it acquires the object's clock.
+    pub fn acquire(&mut self, t: usize, obj: Oid) {
+        self.ensure(t);
+        if let Some(o) = self.objects.get(&obj) {
+            self.clocks[t].join(o);
+        }
+    }
+
+    /// Thread `t` made a synchronising store to `obj` (`race_release`): it
+    /// acquires and releases the object's clock.
+    pub fn release(&mut self, t: usize, obj: Oid) {
+        self.ensure(t);
+        let o = self.objects.entry(obj).or_default();
+        self.clocks[t].join(o);
+        o.join(&self.clocks[t]);
+        self.bump(t);
     }
 
     /// Thread `t` enters the allocator: it takes the allocator's lock.

@@ -69,7 +69,8 @@ struct Page {
 #[derive(Clone, Debug, Default, PartialEq, Eq)]
 pub struct Shadow {
     pages: Vec<Option<Arc<Page>>>,
-    /// XOR over non-empty cells of a hash of (granule, cell).
+    /// XOR over non-empty cells of a hash of the granule and its records'
+    /// threads, kinds and bytes.
     digest: u64,
 }
 
@@ -83,11 +84,12 @@ fn cell_hash(g: u32, cell: &Cell) -> u64 {
     if cell.iter().all(Rec::is_empty) {
         return 0;
     }
+    // Who accessed which bytes how, not when (clock, step) or where
+    // (site): see `Detector`'s `Hash`.
     let mut h = mix64(u64::from(g) | 1 << 40);
     for r in cell {
         let a = u64::from(r.tid) | u64::from(r.write) << 16 | u64::from(r.mask) << 24;
-        h = mix64(h ^ a ^ u64::from(r.clock) << 32);
-        h = mix64(h ^ u64::from(r.site) ^ u64::from(r.step) << 32);
+        h = mix64(h ^ a);
     }
     h
 }
