@@ -2,7 +2,7 @@
 //! and a CLI flag; a run that hits one names the flag that raises it.
 
 use std::path::PathBuf;
-use wasmrace_trace::ScheduleSettings;
+use wasmrace_trace::{DataRaces, ScheduleSettings};
 
 /// How the host loads and runs a guest: per-step fuel, memory limits,
 /// thread slot sizes, the module cache and `wasm-opt`.
@@ -51,6 +51,25 @@ pub struct HostConfig {
     /// (`check_jobs` refuses more than fit, naming this field). The CLI
     /// sizes it to `--jobs`. Default: 4 per core, at least 16.
     pub instance_slots: u32,
+    /// Whether plain loads and stores are watched for data races
+    /// (`load/races.rs`, `wasmrace_explore::datarace`). `--data-races`,
+    /// default `fail`.
+    pub data_races: DataRaces,
+}
+
+/// How much more fuel a step gets with data races detected
+/// ([`HostConfig::step_fuel`]): an access of the guest (one instruction
+/// and its address) becomes about nine.
+pub const RACE_FUEL_FACTOR: u64 = 10;
+
+/// What a fuel failure adds after its message: with races detected, the
+/// budget was [`RACE_FUEL_FACTOR`] times larger to leave the detector's own
+/// instructions out.
+pub(crate) fn fuel_note(config: &HostConfig) -> &'static str {
+    match config.data_races {
+        DataRaces::Off => "",
+        DataRaces::Fail => " (instructions counted without the race detector's)",
+    }
 }
 
 impl Default for HostConfig {
@@ -66,6 +85,7 @@ impl Default for HostConfig {
             cache_dir: default_cache_dir(),
             wasm_opt: None,
             instance_slots: default_instance_slots(),
+            data_races: DataRaces::Fail,
         }
     }
 }
@@ -106,6 +126,18 @@ impl HostConfig {
         self
     }
 
+    /// The fuel a step gets: [`fuel_per_step`](Self::fuel_per_step) counts
+    /// the guest's own instructions, and with data races detected every
+    /// plain access runs about seven more (the detector's call, added at
+    /// load time), so the budget is [`RACE_FUEL_FACTOR`] times larger: a
+    /// step that fits without the detector fits with it.
+    pub fn step_fuel(&self) -> u64 {
+        match self.data_races {
+            DataRaces::Off => self.fuel_per_step,
+            DataRaces::Fail => self.fuel_per_step.saturating_mul(RACE_FUEL_FACTOR),
+        }
+    }
+
     /// Bytes of one thread slot (Asyncify buffer + stack), whole wasm pages.
     pub(crate) fn slot_bytes(&self) -> u64 {
         let raw = u64::from(self.asyncify_buffer_bytes) + u64::from(self.thread_stack_bytes);
@@ -117,7 +149,7 @@ impl HostConfig {
     /// What a schedule found under this configuration with `max_steps`
     /// records, for replay: every setting an execution's outcome depends on
     /// (fuel, memory, stack and Asyncify buffer sizes, the host-memory and
-    /// log bounds, the step bound).
+    /// log bounds, the step bound, whether races are detected).
     pub fn schedule_settings(&self, max_steps: u64) -> ScheduleSettings {
         ScheduleSettings {
             fuel_per_step: Some(self.fuel_per_step),
@@ -127,6 +159,7 @@ impl HostConfig {
             asyncify_buffer_bytes: Some(self.asyncify_buffer_bytes),
             max_host_bytes: Some(self.max_host_bytes),
             max_log_bytes: Some(self.max_log_bytes),
+            data_races: Some(self.data_races),
         }
     }
 }
@@ -150,7 +183,7 @@ mod tests {
         };
         let s = c.schedule_settings(11);
         let json = serde_json::to_value(&s).unwrap();
-        assert_eq!(json.as_object().unwrap().len(), 7, "{json}");
+        assert_eq!(json.as_object().unwrap().len(), 8, "{json}");
         assert_eq!(
             (s.fuel_per_step, s.max_steps, s.max_memory_bytes),
             (Some(7), Some(11), Some(8 << 20))

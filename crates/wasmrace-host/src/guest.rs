@@ -86,14 +86,22 @@ impl Guest {
         config: HostConfig,
     ) -> Result<Guest, HostError> {
         let module_hash = blake3::hash(bytes).to_hex().to_string();
-        let (bytes, std) = if load::is_std(bytes) {
-            let (b, info) = load::rewrite_std(name, bytes)?;
-            (std::borrow::Cow::Owned(b), Some(info))
+        let races = config.data_races != wasmrace_trace::DataRaces::Off;
+        let (bytes, std, sites) = if load::is_std(bytes) {
+            let (b, info, sites) = load::rewrite_std(name, bytes, races)?;
+            (std::borrow::Cow::Owned(b), Some(info), sites)
+        } else if races {
+            // Validated and audited as built first: the race pass must
+            // not be the first to read a hostile module.
+            load::analyze(name, bytes)?;
+            let (b, sites) = load::instrument_races(name, bytes)?;
+            (std::borrow::Cow::Owned(b), None, Some(sites))
         } else {
-            (std::borrow::Cow::Borrowed(bytes), None)
+            (std::borrow::Cow::Borrowed(bytes), None, None)
         };
         let mut analysis = load::analyze(name, &bytes)?;
         analysis.std = std;
+        analysis.races = sites.map(Arc::new);
         load::check_declared(name, &analysis.declared, &config)?;
         let engine = make_engine(&config, &analysis.declared)?;
         let (module, from_cache) = load::compiled_module(name, &bytes, &engine, &config)?;

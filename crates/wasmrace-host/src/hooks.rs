@@ -4,6 +4,7 @@
 //! stepping for modules without trampolines) and the linker, whose
 //! suspending hooks come from the operation table (`ops.rs`).
 
+mod races;
 mod wasi;
 
 pub use wasi::WasiEnv;
@@ -199,13 +200,18 @@ pub struct HostState {
     pub(crate) onward: Option<crate::program::Onward>,
     /// A std guest's arguments and environment (`hooks/wasi.rs`).
     pub(crate) wasi: Arc<WasiEnv>,
+    /// How race reports name sites (`hooks/races.rs`), when races are
+    /// detected.
+    pub(crate) race_sites: Option<Arc<crate::load::RaceSites>>,
+    /// The guest is a std guest (race reports hint differently).
+    pub(crate) std_guest: bool,
 }
 
 impl HostState {
     /// The store data of a fresh execution of a guest loaded with `config`.
     pub(crate) fn new(config: &crate::config::HostConfig, tracing: bool) -> HostState {
         HostState {
-            world: World::new(),
+            world: World::with_races(config.data_races != wasmrace_trace::DataRaces::Off),
             cur: 0,
             mode: Mode::Idle,
             resume: Ret::default(),
@@ -221,6 +227,8 @@ impl HostState {
             dirty_map: None,
             onward: None,
             wasi: Arc::default(),
+            race_sites: None,
+            std_guest: false,
         }
     }
 
@@ -451,5 +459,6 @@ pub(crate) fn make_linker(engine: &Engine) -> Result<Linker<HostState>, HostErro
     )
     .map_err(runtime)?;
     wasi::link(&mut l)?;
+    races::link(&mut l)?;
     Ok(l)
 }

@@ -48,6 +48,14 @@ pub const PLAIN_HOOKS: &[&str] = &[
     "wasi_fd_prestat_dir_name",
     "wasi_random_get",
     "wasi_poll_oneoff",
+    // The race detector's (`load/races.rs`, `hooks/races.rs`).
+    "race_read",
+    "race_write",
+    "race_acquire",
+    "race_release",
+    "race_free",
+    "race_alloc_enter",
+    "race_alloc_leave",
 ];
 
 /// Which thread views running an operation can change besides the running

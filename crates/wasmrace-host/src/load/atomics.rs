@@ -151,13 +151,16 @@ pub(super) fn rewrite_atomics(
     module: &mut Module,
     mem: walrus::MemoryId,
     hooks: &MemHooks,
+    races: Option<&super::races::RaceHooks>,
 ) -> Vec<u32> {
     let code_start = code_section_start(module);
     let mut sites = Vec::new();
-    let mut helpers: HashMap<(Shape, u64, bool), FunctionId> = HashMap::new();
+    let mut helpers: HashMap<(Shape, u64, bool, bool), FunctionId> = HashMap::new();
     let ids: Vec<FunctionId> = module.funcs.iter_local().map(|(id, _)| id).collect();
     for id in ids {
         let in_place = runs_in_place(module.funcs.get(id).name.as_deref());
+        // libc's join and exit synchronise through their in-place atomics.
+        let sync = races.filter(|r| r.sync_functions.contains(&id));
         let seqs: Vec<InstrSeqId> = {
             let f = module.funcs.get(id).kind.unwrap_local();
             let mut all = Vec::new();
@@ -184,9 +187,10 @@ pub(super) fn rewrite_atomics(
                 };
                 // A wait or notify stays a scheduling point anywhere.
                 let plain = in_place && !matches!(shape, Shape::Wait { .. } | Shape::Notify);
-                let helper = *helpers.entry((shape, offset, plain)).or_insert_with(|| {
+                let key = (shape, offset, plain, sync.is_some());
+                let helper = *helpers.entry(key).or_insert_with(|| {
                     if plain {
-                        plain_helper(module, mem, shape, offset)
+                        plain_helper(module, mem, shape, offset, sync)
                     } else {
                         helper(module, hooks, shape, offset)
                     }
@@ -217,7 +221,7 @@ pub(super) fn rewrite_atomics(
 /// is its file offset, a body's range is counted from there (walrus keeps
 /// the section's offset to itself; every body maps its first instruction
 /// both ways).
-fn code_section_start(module: &Module) -> u32 {
+pub(super) fn code_section_start(module: &Module) -> u32 {
     module
         .funcs
         .iter_local()
@@ -229,7 +233,7 @@ fn code_section_start(module: &Module) -> u32 {
 }
 
 /// Collects the ids of every instruction sequence of a function.
-struct Seqs<'a>(&'a mut Vec<InstrSeqId>);
+pub(super) struct Seqs<'a>(pub(super) &'a mut Vec<InstrSeqId>);
 impl<'instr> walrus::ir::Visitor<'instr> for Seqs<'_> {
     fn start_instr_seq(&mut self, seq: &'instr walrus::ir::InstrSeq) {
         self.0.push(seq.id());
@@ -359,11 +363,16 @@ fn plain_store(width: u32, wide: bool) -> StoreKind {
 /// A helper with `helper`'s signature that performs a load, store,
 /// read-modify-write or compare-exchange in place, as one thread alone
 /// does it: plain loads and stores at `offset`.
+///
+/// With the race detector on (`races`), the helper first tells it of the
+/// synchronisation (`load/races.rs`: libc's atomics order its threads):
+/// a load acquires its address, anything else releases it.
 fn plain_helper(
     module: &mut Module,
     mem: walrus::MemoryId,
     shape: Shape,
     offset: u64,
+    races: Option<&super::races::RaceHooks>,
 ) -> FunctionId {
     use ValType::{I32, I64};
     let val = |wide: bool| if wide { I64 } else { I32 };
@@ -379,6 +388,21 @@ fn plain_helper(
     let mut b = FunctionBuilder::new(&mut module.types, &params, &results);
     let mut body = b.func_body();
     let addr = args[0];
+    if let Some(r) = races {
+        let (hook, width) = match shape {
+            Shape::Load { width, .. } => (r.acquire, width),
+            Shape::Store { width, .. }
+            | Shape::Rmw { width, .. }
+            | Shape::Cmpxchg { width, .. } => (r.release, width),
+            Shape::Wait { .. } | Shape::Notify => unreachable!("waits and notifies stay hooks"),
+        };
+        body.local_get(addr)
+            .i32_const(offset as u32 as i32)
+            .binop(BinaryOp::I32Add)
+            .i32_const(width as i32)
+            .i32_const(0)
+            .call(hook);
+    }
     let arg = |align| walrus::ir::MemArg { align, offset };
     match shape {
         Shape::Load { width, wide } => {

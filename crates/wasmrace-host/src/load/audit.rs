@@ -26,6 +26,9 @@ pub struct Analysis {
     pub declared: Declared,
     /// A std guest's facts (`load/wasi.rs`), or `None` for an SDK guest.
     pub std: Option<super::StdInfo>,
+    /// What reports need to name the sites of plain accesses when data
+    /// races are detected (`load/races.rs`).
+    pub races: Option<std::sync::Arc<super::RaceSites>>,
 }
 
 /// Validates `bytes` and audits its imports and exports.

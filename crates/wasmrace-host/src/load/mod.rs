@@ -15,11 +15,13 @@ mod dirty;
 mod dwarf;
 mod headroom;
 mod instrument;
+mod races;
 mod support;
 mod trampolines;
 mod wasi;
 
 pub use audit::{analyze, Analysis};
+pub use races::{RaceSites, RACE_HOOKS};
 pub use support::Declared;
 pub(crate) use wasi::rewrite as rewrite_std;
 pub use wasi::{is_std, StdInfo, MAIN_TEST, TLS_BASE_EXPORT, WASI_PLAIN};
@@ -29,6 +31,7 @@ pub(crate) use asyncify::{asyncify, find_wasm_opt};
 pub(crate) use cache::{compile_error, compiled_module};
 pub(crate) use dirty::track_dirty_pages;
 pub(crate) use instrument::export_globals;
+pub(crate) use races::instrument_sdk as instrument_races;
 pub(crate) use support::{check_declared, check_generated, pool_message};
 pub(crate) use trampolines::export_asyncify_globals;
 

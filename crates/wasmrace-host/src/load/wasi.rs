@@ -93,7 +93,7 @@ impl StdInfo {
 
 /// Every named local function's body range, demangled (`rustc-demangle`:
 /// `std::sync::poison::mutex::Mutex<T>::lock`, without the hash).
-fn function_ranges(module: &Module) -> Vec<(u32, u32, String)> {
+pub(super) fn function_ranges(module: &Module) -> Vec<(u32, u32, String)> {
     let mut v: Vec<(u32, u32, String)> = module
         .funcs
         .iter_local()
@@ -144,7 +144,11 @@ fn err(name: &str, message: String) -> HostError {
 }
 
 /// Rewrites std guest `bytes` (see the module documentation).
-pub fn rewrite(name: &str, bytes: &[u8]) -> Result<(Vec<u8>, StdInfo), HostError> {
+pub fn rewrite(
+    name: &str,
+    bytes: &[u8],
+    races: bool,
+) -> Result<(Vec<u8>, StdInfo, Option<super::RaceSites>), HostError> {
     let mut module = Module::from_buffer(bytes).map_err(|e| HostError::Invalid {
         name: name.into(),
         message: one_line(&format!("{e:#}")),
@@ -165,7 +169,10 @@ pub fn rewrite(name: &str, bytes: &[u8]) -> Result<(Vec<u8>, StdInfo), HostError
     let init = module.start.take();
     let hooks = Hooks::import(&mut module);
     replace_wasi_imports(name, &mut module, &hooks)?;
-    let sites = rewrite_atomics(&mut module, mem, &hooks.mem);
+    // Plain accesses first, while atomics are still instructions
+    // (`load/races.rs`), with the module's own code offsets as sites.
+    let race_hooks = races.then(|| super::races::instrument_races(&mut module, mem, true));
+    let sites = rewrite_atomics(&mut module, mem, &hooks.mem, race_hooks.as_ref());
     let mut info = info;
     info.lines = super::dwarf::site_lines(bytes, &sites);
     add_entries(name, &mut module, &hooks, init)?;
@@ -173,7 +180,8 @@ pub fn rewrite(name: &str, bytes: &[u8]) -> Result<(Vec<u8>, StdInfo), HostError
     // The hooks nothing calls (a single-threaded module's spawn) go: an
     // imported `spawn` asks for a thread entry.
     walrus::passes::gc::run(&mut module);
-    Ok((module.emit_wasm(), info))
+    let sites = races.then(|| super::RaceSites::new(bytes, info.functions.clone()));
+    Ok((module.emit_wasm(), info, sites))
 }
 
 /// Drops the DWARF sections: they are most of a std module built with

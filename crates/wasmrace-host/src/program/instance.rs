@@ -52,7 +52,14 @@ impl WasmProgram {
     /// several threads. Deterministic: the batch depends only on the
     /// execution so far. Returns the slot index, or a memory-limit failure.
     pub(super) fn alloc_slot(&mut self) -> Result<Result<u32, Failure>, HostError> {
-        if let Some(s) = self.store.data_mut().world.free_slots.pop() {
+        let w = &mut self.store.data_mut().world;
+        if let Some(s) = w.free_slots.pop() {
+            // The slot's stack starts a new life: its last thread's
+            // accesses are not the new thread's to race with.
+            if let Some(d) = w.races.as_mut() {
+                let bytes = self.guest.config.slot_bytes() as u32;
+                d.forget(w.slot_bases[s as usize], bytes);
+            }
             return Ok(Ok(s));
         }
         let bytes = self.guest.config.slot_bytes();
@@ -192,11 +199,12 @@ pub(super) fn instantiate(
     test: &str,
     tracing: bool,
 ) -> Result<(Store<HostState>, Arc<Exports>), HostError> {
-    let mut store = Store::new(&guest.engine, HostState::new(&guest.config, tracing));
+    let mut state = HostState::new(&guest.config, tracing);
+    state.race_sites = guest.analysis.races.clone();
+    state.std_guest = guest.analysis.std.is_some();
+    let mut store = Store::new(&guest.engine, state);
     store.limiter(|s| &mut s.limits);
-    store
-        .set_fuel(guest.config.fuel_per_step)
-        .map_err(runtime)?;
+    store.set_fuel(guest.config.step_fuel()).map_err(runtime)?;
     let inst = guest
         .pre
         .instantiate(&mut store)
@@ -303,8 +311,9 @@ fn start_failed(guest: &GuestInner, store: &mut Store<HostState>, e: wasmtime::E
     } else {
         match e.downcast_ref::<Trap>() {
             Some(Trap::OutOfFuel) => format!(
-                "ran `{}` instructions without returning (an endless loop?); raise --fuel-per-step",
-                config.fuel_per_step
+                "ran `{}` instructions without returning (an endless loop?); raise --fuel-per-step{}",
+                config.fuel_per_step,
+                crate::config::fuel_note(config)
             ),
             Some(t) => format!("trapped: {}", trap_text(t)),
             None => return runtime(e),

@@ -243,7 +243,7 @@ impl WasmProgram {
         if let Some(init) = self.ex.init.clone() {
             self.store.data_mut().mode = Mode::Running;
             self.store
-                .set_fuel(self.guest.config.fuel_per_step)
+                .set_fuel(self.guest.config.step_fuel())
                 .map_err(runtime)?;
             let r = init.call(&mut self.store, ());
             self.store.data_mut().mode = Mode::Idle;

@@ -68,7 +68,7 @@ impl WasmProgram {
             callback,
             progress: std::ptr::null_mut(),
             memory: self.ex.memory,
-            fuel: config.fuel_per_step,
+            fuel: config.step_fuel(),
             max_host_bytes: config.max_host_bytes,
             tracks_low: self.ex.stack_low.is_some(),
         });

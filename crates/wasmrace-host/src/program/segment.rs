@@ -47,7 +47,7 @@ impl WasmProgram {
     /// Runs thread `i` from its pending hook (or its entry) to its next hook
     /// call, or to its end. `resume` is the value its pending hook returns.
     pub(super) fn run_segment(&mut self, i: usize, resume: Option<Ret>) -> Result<(), HostError> {
-        let fuel = self.guest.config.fuel_per_step;
+        let fuel = self.guest.config.step_fuel();
         self.store.set_fuel(fuel).map_err(runtime)?;
         let st = self.store.data_mut();
         let t = &mut st.world.threads[i];
@@ -463,8 +463,9 @@ impl WasmProgram {
                 FailureKind::FuelExhausted,
                 thread,
                 format!(
-                    "one step ran `{}` instructions without reaching a scheduling point (a loop with no hook call?); raise --fuel-per-step",
-                    self.guest.config.fuel_per_step
+                    "one step ran `{}` instructions without reaching a scheduling point (a loop with no hook call?); raise --fuel-per-step{}",
+                    self.guest.config.fuel_per_step,
+                    crate::config::fuel_note(&self.guest.config)
                 ),
             ),
             Some(Trap::UnreachableCodeReached) if unwinding => self.asyncify_overflow(thread),

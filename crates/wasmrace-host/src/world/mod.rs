@@ -413,6 +413,9 @@ pub struct World {
     /// The threads form a process (std guests): its end stops every
     /// thread, so every step reads `Oid::process`.
     pub process: bool,
+    /// The data-race detector, when races are detected (`--data-races`):
+    /// part of the state, so snapshots restore it and hashes include it.
+    pub races: Option<Box<wasmrace_explore::datarace::Detector>>,
 }
 
 /// A registry name as traces show it.
@@ -421,8 +424,18 @@ fn fmt_name(name: &[u8]) -> String {
 }
 
 impl World {
+    #[cfg(test)]
     pub fn new() -> Self {
         World::default()
+    }
+
+    /// A world whose plain accesses are checked for data races when
+    /// `races` is set.
+    pub fn with_races(races: bool) -> Self {
+        World {
+            races: races.then(Box::default),
+            ..World::default()
+        }
     }
 
     /// Makes this world equal to `src`, keeping this one's buffers: a
@@ -445,6 +458,7 @@ impl World {
             futex,
             clock_ns,
             process,
+            races,
         } = self;
         threads.clone_from(&src.threads);
         index.clone_from(&src.index);
@@ -458,6 +472,7 @@ impl World {
         futex.clone_from(&src.futex);
         *clock_ns = src.clock_ns;
         *process = src.process;
+        races.clone_from(&src.races);
     }
 
     /// Adds the main thread; the slot is assigned by the caller.
@@ -557,6 +572,7 @@ impl World {
             + (self.unstarted.capacity() * size_of::<usize>())
             + (self.slot_bases.capacity() + self.free_slots.capacity() + self.slot_lows.capacity())
                 * size_of::<u32>()
+            + self.races.as_ref().map_or(0, |d| d.heap_bytes())
     }
 
     pub fn thread_index(&self, tid: Tid) -> Option<usize> {
@@ -747,6 +763,12 @@ impl World {
             mem,
         };
         let outcome = self.op_execute(i, op, &mut cx);
+        if let Some(d) = self.races.as_mut() {
+            d.step(i, cx.accesses);
+            if let Some(child) = spawned.and_then(|c| self.index.get(&c)) {
+                d.fork(i, *child);
+            }
+        }
         Executed {
             outcome,
             message: cx.message,

@@ -1,0 +1,156 @@
+//! The race detector's plain hooks (`load/races.rs` calls them): each
+//! plain access is checked against the execution's detector
+//! (`World::races`, `wasmrace_explore::datarace`), libc's accesses and the
+//! allocator's entry points synchronise, and a race fails the execution
+//! with a failure naming both accesses.
+
+use super::{GuestFault, HostState};
+use crate::error::{runtime, HostError};
+use wasmrace_explore::datarace::{Race, RaceAccess};
+use wasmrace_trace::{Failure, FailureKind, Oid};
+use wasmtime::{Caller, Linker};
+
+/// What a plain hook does with its access.
+#[derive(Clone, Copy)]
+enum Kind {
+    Read,
+    Write,
+    Acquire,
+    Release,
+}
+
+fn on_access(
+    c: &mut Caller<'_, HostState>,
+    kind: Kind,
+    addr: i32,
+    len: i32,
+    site: i32,
+) -> wasmtime::Result<()> {
+    let st = c.data_mut();
+    let cur = st.cur;
+    let Some(d) = st.world.races.as_mut() else {
+        return Ok(());
+    };
+    let (addr, len, site) = (addr as u32, len as u32, site as u32);
+    let found = match kind {
+        Kind::Read => d.access(cur, addr, len, false, site),
+        Kind::Write => d.access(cur, addr, len, true, site),
+        Kind::Acquire => {
+            d.acquire(cur, granule(addr));
+            Ok(())
+        }
+        Kind::Release => {
+            d.release(cur, granule(addr));
+            Ok(())
+        }
+    };
+    match found {
+        Ok(()) => Ok(()),
+        Err(race) => Err(wasmtime::Error::new(GuestFault(race_failure(st, &race)))),
+    }
+}
+
+/// The synchronising object of the 8-byte granule holding `addr`: the
+/// same object the std guest's atomics at that address touch
+/// (`world/memory.rs`).
+fn granule(addr: u32) -> Oid {
+    Oid::memory(u64::from(addr & !7))
+}
+
+/// The failure of `race`: both accesses by thread, kind, bytes, site and
+/// step; its location is the pair of sites, in a fixed order, so that a
+/// shorter schedule that meets the same two accesses the other way round
+/// is the same bug.
+fn race_failure(st: &HostState, race: &Race) -> Failure {
+    let say = |a: &RaceAccess| {
+        let thread = st.world.thread_label(a.thread);
+        let verb = if a.write { "wrote" } else { "read" };
+        (thread, verb, describe(st, a.site))
+    };
+    let (t1, v1, at1) = say(&race.earlier);
+    let (t2, v2, at2) = say(&race.later);
+    let e = &race.earlier;
+    let l = &race.later;
+    let message = format!(
+        "`{t1}` {v1} {} at {:#x} ({at1}, after step {}) and `{t2}` {v2} {} at {:#x} ({at2}, after step {}) with no happens-before between them",
+        bytes(e.len),
+        e.addr,
+        e.step,
+        bytes(l.len),
+        l.addr,
+        l.step,
+    );
+    let mut f = Failure::new(FailureKind::DataRace, Some(t2), message);
+    let mut pair = [at1, at2];
+    pair.sort();
+    f.location = Some(format!("{} and {}", pair[0], pair[1]));
+    if !st.std_guest {
+        f.hint = Some(
+            "on wasm32-unknown-unknown std's atomics (`AtomicU64`, `Arc`'s counts) are plain memory: share values through the SDK's (`wasmrace::Atomic`, `wasmrace::Mutex`), or build the test for wasm32-wasip1-threads as a std guest"
+                .into(),
+        );
+    }
+    f
+}
+
+fn bytes(n: u32) -> String {
+    if n == 1 {
+        "1 byte".into()
+    } else {
+        format!("{n} bytes")
+    }
+}
+
+fn describe(st: &HostState, site: u32) -> String {
+    match &st.race_sites {
+        Some(s) => s.describe(site),
+        None => format!("code offset {site:#x}"),
+    }
+}
+
+pub(super) fn link(l: &mut Linker<HostState>) -> Result<(), HostError> {
+    let m = crate::ops::HOOK_MODULE;
+    let hooks = [
+        ("race_read", Kind::Read),
+        ("race_write", Kind::Write),
+        ("race_acquire", Kind::Acquire),
+        ("race_release", Kind::Release),
+    ];
+    for (name, kind) in hooks {
+        l.func_wrap(
+            m,
+            name,
+            move |mut c: Caller<'_, HostState>, addr: i32, len: i32, site: i32| {
+                on_access(&mut c, kind, addr, len, site)
+            },
+        )
+        .map_err(runtime)?;
+    }
+    l.func_wrap(
+        m,
+        "race_free",
+        |mut c: Caller<'_, HostState>, addr: i32, len: i32| {
+            if let Some(d) = c.data_mut().world.races.as_mut() {
+                d.forget(addr as u32, len as u32);
+            }
+        },
+    )
+    .map_err(runtime)?;
+    l.func_wrap(m, "race_alloc_enter", |mut c: Caller<'_, HostState>| {
+        let st = c.data_mut();
+        let cur = st.cur;
+        if let Some(d) = st.world.races.as_mut() {
+            d.enter_allocator(cur);
+        }
+    })
+    .map_err(runtime)?;
+    l.func_wrap(m, "race_alloc_leave", |mut c: Caller<'_, HostState>| {
+        let st = c.data_mut();
+        let cur = st.cur;
+        if let Some(d) = st.world.races.as_mut() {
+            d.leave_allocator(cur);
+        }
+    })
+    .map_err(runtime)?;
+    Ok(())
+}
