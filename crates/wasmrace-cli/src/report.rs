@@ -194,22 +194,52 @@ fn stat(report: &Report, name: &str) -> Option<u64> {
         .map(|s| s.value)
 }
 
-/// What "exhausted" covers, said after every exhausted run.
-pub const EXHAUSTED_COVERS: &str = "every interleaving of the SDK operations; plain memory \
-    shared through `static`s is not seen (docs/ABI.md, \"What exploration covers\")";
+/// What "exhausted" covers, said after every exhausted run of an SDK
+/// guest with data races detected (the default).
+pub const EXHAUSTED_COVERS: &str = "every interleaving of the SDK operations, and data races \
+    on plain memory (docs/data-races.md, \"What a pass covers\")";
+
+/// What "exhausted" covers for an SDK guest with `--data-races off`.
+pub const EXHAUSTED_COVERS_NO_RACES: &str = "every interleaving of the SDK operations; plain \
+    memory (statics, the heap, `Arc`, std's atomics) is not seen: --data-races off (docs/ABI.md, \
+    \"What exploration covers\")";
 
 /// What "exhausted" covers for a std guest (docs/std-guests.md).
 pub const EXHAUSTED_COVERS_STD: &str = "every interleaving of the atomic operations of the \
-    program and of Rust's std (wasi-libc's run in place); plain memory is not seen \
-    (docs/std-guests.md, \"What exploration covers\")";
+    program and of Rust's std (wasi-libc's run in place), and data races on plain memory \
+    outside wasi-libc (docs/data-races.md, \"What a pass covers\")";
 
-/// What "exhausted" covers for `guest`'s kind of guest.
-pub fn exhausted_covers(guest: &wasmrace_host::Guest) -> &'static str {
-    if guest.is_std() {
-        EXHAUSTED_COVERS_STD
-    } else {
-        EXHAUSTED_COVERS
+/// What "exhausted" covers for a std guest with `--data-races off`.
+pub const EXHAUSTED_COVERS_STD_NO_RACES: &str = "every interleaving of the atomic operations \
+    of the program and of Rust's std (wasi-libc's run in place); plain memory is not seen: \
+    --data-races off (docs/std-guests.md, \"What exploration covers\")";
+
+/// What "exhausted" covers for a kind of guest (`std`) and whether data
+/// races were detected.
+pub fn covers(std: bool, races: wasmrace_trace::DataRaces) -> &'static str {
+    let on = races != wasmrace_trace::DataRaces::Off;
+    match (std, on) {
+        (false, true) => EXHAUSTED_COVERS,
+        (false, false) => EXHAUSTED_COVERS_NO_RACES,
+        (true, true) => EXHAUSTED_COVERS_STD,
+        (true, false) => EXHAUSTED_COVERS_STD_NO_RACES,
     }
+}
+
+/// What "exhausted" covers for `guest`'s kind of guest and settings.
+pub fn exhausted_covers(guest: &wasmrace_host::Guest) -> &'static str {
+    covers(guest.is_std(), guest.config().data_races)
+}
+
+/// What "exhausted" covers in a merged report, from a part's `settings`
+/// (which say whether races were detected; not whether the guest was a
+/// std guest, so the SDK's wording).
+pub fn merged_covers(settings: &serde_json::Value) -> &'static str {
+    let races = match settings["data_races"].as_str() {
+        Some("off") => wasmrace_trace::DataRaces::Off,
+        _ => wasmrace_trace::DataRaces::Fail,
+    };
+    covers(false, races)
 }
 
 /// The lines under a run without a bug that say how much its pass means:

@@ -102,7 +102,7 @@ impl MergeCommand {
             tests: mut merged,
         } = wasmrace_merge::merge(parts)?;
         for t in &mut merged {
-            let covers = (t["exhausted"] == true).then_some(report::EXHAUSTED_COVERS);
+            let covers = (t["exhausted"] == true).then(|| report::merged_covers(&t["settings"]));
             t["exhausted_covers"] = covers.into();
         }
         let raced = |t: &Value| t["races"].as_array().is_some_and(|r| !r.is_empty());
@@ -229,7 +229,8 @@ fn text_result(t: &Value, full_trace: bool) -> Result<String> {
     if bug.is_null() {
         out.push_str(&format!("{head}: {}\n", no_bug_summary(t)));
         if t["exhausted"] == true {
-            out.push_str(&format!("exhausted covers {}\n", report::EXHAUSTED_COVERS));
+            let covers = report::merged_covers(&t["settings"]);
+            out.push_str(&format!("exhausted covers {covers}\n"));
         }
     } else {
         let k = &bug["partition"];

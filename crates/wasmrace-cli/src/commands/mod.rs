@@ -64,6 +64,32 @@ pub struct HostArgs {
     /// ~/.cache/wasmrace)
     #[arg(long)]
     pub no_cache: bool,
+    /// Data races on plain memory: `fail` watches every plain load and
+    /// store and fails an execution at the first race (two threads, a
+    /// common byte, one writing, no happens-before between them); `off`
+    /// does not look (faster; what a proof then covers is narrower).
+    /// Replay, shrink and bisect take the schedule's when not given
+    #[arg(long, value_name = "fail|off")]
+    pub data_races: Option<DataRacesArg>,
+}
+
+/// The values of `--data-races`.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, clap::ValueEnum)]
+pub enum DataRacesArg {
+    /// Detect races; the first one fails the execution.
+    Fail,
+    /// Do not watch plain memory.
+    Off,
+}
+
+impl DataRacesArg {
+    /// The host's setting.
+    pub fn setting(self) -> wasmrace_trace::DataRaces {
+        match self {
+            DataRacesArg::Fail => wasmrace_trace::DataRaces::Fail,
+            DataRacesArg::Off => wasmrace_trace::DataRaces::Off,
+        }
+    }
 }
 
 impl HostArgs {
@@ -90,6 +116,9 @@ impl HostArgs {
         }
         if let Some(k) = self.asyncify_buffer_kib {
             config.asyncify_buffer_bytes = kib("--asyncify-buffer-kib", k)?;
+        }
+        if let Some(r) = self.data_races {
+            config.data_races = r.setting();
         }
         if let Some(mb) = self.max_host_memory_mb {
             config.max_host_bytes = mib("--max-host-memory-mb", mb)?;

@@ -333,6 +333,20 @@ pub(crate) fn resolve_settings(
     if max_steps == 0 {
         bail!("`--max-steps` must be at least 1");
     }
+    match (host.data_races, s.data_races) {
+        (Some(given), Some(r)) if given.setting() != r => notes.push(format!(
+            "--data-races {} given: it overrides the schedule's --data-races {}",
+            given.setting().name(),
+            r.name()
+        )),
+        (None, Some(r)) => {
+            if r != config.data_races {
+                notes.push(format!("using the schedule's --data-races {}", r.name()));
+            }
+            config.data_races = r;
+        }
+        _ => {}
+    }
     Ok((config, max_steps, notes))
 }
 
