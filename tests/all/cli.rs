@@ -459,11 +459,33 @@ fn mutex_counter_has_no_bug_within_the_bound() {
     assert!(first.contains("(space exhausted within preemption bound 2; raise it with --preemption-bound or use --unbounded)"), "{first}");
     assert!(
         run.stdout.lines().nth(1).unwrap().starts_with(
-            "exhausted covers every interleaving of the SDK operations; \
-             plain memory shared through `static`s is not seen"
+            "exhausted covers every interleaving of the SDK operations, \
+             and data races on plain memory"
         ),
         "{}",
         run.stdout
+    );
+    // Without the detector, the proof says what it cannot see.
+    let off = wasmrace(
+        &dir,
+        &[
+            "check",
+            &m,
+            "--test",
+            "mutex_counter",
+            "--strategy",
+            "dfs",
+            "--data-races",
+            "off",
+        ],
+    );
+    expect(&off, 0);
+    assert!(
+        off.stdout.lines().nth(1).unwrap().contains(
+            "plain memory (statics, the heap, `Arc`, std's atomics) is not seen: --data-races off"
+        ),
+        "{}",
+        off.stdout
     );
     assert!(run.stdout.lines().nth(2).unwrap().starts_with("time: "));
     assert_eq!(
