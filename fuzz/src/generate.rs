@@ -90,8 +90,7 @@ fn plain_signature(hook: &str) -> Option<Signature> {
         "wasi_fd_seek" => (&[I32, I64, I32, I32], &[I32]),
         "wasi_fd_prestat_dir_name" => (&[I32, I32, I32], &[I32]),
         "race_read" | "race_write" | "race_acquire" | "race_release" => (&[I32, I32, I32], &[]),
-        "race_free" => (&[I32, I32], &[]),
-        "race_alloc_enter" | "race_alloc_leave" => (&[], &[]),
+        "race_fresh" => (&[I32, I32], &[]),
         _ => return None,
     })
 }

@@ -53,9 +53,7 @@ pub const PLAIN_HOOKS: &[&str] = &[
     "race_write",
     "race_acquire",
     "race_release",
-    "race_free",
-    "race_alloc_enter",
-    "race_alloc_leave",
+    "race_fresh",
 ];
 
 /// Which thread views running an operation can change besides the running

@@ -734,6 +734,7 @@ fn jobs_print_the_one_thread_json() {
     let counter = fixture(&dir, "mutex_counter");
     let chain = fixture(&dir, "chain_replication");
     let fuzzed = fixture(&dir, "racefuzzer");
+    let races = fixture(&dir, "data_races");
     let procrastinated = [
         "--test",
         "chain_replication_bug",
@@ -741,8 +742,21 @@ fn jobs_print_the_one_thread_json() {
         "procrastination",
     ];
     let procrastinated = [&[chain.as_str()][..], &procrastinated, &["--seed", "4"]].concat();
-    let runs: [&[&str]; 18] = [
+    let runs: [&[&str]; 20] = [
         &[&pos, "--strategy", "random", "--seed", "1"],
+        // Data races: the detector's state is each worker's own, so the
+        // race and its numbering are the one thread's; and a race-free
+        // test's counts.
+        &[&races, "--test", "racy_buffer", "--strategy", "random"],
+        &[
+            &races,
+            "--test",
+            "published_by_atomic",
+            "--strategy",
+            "random",
+            "--max-executions",
+            "300",
+        ],
         // PCT: its calibration (the first 100 executions) runs alone, the
         // rest is dealt out; this bug is execution 595, a budget-bound run.
         &[

@@ -7,9 +7,8 @@
 //! access acquires and releases it; wasm atomics are sequentially
 //! consistent, so an atomic store or read-modify-write orders later
 //! operations on its address), every spawn (the child starts with its
-//! parent's clock), the allocator's entries and exits (a lock around the
-//! allocator, as a threaded build takes one, so that memory `free` hands
-//! back is ordered before its next owner's accesses), and every plain load
+//! parent's clock), every block the allocator hands out (its past is
+//! forgotten: its new owner does not race with its last), and every plain load
 //! and store of the guest between steps, with its address, length and
 //! site. Two accesses race when they touch a common byte, one writes, they
 //! come from different threads and neither happens before the other.
@@ -81,8 +80,6 @@ pub const MAX_THREADS: usize = Rec::EMPTY as usize;
 pub struct Detector {
     clocks: Vec<VClock>,
     objects: BTreeMap<Oid, VClock>,
-    /// The clock of the allocator's lock.
-    allocator: VClock,
     shadow: Shadow,
     /// Steps executed so far.
     step: u32,
@@ -106,7 +103,6 @@ impl Detector {
         let mut d = Detector {
             clocks: Vec::new(),
             objects: BTreeMap::new(),
-            allocator: VClock::default(),
             shadow: Shadow::default(),
             step: 0,
         };
@@ -185,21 +181,9 @@ impl Detector {
         self.bump(t);
     }
 
-    /// Thread `t` enters the allocator: it takes the allocator's lock.
-    pub fn enter_allocator(&mut self, t: usize) {
-        self.ensure(t);
-        self.clocks[t].join(&self.allocator);
-    }
-
-    /// Thread `t` leaves the allocator: it releases the allocator's lock.
-    pub fn leave_allocator(&mut self, t: usize) {
-        self.ensure(t);
-        self.allocator.join(&self.clocks[t]);
-        self.bump(t);
-    }
-
-    /// Memory `[from, from + len)` starts a new life (a thread slot given
-    /// to a new thread): its past accesses are forgotten.
+    /// Memory `[from, from + len)` starts a new life (a block the allocator
+    /// hands out, a thread slot given to a new thread): its past accesses
+    /// are forgotten, so that its new owner does not race with its last.
     pub fn forget(&mut self, from: u32, len: u32) {
         self.shadow.forget(from, len);
     }

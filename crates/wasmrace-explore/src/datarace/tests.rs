@@ -124,14 +124,13 @@ fn every_concurrent_read_is_kept_for_a_later_write() {
 }
 
 #[test]
-fn the_allocators_lock_hands_freed_memory_to_its_next_owner() {
+fn a_block_handed_out_again_has_no_past_but_its_neighbours_keep_theirs() {
     let mut d = three();
-    d.access(1, 0x500, 16, true, 1).unwrap();
-    d.enter_allocator(1);
-    d.leave_allocator(1);
-    d.enter_allocator(2);
-    d.leave_allocator(2);
+    d.access(1, 0x500, 24, true, 1).unwrap();
+    // The allocator hands [0x500, 0x510) to thread 2.
+    d.forget(0x500, 16);
     d.access(2, 0x500, 16, true, 2).unwrap();
+    assert!(d.access(2, 0x510, 8, false, 3).is_err());
 }
 
 #[test]

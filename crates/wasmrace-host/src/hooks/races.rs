@@ -1,8 +1,8 @@
 //! The race detector's plain hooks (`load/races.rs` calls them): each
 //! plain access is checked against the execution's detector
-//! (`World::races`, `wasmrace_explore::datarace`), libc's accesses and the
-//! allocator's entry points synchronise, and a race fails the execution
-//! with a failure naming both accesses.
+//! (`World::races`, `wasmrace_explore::datarace`), libc's accesses
+//! synchronise, a block the allocator hands out starts afresh, and a race
+//! fails the execution with a failure naming both accesses.
 
 use super::{GuestFault, HostState};
 use crate::error::{runtime, HostError};
@@ -128,29 +128,13 @@ pub(super) fn link(l: &mut Linker<HostState>) -> Result<(), HostError> {
     }
     l.func_wrap(
         m,
-        "race_free",
+        "race_fresh",
         |mut c: Caller<'_, HostState>, addr: i32, len: i32| {
             if let Some(d) = c.data_mut().world.races.as_mut() {
                 d.forget(addr as u32, len as u32);
             }
         },
     )
-    .map_err(runtime)?;
-    l.func_wrap(m, "race_alloc_enter", |mut c: Caller<'_, HostState>| {
-        let st = c.data_mut();
-        let cur = st.cur;
-        if let Some(d) = st.world.races.as_mut() {
-            d.enter_allocator(cur);
-        }
-    })
-    .map_err(runtime)?;
-    l.func_wrap(m, "race_alloc_leave", |mut c: Caller<'_, HostState>| {
-        let st = c.data_mut();
-        let cur = st.cur;
-        if let Some(d) = st.world.races.as_mut() {
-            d.leave_allocator(cur);
-        }
-    })
     .map_err(runtime)?;
     Ok(())
 }

@@ -2,11 +2,9 @@
 //! linear memory (`--data-races`, issue #41): before each non-atomic load
 //! and store, and each `memory.copy`, `memory.fill` and `memory.init`, a
 //! call of a plain hook (`race_read` or `race_write`: address, length,
-//! site) that never suspends the thread; before Rust's shims that free
-//! memory, `race_free` (the block starts a new life); around wasi-libc's
-//! `malloc` family as libc's own code calls it, `race_alloc_enter` and
-//! `race_alloc_leave`, the lock a threaded build takes around it
-//! (`wasmrace_explore::datarace`). It runs on the
+//! site) that never suspends the thread; after every allocation,
+//! `race_fresh` (the block starts a new life: its next owner does not race
+//! with its last one) (`wasmrace_explore::datarace`). It runs on the
 //! module as built, first, so that sites are offsets in the original code
 //! section, which is how the module's DWARF counts addresses.
 //!
@@ -31,16 +29,13 @@ use walrus::ir::{
 use walrus::{FunctionBuilder, FunctionId, LocalId, MemoryId, Module, ValType};
 
 /// The plain hooks this pass calls (docs/ABI.md, "Data races"): the
-/// first four take `(addr, len, site)`, `race_free` `(addr, len)`, the
-/// last two nothing.
-pub const RACE_HOOKS: [&str; 7] = [
+/// first four take `(addr, len, site)`, `race_fresh` `(addr, len)`.
+pub const RACE_HOOKS: [&str; 5] = [
     "race_read",
     "race_write",
     "race_acquire",
     "race_release",
-    "race_free",
-    "race_alloc_enter",
-    "race_alloc_leave",
+    "race_fresh",
 ];
 
 /// The race hooks' imports in a module.
@@ -51,9 +46,7 @@ pub(crate) struct RaceHooks {
     pub(super) acquire: FunctionId,
     /// `race_release(addr, len, site)`: a synchronising store.
     pub(super) release: FunctionId,
-    free: FunctionId,
-    enter: FunctionId,
-    leave: FunctionId,
+    fresh: FunctionId,
     /// The functions whose accesses synchronise (`Treat::Sync`): their
     /// in-place atomics do too.
     pub(super) sync_functions: std::collections::HashSet<FunctionId>,
@@ -71,9 +64,7 @@ impl RaceHooks {
             write: add(RACE_HOOKS[1], &[I32, I32, I32]),
             acquire: add(RACE_HOOKS[2], &[I32, I32, I32]),
             release: add(RACE_HOOKS[3], &[I32, I32, I32]),
-            free: add(RACE_HOOKS[4], &[I32, I32]),
-            enter: add(RACE_HOOKS[5], &[]),
-            leave: add(RACE_HOOKS[6], &[]),
+            fresh: add(RACE_HOOKS[4], &[I32, I32]),
             sync_functions: Default::default(),
         }
     }
@@ -90,47 +81,55 @@ enum Treat {
     Skip,
 }
 
-/// An entry point of the allocator, and what the pass does around it.
+/// Where an allocation function's size is, among its parameters.
 #[derive(Clone, Copy, PartialEq, Eq, Debug)]
-enum Entry {
-    /// Rust's shims that take memory back (`__rust_dealloc(ptr, size,
-    /// align)`, `__rust_realloc(ptr, old_size, align, new_size)`): the
-    /// block's past accesses are forgotten first (`race_free`), so that
-    /// its next owner does not race with its last one.
-    Frees,
-    /// Rust's shims that hand memory out: nothing to do.
-    Allocates,
-    /// wasi-libc's `malloc` family, as libc's own C calls it (thread
-    /// start-up's stacks): a lock around it, as a threaded build takes,
-    /// which orders a joined thread's stack before its next owner.
-    Libc,
+enum Size {
+    /// Parameter `i`.
+    Arg(usize),
+    /// The product of parameters `i` and `j` (`calloc`).
+    Product(usize, usize),
 }
 
-/// Which allocator entry point `name` is, if any: Rust's shims (legacy
-/// and v0 mangling: `_RNvCs..._7___rustc12___rust_alloc`) and wasi-libc's
-/// `malloc` family.
-fn allocator_entry(name: &str) -> Option<Entry> {
-    const RUST: [(&str, Entry); 4] = [
-        ("__rust_alloc", Entry::Allocates),
-        ("__rust_dealloc", Entry::Frees),
-        ("__rust_realloc", Entry::Frees),
-        ("__rust_alloc_zeroed", Entry::Allocates),
+/// Whether `name` hands out memory, and where its size is: std's
+/// `System` allocator (`__rdl_alloc(size, align)`, `__rdl_alloc_zeroed`,
+/// `__rdl_realloc(ptr, old, align, new)`, under which Rust's shims and
+/// every inlined copy of them end; legacy and v0 mangling:
+/// `_RNvCs..._7___rustc11___rdl_alloc`) and wasi-libc's `malloc` family,
+/// which std's `System` and libc's own code (thread stacks) call. Whatever
+/// the block held before, its new owner starts afresh.
+fn allocates(name: &str) -> Option<Size> {
+    const RUST: [(&str, Size); 3] = [
+        ("__rdl_alloc", Size::Arg(0)),
+        ("__rdl_alloc_zeroed", Size::Arg(0)),
+        ("__rdl_realloc", Size::Arg(3)),
     ];
-    const LIBC: [&str; 6] = [
-        "malloc",
-        "free",
-        "calloc",
-        "realloc",
-        "aligned_alloc",
-        "posix_memalign",
+    const LIBC: [(&str, Size); 4] = [
+        ("malloc", Size::Arg(0)),
+        ("calloc", Size::Product(0, 1)),
+        ("realloc", Size::Arg(1)),
+        ("aligned_alloc", Size::Arg(1)),
     ];
     let rust = RUST
         .iter()
         .find(|(r, _)| name == *r || name.ends_with(&format!("{}_{r}", r.len())));
-    match rust {
-        Some((_, e)) => Some(*e),
-        None => LIBC.contains(&name).then_some(Entry::Libc),
-    }
+    rust.or_else(|| LIBC.iter().find(|(l, _)| name == *l))
+        .map(|(_, size)| *size)
+}
+
+/// Rust's allocator shims and wasi-libc's other allocator entry points:
+/// left alone, like the allocator itself.
+fn allocator_entry(name: &str) -> bool {
+    const SHIMS: [&str; 4] = [
+        "__rust_alloc",
+        "__rust_dealloc",
+        "__rust_realloc",
+        "__rust_alloc_zeroed",
+    ];
+    allocates(name).is_some()
+        || SHIMS
+            .iter()
+            .any(|r| name == *r || name.ends_with(&format!("{}_{r}", r.len())))
+        || matches!(name, "free" | "posix_memalign")
 }
 
 /// Whether `name` is Rust's own allocator: std's `System` (`__rdl_alloc`
@@ -159,7 +158,7 @@ fn is_rust(name: &str) -> bool {
 /// every function is Rust.
 fn treat(name: Option<&str>, std: bool) -> Treat {
     let Some(n) = name else { return Treat::Check };
-    if rust_allocator(n) || allocator_entry(n).is_some() {
+    if rust_allocator(n) || allocator_entry(n) {
         return Treat::Skip;
     }
     let rust = is_rust(n);
@@ -218,8 +217,8 @@ pub(crate) fn instrument_races(module: &mut Module, mem: MemoryId, std: bool) ->
     let mut entries = Vec::new();
     for id in &ids {
         let name = module.funcs.get(*id).name.clone();
-        if let Some(e) = name.as_deref().and_then(allocator_entry) {
-            entries.push((*id, e));
+        if let Some(size) = name.as_deref().and_then(allocates) {
+            entries.push((*id, size));
         }
         let (read, write) = match treat(name.as_deref(), std) {
             Treat::Skip => continue,
@@ -231,12 +230,8 @@ pub(crate) fn instrument_races(module: &mut Module, mem: MemoryId, std: bool) ->
         };
         instrument_function(module, *id, mem, (read, write), code_start);
     }
-    for (id, entry) in entries {
-        match entry {
-            Entry::Frees => wrap_free(module, id, &hooks),
-            Entry::Libc => wrap_libc_allocator(module, id, &hooks),
-            Entry::Allocates => {}
-        }
+    for (id, size) in entries {
+        wrap_allocation(module, id, size, &hooks);
     }
     hooks
 }
@@ -422,54 +417,47 @@ fn stored_type(kind: walrus::ir::StoreKind) -> ValType {
     }
 }
 
-/// Makes every call of Rust's freeing shim `id` (its first two
-/// parameters: the block and its size) a call of a wrapper that tells the
-/// detector first (`race_free`).
-fn wrap_free(module: &mut Module, id: FunctionId, hooks: &RaceHooks) {
+/// Makes every call of allocation function `id` (one `i32` result: the
+/// block, or 0) a call of a wrapper that calls it and then tells the
+/// detector the block is fresh (`race_fresh(block, size)`; a failed
+/// allocation's 0 with its size names memory nobody owns, harmlessly).
+fn wrap_allocation(module: &mut Module, id: FunctionId, size: Size, hooks: &RaceHooks) {
     let ty = module.types.get(module.funcs.get(id).ty()).clone();
-    if ty.params().len() < 2 || ty.params()[..2] != [ValType::I32, ValType::I32] {
+    let fits = |i: usize| ty.params().get(i) == Some(&ValType::I32);
+    let ok = ty.results() == [ValType::I32]
+        && match size {
+            Size::Arg(i) => fits(i),
+            Size::Product(i, j) => fits(i) && fits(j),
+        };
+    if !ok {
         return;
     }
     let mut b = FunctionBuilder::new(&mut module.types, ty.params(), ty.results());
     let args: Vec<LocalId> = ty.params().iter().map(|t| module.locals.add(*t)).collect();
+    let block = module.locals.add(ValType::I32);
     let mut body = b.func_body();
-    body.local_get(args[0]).local_get(args[1]).call(hooks.free);
     for a in &args {
         body.local_get(*a);
     }
-    body.call(id);
-    let wrapper = b.finish(args, &mut module.funcs);
-    redirect(module, id, wrapper, |_| true);
-}
-
-/// Makes every call of wasi-libc's allocator entry point `id` from libc's
-/// own C code a call of a wrapper that enters the allocator, calls it and
-/// leaves (its results stay on the stack across the leave, which takes and
-/// returns nothing). Rust's calls (through its shims) are left alone:
-/// a lock there would order every two threads that allocate, hiding
-/// their races.
-fn wrap_libc_allocator(module: &mut Module, id: FunctionId, hooks: &RaceHooks) {
-    let ty = module.types.get(module.funcs.get(id).ty()).clone();
-    let mut b = FunctionBuilder::new(&mut module.types, ty.params(), ty.results());
-    let args: Vec<LocalId> = ty.params().iter().map(|t| module.locals.add(*t)).collect();
-    let mut body = b.func_body();
-    body.call(hooks.enter);
-    for a in &args {
-        body.local_get(*a);
+    body.call(id).local_tee(block);
+    match size {
+        Size::Arg(i) => {
+            body.local_get(args[i]);
+        }
+        Size::Product(i, j) => {
+            body.local_get(args[i])
+                .local_get(args[j])
+                .binop(BinaryOp::I32Mul);
+        }
     }
-    body.call(id).call(hooks.leave);
+    body.call(hooks.fresh).local_get(block);
     let wrapper = b.finish(args, &mut module.funcs);
-    redirect(module, id, wrapper, |name| !name.is_some_and(is_rust));
+    redirect(module, id, wrapper);
 }
 
-/// Makes the calls of `from` in the functions whose name `callers` accepts
-/// (and the table entries of `from`) calls of `to`.
-fn redirect(
-    module: &mut Module,
-    from: FunctionId,
-    to: FunctionId,
-    callers: impl Fn(Option<&str>) -> bool,
-) {
+/// Makes every call of `from` (but `to`'s) and every table entry of
+/// `from` a call of `to`.
+fn redirect(module: &mut Module, from: FunctionId, to: FunctionId) {
     let (id, wrapper) = (from, to);
     struct Redirect {
         from: FunctionId,
@@ -490,7 +478,7 @@ fn redirect(
     };
     let ids: Vec<FunctionId> = module.funcs.iter_local().map(|(f, _)| f).collect();
     for f in ids {
-        if f == wrapper || !callers(module.funcs.get(f).name.as_deref()) {
+        if f == wrapper {
             continue;
         }
         let func = module.funcs.get_mut(f).kind.unwrap_local_mut();
@@ -528,21 +516,22 @@ mod tests {
 
     #[test]
     fn the_allocators_entry_points_are_known_in_both_manglings() {
-        assert_eq!(allocator_entry("__rust_alloc"), Some(Entry::Allocates));
         assert_eq!(
-            allocator_entry("_RNvCsfLfy6EI15iL_7___rustc14___rust_dealloc"),
-            Some(Entry::Frees)
+            allocates("_RNvCsfLfy6EI15iL_7___rustc11___rdl_alloc"),
+            Some(Size::Arg(0))
         );
+        assert_eq!(allocates("__rdl_realloc"), Some(Size::Arg(3)));
+        assert_eq!(allocates("calloc"), Some(Size::Product(0, 1)));
         assert_eq!(
-            allocator_entry("_RNvCsfLfy6EI15iL_7___rustc19___rust_alloc_zeroed"),
-            Some(Entry::Allocates)
-        );
-        assert_eq!(allocator_entry("malloc"), Some(Entry::Libc));
-        assert_eq!(
-            allocator_entry("_RNvCsfLfy6EI15iL_7___rustc11___rdl_alloc"),
+            allocates("_RNvCsfLfy6EI15iL_7___rustc12___rust_alloc"),
             None
         );
-        assert_eq!(allocator_entry("my_malloc"), None);
+        assert!(allocator_entry(
+            "_RNvCsfLfy6EI15iL_7___rustc14___rust_dealloc"
+        ));
+        assert!(allocator_entry("free"));
+        assert_eq!(allocates("my_malloc"), None);
+        assert!(!allocator_entry("my_malloc"));
     }
 
     #[test]
