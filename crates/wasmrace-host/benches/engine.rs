@@ -2,7 +2,9 @@
 //! (each step is a thread switch through Asyncify unwind/rewind), and
 //! snapshot / restore / state-hash times, on the 2-thread × 10-step
 //! `bench_two_by_ten` guest test. Targets are in ARCHITECTURE.md; the
-//! numbers are measured here, never asserted in tests.
+//! numbers are measured here, never asserted in tests. The race detector
+//! is off: these measure the engine; the detector's cost is
+//! `scripts/race-overhead.sh`'s.
 
 use criterion::{criterion_group, criterion_main, Criterion, Throughput};
 use std::hint::black_box;
@@ -14,6 +16,7 @@ fn guest() -> Guest {
     let dir = std::path::PathBuf::from(env!("CARGO_TARGET_TMPDIR")).join("bench-cache");
     let config = HostConfig {
         cache_dir: Some(dir),
+        data_races: wasmrace_trace::DataRaces::Off,
         ..HostConfig::default()
     };
     Guest::load(&wasmrace_fixtures::path("sdk_smoke"), config).expect("load sdk_smoke")

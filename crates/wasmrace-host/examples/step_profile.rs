@@ -27,8 +27,10 @@ use wasmrace_host::{
 fn main() {
     let args: Vec<String> = std::env::args().skip(1).collect();
     let dir = std::env::temp_dir().join("wasmrace-step-profile-cache");
+    // The engine's own cost: the race detector's is race-overhead.sh's.
     let config = HostConfig {
         cache_dir: Some(dir),
+        data_races: wasmrace_trace::DataRaces::Off,
         ..HostConfig::default()
     };
     let guest = Guest::load(&wasmrace_fixtures::path("sdk_smoke"), config).expect("load sdk_smoke");
