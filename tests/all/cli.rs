@@ -1202,8 +1202,8 @@ fn a_pass_with_nothing_to_interleave_says_so() {
         );
         assert!(
             run.stdout.contains(
-                "exhausted covers every interleaving of the SDK operations; plain memory \
-                 shared through `static`s is not seen (docs/ABI.md, \"What exploration covers\")\n"
+                "exhausted covers every interleaving of the SDK operations, and data races \
+                 on plain memory (docs/data-races.md, \"What a pass covers\")\n"
             ),
             "{test}: {}",
             run.stdout

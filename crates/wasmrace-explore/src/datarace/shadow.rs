@@ -2,8 +2,7 @@
 //! memory, the last accesses that a later access could still race with,
 //! byte-precise (each record carries the mask of the granule's bytes it
 //! touched), in copy-on-write pages so that a snapshot of the detector is
-//! a short vector of shared pointers, and with a running digest of every
-//! cell so that hashing the detector costs nothing per granule.
+//! a short vector of shared pointers.
 //!
 //! Two levels: a page is 64 granules (512 bytes of memory, 3 KiB of
 //! records), a directory 64 pages (32 KiB of memory). Why small: an
@@ -13,7 +12,6 @@
 //! a snapshot copies the top vector, one pointer per 32 KiB of memory.
 
 use std::sync::Arc;
-use wasmrace_trace::mix64;
 
 /// Records a granule keeps: two threads' writes to its two halves and a
 /// read, say. When a fourth access must be kept, the oldest record of the
@@ -89,29 +87,6 @@ impl Default for Dir {
 #[derive(Clone, Debug, Default, PartialEq, Eq)]
 pub struct Shadow {
     dirs: Vec<Option<Arc<Dir>>>,
-    /// XOR over non-empty cells of a hash of the granule and its records'
-    /// threads, kinds and bytes.
-    digest: u64,
-}
-
-impl std::hash::Hash for Shadow {
-    fn hash<H: std::hash::Hasher>(&self, state: &mut H) {
-        self.digest.hash(state);
-    }
-}
-
-fn cell_hash(g: u32, cell: &Cell) -> u64 {
-    if cell.iter().all(Rec::is_empty) {
-        return 0;
-    }
-    // Who accessed which bytes how, not when (clock, step) or where
-    // (site): see `Detector`'s `Hash`.
-    let mut h = mix64(u64::from(g) | 1 << 40);
-    for r in cell {
-        let a = u64::from(r.tid) | u64::from(r.write) << 16 | u64::from(r.mask) << 24;
-        h = mix64(h ^ a);
-    }
-    h
 }
 
 impl Shadow {
@@ -142,9 +117,7 @@ impl Shadow {
                 cells: [EMPTY_CELL; GRANULES],
             })
         });
-        let cell = &mut Arc::make_mut(page).cells[i % GRANULES];
-        self.digest ^= cell_hash(g, cell) ^ cell_hash(g, &new);
-        *cell = new;
+        Arc::make_mut(page).cells[i % GRANULES] = new;
     }
 
     /// Whether granule `g`'s page holds no record at all (it was never
@@ -207,18 +180,11 @@ mod tests {
     }
 
     #[test]
-    fn the_digest_depends_on_contents_only() {
+    fn forgetting_empties_a_cell_and_keeps_the_others() {
         let mut a = Shadow::default();
-        let mut b = Shadow::default();
         a.set(3, [rec(0), Rec::NONE, Rec::NONE]);
         a.set(9000, [rec(1), Rec::NONE, Rec::NONE]);
-        b.set(9000, [rec(1), Rec::NONE, Rec::NONE]);
-        assert_ne!(a.digest, b.digest);
-        b.set(3, [rec(0), Rec::NONE, Rec::NONE]);
-        assert_eq!(a.digest, b.digest);
         a.forget(0, 64);
-        b.set(3, EMPTY_CELL);
-        assert_eq!(a.digest, b.digest);
         assert!(a.cell(3)[0].is_empty());
         assert_eq!(a.cell(9000)[0], rec(1));
     }

@@ -86,7 +86,7 @@ fn race_failure(st: &HostState, race: &Race) -> Failure {
     f.location = Some(format!("{} and {}", pair[0], pair[1]));
     if !st.std_guest {
         f.hint = Some(
-            "on wasm32-unknown-unknown std's atomics (`AtomicU64`, `Arc`'s counts) are plain memory: share values through the SDK's (`wasmrace::Atomic`, `wasmrace::Mutex`), or build the test for wasm32-wasip1-threads as a std guest"
+            "if these are std's atomics (`AtomicU64`, an `Arc`'s counts) or a `static`: on wasm32-unknown-unknown they are plain memory; share values through the SDK's objects (`wasmrace::shared::Atomic`, `Mutex`), or build the test for wasm32-wasip1-threads as a std guest"
                 .into(),
         );
     }

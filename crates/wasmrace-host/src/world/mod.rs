@@ -414,7 +414,8 @@ pub struct World {
     /// thread, so every step reads `Oid::process`.
     pub process: bool,
     /// The data-race detector, when races are detected (`--data-races`):
-    /// part of the state, so snapshots restore it and hashes include it.
+    /// part of the state snapshots restore; hashes leave it out (its
+    /// `Hash` is empty: `wasmrace_explore::datarace::Detector`).
     pub races: Option<Box<wasmrace_explore::datarace::Detector>>,
 }
 
