@@ -129,8 +129,12 @@ fn allocator_entry(name: &str) -> bool {
         || SHIMS
             .iter()
             .any(|r| name == *r || name.ends_with(&format!("{}_{r}", r.len())))
-        || matches!(name, "free" | "posix_memalign")
+        || matches!(name, "free" | POSIX_MEMALIGN)
 }
+
+/// `posix_memalign(out, align, size) -> errno`: the block is written to
+/// `*out` (`wrap_posix_memalign`).
+const POSIX_MEMALIGN: &str = "posix_memalign";
 
 /// Whether `name` is Rust's own allocator: std's `System` (`__rdl_alloc`
 /// and the others, `std::sys::alloc`, whose bodies are `dlmalloc`'s,
@@ -181,7 +185,7 @@ fn treat(name: Option<&str>, std: bool) -> Treat {
         Treat::Skip
     } else if n.starts_with("mem") || n.starts_with("__mem") {
         Treat::Check
-    } else if LIBC_SYNC.contains(&n) {
+    } else if LIBC_SYNC.contains(&n) || LIBC_LOCKS.iter().any(|p| n.starts_with(p)) {
         Treat::Sync
     } else {
         Treat::Skip
@@ -197,6 +201,24 @@ fn treat(name: Option<&str>, std: bool) -> Treat {
 /// after the other, hiding their races (the thread list's lock is taken
 /// by every thread's exit), which ThreadSanitizer, which models `pthread`
 /// calls rather than libc's insides, would report.
+/// wasi-libc's locks, which programs reach through `pthread_*` calls
+/// (parking_lot's thread parker guards its `should_park` flag with a
+/// `pthread_mutex_t`): their accesses synchronise like those of
+/// [`LIBC_SYNC`]. By name prefix: the name section holds the `__`-prefixed
+/// implementations, the public names being aliases.
+const LIBC_LOCKS: [&str; 10] = [
+    "__pthread_mutex_",
+    "pthread_mutex_",
+    "__pthread_cond_",
+    "pthread_cond_",
+    "__private_cond_",
+    "__pthread_rwlock_",
+    "pthread_rwlock_",
+    "__pthread_barrier_",
+    "pthread_barrier_",
+    "sem_",
+];
+
 const LIBC_SYNC: [&str; 7] = [
     "__wasi_thread_start_C",
     "__pthread_join",
@@ -232,6 +254,13 @@ pub(crate) fn instrument_races(module: &mut Module, mem: MemoryId, std: bool) ->
     }
     for (id, size) in entries {
         wrap_allocation(module, id, size, &hooks);
+    }
+    let memalign = ids
+        .iter()
+        .copied()
+        .find(|id| module.funcs.get(*id).name.as_deref() == Some(POSIX_MEMALIGN));
+    if let Some(id) = memalign {
+        wrap_posix_memalign(module, id, mem, &hooks);
     }
     hooks
 }
@@ -455,6 +484,47 @@ fn wrap_allocation(module: &mut Module, id: FunctionId, size: Size, hooks: &Race
     redirect(module, id, wrapper);
 }
 
+/// Makes every call of `posix_memalign(out, align, size)` a call of a
+/// wrapper that, when it succeeds (returns 0), tells the detector the block
+/// at `*out` is fresh.
+fn wrap_posix_memalign(module: &mut Module, id: FunctionId, mem: MemoryId, hooks: &RaceHooks) {
+    use walrus::ir::{LoadKind, MemArg, UnaryOp};
+    let ty = module.types.get(module.funcs.get(id).ty()).clone();
+    if ty.params() != [ValType::I32; 3] || ty.results() != [ValType::I32] {
+        return;
+    }
+    let mut b = FunctionBuilder::new(&mut module.types, ty.params(), ty.results());
+    let args: Vec<LocalId> = ty.params().iter().map(|t| module.locals.add(*t)).collect();
+    let ret = module.locals.add(ValType::I32);
+    let mut body = b.func_body();
+    body.local_get(args[0])
+        .local_get(args[1])
+        .local_get(args[2])
+        .call(id)
+        .local_tee(ret)
+        .unop(UnaryOp::I32Eqz)
+        .if_else(
+            None,
+            |ok| {
+                ok.local_get(args[0])
+                    .load(
+                        mem,
+                        LoadKind::I32 { atomic: false },
+                        MemArg {
+                            align: 4,
+                            offset: 0,
+                        },
+                    )
+                    .local_get(args[2])
+                    .call(hooks.fresh);
+            },
+            |_| {},
+        );
+    body.local_get(ret);
+    let wrapper = b.finish(args, &mut module.funcs);
+    redirect(module, id, wrapper);
+}
+
 /// Makes every call of `from` (but `to`'s) and every table entry of
 /// `from` a call of `to`.
 fn redirect(module: &mut Module, from: FunctionId, to: FunctionId) {
@@ -539,6 +609,8 @@ mod tests {
         assert_eq!(treat(Some("__pthread_join"), true), Treat::Sync);
         assert_eq!(treat(Some("__wasi_thread_start_C"), true), Treat::Sync);
         assert_eq!(treat(Some("__pthread_create"), true), Treat::Skip);
+        assert_eq!(treat(Some("__pthread_mutex_unlock"), true), Treat::Sync);
+        assert_eq!(treat(Some("pthread_cond_signal"), true), Treat::Sync);
         assert_eq!(treat(Some("dlfree"), true), Treat::Skip);
         assert_eq!(treat(Some("internal_memalign"), true), Treat::Skip);
         assert_eq!(treat(Some("memcpy"), true), Treat::Check);
