@@ -291,17 +291,10 @@ impl Detector {
                 .unwrap_or(0);
             new[slot] = rec;
         }
-        // Normalise emptied records so equal states hash equally.
+        // Normalise emptied records so that equal states compare equal.
         for r in new.iter_mut() {
             if r.is_empty() {
-                *r = Rec {
-                    tid: Rec::EMPTY,
-                    write: false,
-                    mask: 0,
-                    clock: 0,
-                    site: 0,
-                    step: 0,
-                };
+                *r = Rec::NONE;
             }
         }
         new.sort_by_key(|r| (r.tid, r.write, r.clock));

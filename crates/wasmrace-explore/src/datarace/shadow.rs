@@ -44,7 +44,8 @@ pub struct Rec {
 impl Rec {
     /// The thread index of an empty record.
     pub const EMPTY: u16 = u16::MAX;
-    const NONE: Rec = Rec {
+    /// No record.
+    pub const NONE: Rec = Rec {
         tid: Rec::EMPTY,
         write: false,
         mask: 0,

@@ -161,17 +161,7 @@ pub(super) fn rewrite_atomics(
         let in_place = runs_in_place(module.funcs.get(id).name.as_deref());
         // libc's join and exit synchronise through their in-place atomics.
         let sync = races.filter(|r| r.sync_functions.contains(&id));
-        let seqs: Vec<InstrSeqId> = {
-            let f = module.funcs.get(id).kind.unwrap_local();
-            let mut all = Vec::new();
-            walrus::ir::dfs_in_order(&mut Seqs(&mut all), f, f.entry_block());
-            all
-        };
-        for seq in seqs {
-            let instrs = {
-                let f = module.funcs.get_mut(id).kind.unwrap_local_mut();
-                std::mem::take(&mut f.block_mut(seq).instrs)
-            };
+        rewrite_seqs(module, id, |module, instrs| {
             let mut out = Vec::with_capacity(instrs.len());
             for (instr, loc) in instrs {
                 // A fence orders nothing when one thread runs at a time. A
@@ -195,10 +185,7 @@ pub(super) fn rewrite_atomics(
                         helper(module, hooks, shape, offset)
                     }
                 });
-                let site = match loc.is_default() {
-                    true => 0,
-                    false => loc.data().saturating_sub(code_start),
-                };
+                let site = site_of(loc, code_start);
                 if !plain {
                     sites.push(site);
                 }
@@ -210,11 +197,43 @@ pub(super) fn rewrite_atomics(
                 ));
                 out.push((Instr::Call(Call { func: helper }), loc));
             }
-            let f = module.funcs.get_mut(id).kind.unwrap_local_mut();
-            f.block_mut(seq).instrs = out;
-        }
+            out
+        });
     }
     sites
+}
+
+/// Replaces every instruction sequence of local function `id` with what
+/// `f` makes of it (`f` may add functions and locals to the module).
+pub(super) fn rewrite_seqs(
+    module: &mut Module,
+    id: FunctionId,
+    mut f: impl FnMut(&mut Module, Vec<(Instr, InstrLocId)>) -> Vec<(Instr, InstrLocId)>,
+) {
+    let seqs: Vec<InstrSeqId> = {
+        let func = module.funcs.get(id).kind.unwrap_local();
+        let mut all = Vec::new();
+        walrus::ir::dfs_in_order(&mut Seqs(&mut all), func, func.entry_block());
+        all
+    };
+    for seq in seqs {
+        let instrs = {
+            let func = module.funcs.get_mut(id).kind.unwrap_local_mut();
+            std::mem::take(&mut func.block_mut(seq).instrs)
+        };
+        let out = f(module, instrs);
+        let func = module.funcs.get_mut(id).kind.unwrap_local_mut();
+        func.block_mut(seq).instrs = out;
+    }
+}
+
+/// An instruction's site: its offset in the code section (0 for one the
+/// loader made).
+pub(super) fn site_of(loc: InstrLocId, code_start: u32) -> u32 {
+    match loc.is_default() {
+        true => 0,
+        false => loc.data().saturating_sub(code_start),
+    }
 }
 
 /// Where the code section starts in the file: an instruction's location
@@ -233,7 +252,7 @@ pub(super) fn code_section_start(module: &Module) -> u32 {
 }
 
 /// Collects the ids of every instruction sequence of a function.
-pub(super) struct Seqs<'a>(pub(super) &'a mut Vec<InstrSeqId>);
+struct Seqs<'a>(&'a mut Vec<InstrSeqId>);
 impl<'instr> walrus::ir::Visitor<'instr> for Seqs<'_> {
     fn start_instr_seq(&mut self, seq: &'instr walrus::ir::InstrSeq) {
         self.0.push(seq.id());

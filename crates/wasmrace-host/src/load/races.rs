@@ -23,8 +23,7 @@
 //! that thread's life.
 
 use walrus::ir::{
-    BinaryOp, Binop, Call, Const, Instr, InstrLocId, InstrSeqId, LocalGet, LocalSet, LocalTee,
-    Value,
+    BinaryOp, Binop, Call, Const, Instr, InstrLocId, LocalGet, LocalSet, LocalTee, Value,
 };
 use walrus::{FunctionBuilder, FunctionId, LocalId, MemoryId, Module, ValType};
 
@@ -319,24 +318,11 @@ fn instrument_function(
     (read, write): (FunctionId, FunctionId),
     code_start: u32,
 ) {
-    let seqs: Vec<InstrSeqId> = {
-        let f = module.funcs.get(id).kind.unwrap_local();
-        let mut all = Vec::new();
-        walrus::ir::dfs_in_order(&mut super::atomics::Seqs(&mut all), f, f.entry_block());
-        all
-    };
     let mut scratch = Scratch { locals: Vec::new() };
-    for seq in seqs {
-        let instrs = {
-            let f = module.funcs.get_mut(id).kind.unwrap_local_mut();
-            std::mem::take(&mut f.block_mut(seq).instrs)
-        };
+    super::atomics::rewrite_seqs(module, id, |module, instrs| {
         let mut out = Vec::with_capacity(instrs.len());
         for (instr, loc) in instrs {
-            let site = match loc.is_default() {
-                true => 0,
-                false => loc.data().saturating_sub(code_start),
-            };
+            let site = super::atomics::site_of(loc, code_start);
             match &instr {
                 Instr::Load(l) if l.memory == mem && !l.kind.atomic() => {
                     let a = scratch.get(module, ValType::I32, 0);
@@ -373,9 +359,8 @@ fn instrument_function(
             }
             out.push((instr, loc));
         }
-        let f = module.funcs.get_mut(id).kind.unwrap_local_mut();
-        f.block_mut(seq).instrs = out;
-    }
+        out
+    });
 }
 
 fn three(scratch: &mut Scratch, module: &mut Module) -> [LocalId; 3] {
