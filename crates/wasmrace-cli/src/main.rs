@@ -234,7 +234,8 @@ mod tests {
     /// another strategy's taking the same option) fails here.
     #[test]
     fn every_registered_default_is_the_documented_one() {
-        use wasmrace_explore::strategies::registry::{Knob, REGISTRY};
+        use wasmrace_explore::strategies::descriptor::Knob;
+        use wasmrace_explore::strategies::registry::REGISTRY;
         let help = Cli::command()
             .find_subcommand_mut("check")
             .unwrap()

@@ -14,12 +14,14 @@
 //!   explorer beside any strategy.
 //! - [`Portfolio`] combines strategies; [`Replay`] follows a schedule.
 //! - [`registry`]: every built-in strategy by name, one [`Descriptor`] each
-//!   (declared in the strategy's file), for the CLI, `check` and `bench`.
+//!   (declared in the strategy's file, [`descriptor`]), for the CLI,
+//!   `check` and `bench`.
 //!
 //! Every module keeps its old path too (`strategies::dfs`,
 //! `strategies::pos`, ...), so embedders' imports keep working.
 
 pub mod delaying;
+pub mod descriptor;
 pub mod directed;
 pub mod measuring;
 pub mod portfolio;
@@ -40,6 +42,7 @@ pub use delaying::{
     choices, delay_cycle, first_enabled, is_sound_at, send_target, BuiltinExplorer, DelayCursor,
     DelayingExplorer, ExplorerKind, ProbabilisticRoundRobin, RoundRobin, RunToCompletion,
 };
+pub use descriptor::{Descriptor, Knob, StrategyOptions, Takes};
 pub use directed::{
     procrastinate, site_pair, Action, HybridDetector, Procrastination, ProcrastinationOptions,
     ProcrastinationStats, RaceFuzzer, RaceFuzzerOptions, RealRace, RunKind, SitePair,
@@ -48,7 +51,7 @@ pub use measuring::{
     Metrics, MicroBenchmark, PartialOrders, RecordStats, Recorded, Recorder, Recording,
 };
 pub use portfolio::Portfolio;
-pub use registry::{Descriptor, Knob, StrategyOptions, Takes, REGISTRY};
+pub use registry::REGISTRY;
 pub use replay::{Divergence, DivergenceReason, Replay};
 pub use sampling::{BasicPos, Pct, Pos, PosStar, RandomWalk, SampleCount, Ss, SsOptions};
 pub use systematic::{Dfs, DfsOptions, Dpor, DporMode, Ses, SesOptions};

@@ -65,40 +65,17 @@
 //! from their state, dropped with the node.
 
 mod bound;
+pub(crate) mod mode;
 mod race;
 mod wakeup;
 
 use crate::program::{StepInfo, ThreadView};
-use crate::strategies::registry::{Descriptor, Knob, StrategyOptions, Takes};
+use crate::strategies::descriptor::{Descriptor, Knob, StrategyOptions, Takes};
 use crate::strategy::{BoundHit, Capabilities, Context, Outcome, Start, Stat, Strategy};
+pub use mode::DporMode;
 use race::{dependent, Ev};
 use wakeup::{initials, is_weak_initial, WakeupTree};
 use wasmrace_trace::{Decision, OpKind, Tid};
-
-/// Which DPOR algorithm runs (`--dpor`).
-#[derive(Clone, Copy, Debug, Default, PartialEq, Eq, Hash)]
-pub enum DporMode {
-    /// Wakeup trees: each trace once, no sleep-set-blocked execution.
-    #[default]
-    Optimal,
-    /// Source sets and sleep sets: may run sleep-set-blocked executions.
-    Source,
-    /// TruSt over access sets ([`Trust`](super::trust::Trust), a strategy
-    /// of its own that the registry builds for this mode): jobs that
-    /// depend on nothing but themselves.
-    Trust,
-}
-
-impl DporMode {
-    /// The name on the command line and in reports.
-    pub fn name(self) -> &'static str {
-        match self {
-            DporMode::Optimal => "optimal",
-            DporMode::Source => "source",
-            DporMode::Trust => "trust",
-        }
-    }
-}
 
 /// `dpor` in the [registry](crate::strategies::registry): `--dpor`
 /// (default `optimal`) and `--preemption-bound` (default unbounded). With a
