@@ -57,6 +57,7 @@ mod clock;
 mod graph;
 mod jobs;
 mod objects;
+mod placements;
 
 use crate::explorer::partition::{Partition, Split};
 use crate::explorer::steal::SubtreePool;
