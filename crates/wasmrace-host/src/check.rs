@@ -9,6 +9,7 @@ use crate::program::WasmProgram;
 mod jobs;
 mod phases;
 mod rounds;
+mod threads;
 pub use jobs::{check_jobs, check_jobs_with_progress};
 use wasmrace_explore::strategies::descriptor::{Descriptor, StrategyOptions};
 use wasmrace_explore::strategies::registry;
