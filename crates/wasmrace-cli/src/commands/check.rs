@@ -7,7 +7,7 @@ use super::HostArgs;
 use crate::lanes;
 use crate::output;
 use crate::partition::{self, PartitionArg};
-use crate::Verdict;
+use crate::verdict::Verdict;
 use anyhow::{bail, Context, Result};
 use clap::builder::{PossibleValue, PossibleValuesParser};
 use indicatif::{ProgressBar, ProgressDrawTarget, ProgressState, ProgressStyle};
