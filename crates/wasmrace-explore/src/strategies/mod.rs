@@ -2,7 +2,8 @@
 //! its paper, plus the combinations and tools around them.
 //!
 //! - [`systematic`]: [`Dfs`] (Concuerror, ICST 2013), [`Dpor`] (POPL 2014,
-//!   JACM 2017), [`Ses`] (FSE 2015).
+//!   JACM 2017), its TruSt-style mode [`Trust`](systematic::trust::Trust)
+//!   (`dpor --dpor trust`, POPL 2022), [`Ses`] (FSE 2015).
 //! - [`sampling`]: [`RandomWalk`], [`Pct`] (ASPLOS 2010), [`BasicPos`],
 //!   [`Pos`], [`PosStar`] (CAV 2018), [`Ss`] (FSE 2015).
 //! - [`directed`]: [`RaceFuzzer`] (PLDI 2008, with its [`HybridDetector`]),

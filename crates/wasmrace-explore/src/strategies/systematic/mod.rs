@@ -1,7 +1,8 @@
 //! Systematic strategies: they enumerate a space (within their bounds) and
 //! say when it is exhausted. [`Dfs`] (Concuerror, ICST 2013), [`Dpor`]
-//! (optimal and source DPOR, POPL 2014 / JACM 2017) and [`Ses`]
-//! (stratified exhaustive search with a delaying explorer, FSE 2015).
+//! (optimal and source DPOR, POPL 2014 / JACM 2017), its TruSt-style mode
+//! [`trust`] (`dpor --dpor trust`, POPL 2022) and [`Ses`] (stratified
+//! exhaustive search with a delaying explorer, FSE 2015).
 
 pub mod dfs;
 pub mod dpor;

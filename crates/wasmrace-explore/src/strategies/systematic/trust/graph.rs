@@ -317,7 +317,9 @@ impl Graph {
 
 /// The one object a step touches, with the strongest way it touches it
 /// (a write beside a read of one object is a write); `Err` for a step
-/// over several objects, which the prototype cannot place.
+/// over several objects (a condvar wait, the registry), which the search
+/// does not place: its execution runs on untracked and the run is not
+/// exhausted (see the parent module).
 pub(super) fn one_access(accesses: &[Access]) -> Result<Option<Access>, ()> {
     let mut out: Option<Access> = None;
     for a in accesses {
