@@ -2,7 +2,7 @@
 //! its paper, plus the combinations and tools around them.
 //!
 //! - [`systematic`]: [`Dfs`] (Concuerror, ICST 2013), [`Dpor`] (POPL 2014,
-//!   JACM 2017), its TruSt-style mode [`Trust`](systematic::trust::Trust)
+//!   JACM 2017), its TruSt-style mode [`Trust`](systematic::dpor::trust::Trust)
 //!   (`dpor --dpor trust`, POPL 2022), [`Ses`] (FSE 2015).
 //! - [`sampling`]: [`RandomWalk`], [`Pct`] (ASPLOS 2010), [`BasicPos`],
 //!   [`Pos`], [`PosStar`] (CAV 2018), [`Ss`] (FSE 2015).
@@ -36,7 +36,7 @@ pub use delaying::{builtin, prr, rr, rtc};
 pub use directed::{procrastination, race_detector, racefuzzer};
 pub use measuring::{metrics, pos_bench, record};
 pub use sampling::{basic_pos, pct, pos, pos_star, random, ss};
-pub use systematic::trust::DEFAULT_SPLIT_LEVELS;
+pub use systematic::dpor::trust::DEFAULT_SPLIT_LEVELS;
 pub use systematic::{dfs, dpor, ses};
 
 pub use delaying::{

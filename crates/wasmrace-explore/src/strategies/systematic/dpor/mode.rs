@@ -10,7 +10,7 @@ pub enum DporMode {
     Optimal,
     /// Source sets and sleep sets: may run sleep-set-blocked executions.
     Source,
-    /// TruSt over access sets ([`Trust`](crate::strategies::systematic::trust::Trust), a strategy
+    /// TruSt over access sets ([`Trust`](super::trust::Trust), a strategy
     /// of its own that the registry builds for this mode): jobs that
     /// depend on nothing but themselves.
     Trust,
