@@ -15,9 +15,11 @@ mod lanes;
 mod output;
 mod partition;
 mod report;
+mod verdict;
 
 use clap::{Parser, Subcommand};
 use std::process::ExitCode;
+use verdict::Verdict;
 
 const AFTER_HELP: &str = "\
 Exit status: 0 when no bug was found, 1 when a bug was found (or a replayed
@@ -63,13 +65,6 @@ enum Command {
     Bench(commands::bench::BenchCommand),
     Merge(commands::merge::MergeCommand),
     Test(commands::test::TestCommand),
-}
-
-/// What a command found; errors are the third outcome and travel as `Err`.
-#[derive(Clone, Copy, Debug, PartialEq, Eq)]
-pub enum Verdict {
-    NoBug,
-    Bug,
 }
 
 fn main() -> ExitCode {
@@ -234,7 +229,8 @@ mod tests {
     /// another strategy's taking the same option) fails here.
     #[test]
     fn every_registered_default_is_the_documented_one() {
-        use wasmrace_explore::strategies::registry::{Knob, REGISTRY};
+        use wasmrace_explore::strategies::descriptor::Knob;
+        use wasmrace_explore::strategies::registry::REGISTRY;
         let help = Cli::command()
             .find_subcommand_mut("check")
             .unwrap()

@@ -6,7 +6,7 @@
 use super::HostArgs;
 use crate::output;
 use crate::partition::{self, PartitionArg};
-use crate::Verdict;
+use crate::verdict::Verdict;
 use anyhow::Result;
 use indicatif::{ProgressBar, ProgressDrawTarget, ProgressStyle};
 use std::io::IsTerminal;

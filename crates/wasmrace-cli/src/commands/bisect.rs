@@ -8,7 +8,7 @@ use crate::files;
 use crate::html;
 use crate::output;
 use crate::report;
-use crate::Verdict;
+use crate::verdict::Verdict;
 use anyhow::Result;
 use std::path::PathBuf;
 use wasmrace_host::analysis::bisect::SAMPLING_STRATEGIES;

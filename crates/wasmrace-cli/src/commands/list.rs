@@ -3,7 +3,7 @@
 
 use crate::output;
 use crate::report;
-use crate::Verdict;
+use crate::verdict::Verdict;
 use anyhow::Result;
 use std::path::PathBuf;
 

@@ -17,7 +17,7 @@ use super::check::RacesArg;
 use crate::files;
 use crate::output;
 use crate::report;
-use crate::Verdict;
+use crate::verdict::Verdict;
 use anyhow::{Context, Result};
 use serde_json::{json, Value};
 use std::path::{Path, PathBuf};

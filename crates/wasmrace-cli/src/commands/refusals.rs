@@ -3,7 +3,8 @@
 //! declare), a value no strategy runs with, or one a strategy cannot run
 //! with yet.
 
-use wasmrace_explore::strategies::registry::{Knob, StrategyOptions, REGISTRY};
+use wasmrace_explore::strategies::descriptor::{Knob, StrategyOptions};
+use wasmrace_explore::strategies::registry::REGISTRY;
 use wasmrace_explore::strategies::DporMode;
 
 /// Why `knob` given to a strategy that does not take it is refused, from

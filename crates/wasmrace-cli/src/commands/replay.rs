@@ -6,7 +6,7 @@ use crate::files;
 use crate::html;
 use crate::output;
 use crate::report;
-use crate::Verdict;
+use crate::verdict::Verdict;
 use anyhow::{bail, Result};
 use std::path::{Path, PathBuf};
 use wasmrace_explore::Config;

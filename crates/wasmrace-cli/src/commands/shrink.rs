@@ -6,7 +6,7 @@ use super::HostArgs;
 use crate::files;
 use crate::output;
 use crate::report;
-use crate::Verdict;
+use crate::verdict::Verdict;
 use anyhow::{bail, Result};
 use std::path::{Path, PathBuf};
 use wasmrace_host::{same_failure, Guest, Schedule, ScheduleStats, ShrinkOptions, Shrunk};

@@ -9,7 +9,7 @@
 use super::check::CheckCommand;
 use crate::output;
 use crate::report;
-use crate::Verdict;
+use crate::verdict::Verdict;
 use anyhow::{bail, Context, Result};
 use clap::Parser;
 use std::path::PathBuf;

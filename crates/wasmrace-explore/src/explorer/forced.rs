@@ -12,7 +12,7 @@
 //!
 //! **Shown, not run.** Every later fresh start shows the strategy and the
 //! observer those same views and steps, through the same functions as a
-//! real step (`between::decide`, `take_in`, `record`), so that what they
+//! real step (`decide::decide`, `take_in`, `record`), so that what they
 //! see, and the randomness a sampling strategy draws, do not change; then
 //! it restores the base instead of running the steps. A strategy that
 //! does not take the forced decision there (it abandons the execution,
@@ -24,7 +24,7 @@
 //! hashes are of states reached step by step (`Run::in_place`), and a
 //! partition's ownership check at the split depth needs the path there.
 
-use super::between::{decide, record, take_in, Ahead};
+use super::decide::{decide, record, take_in, Ahead};
 use super::{ExploreError, Run};
 use crate::observer::Observer;
 use crate::program::{Program, Status, StepInfo, ThreadView};

@@ -33,7 +33,7 @@
 
 use crate::explorer::{Blocks, Split};
 use crate::program::StepInfo;
-use crate::strategies::registry::{Descriptor, Knob, StrategyOptions, Takes};
+use crate::strategies::descriptor::{Descriptor, Knob, StrategyOptions, Takes};
 use crate::strategies::{Dfs, DfsOptions, Dpor, Pct, Pos, RandomWalk};
 use crate::strategy::{
     BoundHit, Capabilities, Context, Outcome, Phase, Splitting, Start, Stat, Strategy,

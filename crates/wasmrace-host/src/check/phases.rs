@@ -16,7 +16,7 @@
 //! sampling; runs whose budget the openings could use up run on one
 //! thread (the openings' budgets would depend on each other).
 
-use super::jobs::{on_threads, progress_ticks, Cuts};
+use super::threads::{on_one_thread, on_threads, progress_ticks, Cuts};
 use super::{explore_err, finish_check, CheckOptions, CheckOutcome};
 use crate::error::HostError;
 use crate::guest::Guest;
@@ -159,7 +159,7 @@ pub(super) fn check_phases(
     if opts.explore.max_executions <= rounds.iter().sum::<u64>() {
         // The openings could use up the budget: each one's then depends on
         // how many the ones before it used.
-        return super::jobs::check_jobs_with_progress(guest, test, opts, 1, progress);
+        return on_one_thread(guest, test, opts, progress);
     }
     let tick = progress_ticks(progress);
     let tick = &tick;

@@ -5,7 +5,7 @@
 //! report is the one-thread run's (the work done, such as saved states
 //! and steps, aside).
 
-use super::jobs::{on_threads, progress_ticks};
+use super::threads::{on_threads, progress_ticks};
 use super::{explore_err, finish_check, CheckOptions, CheckOutcome};
 use crate::error::HostError;
 use crate::guest::Guest;

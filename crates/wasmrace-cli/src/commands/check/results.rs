@@ -9,7 +9,7 @@ use crate::html;
 use crate::output;
 use crate::partition::{self, PartitionArg};
 use crate::report;
-use crate::Verdict;
+use crate::verdict::Verdict;
 use anyhow::{bail, Result};
 use std::path::{Path, PathBuf};
 use wasmrace_host::{CheckOptions, CheckOutcome, Guest, HostError, ShrinkOptions};

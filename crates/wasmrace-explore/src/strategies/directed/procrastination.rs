@@ -81,7 +81,7 @@
 use crate::explorer::blocks::{split_position, Blocks, OPEN_SHIFT};
 use crate::explorer::partition::Split;
 use crate::program::{Pending, StepInfo};
-use crate::strategies::registry::{Descriptor, StrategyOptions};
+use crate::strategies::descriptor::{Descriptor, StrategyOptions};
 use crate::strategy::{Capabilities, Context, Outcome, Splitting, Start, Strategy};
 use rand::{Rng, SeedableRng};
 use rand_chacha::ChaCha8Rng;

@@ -36,9 +36,9 @@
 use crate::explorer::blocks::Blocks;
 use crate::explorer::partition::Split;
 use crate::program::{StepInfo, ThreadView};
+use crate::strategies::descriptor::{Descriptor, StrategyOptions};
 use crate::strategies::race_detector::{HybridDetector, SitePair};
 use crate::strategies::random::RandomWalk;
-use crate::strategies::registry::{Descriptor, StrategyOptions};
 use crate::strategy::{Capabilities, Context, Outcome, Splitting, Start, Stat, Strategy};
 use rand::{Rng, SeedableRng};
 use rand_chacha::ChaCha8Rng;

@@ -51,7 +51,7 @@
 //! same stream: PCT orders threads, it says nothing about data choices.
 
 use crate::explorer::{Blocks, Split};
-use crate::strategies::registry::{Descriptor, Knob, StrategyOptions, Takes};
+use crate::strategies::descriptor::{Descriptor, Knob, StrategyOptions, Takes};
 use crate::strategy::{Capabilities, Context, Outcome, Splitting, Start, Strategy};
 use rand::{Rng, SeedableRng};
 use rand_chacha::ChaCha8Rng;

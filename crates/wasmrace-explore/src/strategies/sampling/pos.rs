@@ -47,7 +47,7 @@
 //! probability 1/48 and random walk 1/128; the tests reproduce both.
 
 use crate::program::StepInfo;
-use crate::strategies::registry::{Descriptor, StrategyOptions};
+use crate::strategies::descriptor::{Descriptor, StrategyOptions};
 use crate::strategy::{Capabilities, Context, Start, Strategy};
 use rand::{Rng, SeedableRng};
 use rand_chacha::ChaCha8Rng;

@@ -10,7 +10,7 @@
 
 use super::pos::{pos_strategy, PosEngine, Variant};
 use crate::program::StepInfo;
-use crate::strategies::registry::{Descriptor, StrategyOptions};
+use crate::strategies::descriptor::{Descriptor, StrategyOptions};
 use crate::strategy::{Capabilities, Context, Start, Strategy};
 use wasmrace_trace::Decision;
 

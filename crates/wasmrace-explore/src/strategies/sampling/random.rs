@@ -7,7 +7,7 @@
 //! only on `(seed, i)`: the same seed gives the same schedules whatever the
 //! snapshot policy or the length of earlier executions.
 
-use crate::strategies::registry::{Descriptor, StrategyOptions};
+use crate::strategies::descriptor::{Descriptor, StrategyOptions};
 use crate::strategy::{Capabilities, Context, Splitting, Start, Strategy};
 use rand::{Rng, SeedableRng};
 use rand_chacha::ChaCha8Rng;

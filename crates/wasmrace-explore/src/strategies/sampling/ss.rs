@@ -54,7 +54,7 @@ use crate::explorer::partition::Split;
 use crate::program::StepInfo;
 use crate::strategies::delaying::explorer::{DelayCursor, DelayingExplorer};
 use crate::strategies::delaying::ExplorerKind;
-use crate::strategies::registry::{Descriptor, Knob, StrategyOptions, Takes};
+use crate::strategies::descriptor::{Descriptor, Knob, StrategyOptions, Takes};
 use crate::strategy::{Capabilities, Context, Outcome, Splitting, Start, Stat, Strategy};
 use rand::{Rng, SeedableRng};
 use rand_chacha::ChaCha8Rng;

@@ -94,7 +94,7 @@ use crate::explorer::visits::{ExpId, Logged, NO_EXPANSION};
 use crate::explorer::Split;
 use crate::prefix_tree::{NodeId, PrefixTree, NIL};
 use crate::state_cache::StateCache;
-use crate::strategies::registry::{Descriptor, Knob, StrategyOptions, Takes};
+use crate::strategies::descriptor::{Descriptor, Knob, StrategyOptions, Takes};
 use crate::strategy::{BoundHit, Capabilities, Context, Splitting, Start, Stat, Strategy};
 use std::sync::Arc;
 use wasmrace_trace::{mix64, Decision, OpKind};

@@ -68,7 +68,7 @@ use crate::splitting::Splitting;
 use crate::state_cache::StateCache;
 use crate::strategies::delaying::explorer::{choices, DelayCursor, DelayingExplorer};
 use crate::strategies::delaying::ExplorerKind;
-use crate::strategies::registry::{Descriptor, Knob, StrategyOptions, Takes};
+use crate::strategies::descriptor::{Descriptor, Knob, StrategyOptions, Takes};
 use crate::strategy::{BoundHit, Capabilities, Context, Outcome, Start, Stat, Strategy};
 use rounds::SesRounds;
 use std::collections::VecDeque;

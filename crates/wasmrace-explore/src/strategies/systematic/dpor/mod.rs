@@ -65,40 +65,18 @@
 //! from their state, dropped with the node.
 
 mod bound;
+pub(crate) mod mode;
 mod race;
+pub mod trust;
 mod wakeup;
 
 use crate::program::{StepInfo, ThreadView};
-use crate::strategies::registry::{Descriptor, Knob, StrategyOptions, Takes};
+use crate::strategies::descriptor::{Descriptor, Knob, StrategyOptions, Takes};
 use crate::strategy::{BoundHit, Capabilities, Context, Outcome, Start, Stat, Strategy};
+pub use mode::DporMode;
 use race::{dependent, Ev};
 use wakeup::{initials, is_weak_initial, WakeupTree};
 use wasmrace_trace::{Decision, OpKind, Tid};
-
-/// Which DPOR algorithm runs (`--dpor`).
-#[derive(Clone, Copy, Debug, Default, PartialEq, Eq, Hash)]
-pub enum DporMode {
-    /// Wakeup trees: each trace once, no sleep-set-blocked execution.
-    #[default]
-    Optimal,
-    /// Source sets and sleep sets: may run sleep-set-blocked executions.
-    Source,
-    /// TruSt over access sets ([`Trust`](super::trust::Trust), a strategy
-    /// of its own that the registry builds for this mode): jobs that
-    /// depend on nothing but themselves.
-    Trust,
-}
-
-impl DporMode {
-    /// The name on the command line and in reports.
-    pub fn name(self) -> &'static str {
-        match self {
-            DporMode::Optimal => "optimal",
-            DporMode::Source => "source",
-            DporMode::Trust => "trust",
-        }
-    }
-}
 
 /// `dpor` in the [registry](crate::strategies::registry): `--dpor`
 /// (default `optimal`) and `--preemption-bound` (default unbounded). With a
@@ -118,13 +96,13 @@ pub const DESCRIPTOR: Descriptor = Descriptor {
     defaults: StrategyOptions {
         dpor: Some(DporMode::Optimal),
         preemption_bound: Some(None),
-        frontier_mb: Some(super::trust::DEFAULT_FRONTIER_MB),
+        frontier_mb: Some(trust::DEFAULT_FRONTIER_MB),
         ..StrategyOptions::NONE
     },
     build: |o, _| match (preemption_bound(o), mode(o)) {
         (Some(n), _) => Box::new(Dpor::bounded(n)),
-        (None, DporMode::Trust) => Box::new(super::trust::Trust::with_frontier_mb(
-            o.frontier_mb.unwrap_or(super::trust::DEFAULT_FRONTIER_MB),
+        (None, DporMode::Trust) => Box::new(trust::Trust::with_frontier_mb(
+            o.frontier_mb.unwrap_or(trust::DEFAULT_FRONTIER_MB),
         )),
         (None, m) => Box::new(Dpor::new(m)),
     },
@@ -154,6 +132,16 @@ fn mode(o: &StrategyOptions) -> DporMode {
 /// The preemption bound of resolved options (unbounded when unset).
 fn preemption_bound(o: &StrategyOptions) -> Option<u32> {
     o.preemption_bound.flatten()
+}
+
+/// The sets a [`Dpor`] keeps per node: the modes it runs itself
+/// ([`DporMode::Trust`] is [`trust::Trust`], which the descriptor builds).
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+enum Sets {
+    /// Wakeup trees (`--dpor optimal`).
+    Optimal,
+    /// Source sets (`--dpor source`).
+    Source,
 }
 
 /// The search state at one depth of the current path.
@@ -236,7 +224,7 @@ impl std::ops::DerefMut for Path {
 /// Dynamic partial-order reduction; see the module documentation.
 #[derive(Debug)]
 pub struct Dpor {
-    mode: DporMode,
+    mode: Sets,
     started: bool,
     exhausted: bool,
     nodes: Path,
@@ -262,13 +250,14 @@ pub struct Dpor {
 
 impl Dpor {
     /// DPOR with `mode`, optimal or source; `DporMode::Trust` is
-    /// [`Trust`](super::trust::Trust), and refused here at once rather
+    /// [`Trust`](trust::Trust), and refused here at once rather
     /// than midway through a run.
     pub fn new(mode: DporMode) -> Self {
-        assert!(
-            mode != DporMode::Trust,
-            "`DporMode::Trust` is its own strategy: build `Trust`"
-        );
+        let mode = match mode {
+            DporMode::Optimal => Sets::Optimal,
+            DporMode::Source => Sets::Source,
+            DporMode::Trust => panic!("`DporMode::Trust` is its own strategy: build `Trust`"),
+        };
         Dpor {
             mode,
             started: false,
@@ -352,16 +341,10 @@ impl Dpor {
     /// `two_phase_commit` a participant still to receive `prepare` slept
     /// while another's vote was chosen, and a sequence that planned one
     /// vote ran after the participant slept with the other.
-    fn take(
-        node: &mut Node,
-        view: &ThreadView,
-        next: Ev,
-        sub: WakeupTree,
-        mode: DporMode,
-    ) -> Decision {
+    fn take(node: &mut Node, view: &ThreadView, next: Ev, sub: WakeupTree, mode: Sets) -> Decision {
         let others = (0..view.pending.alts).filter(|&a| a != next.alt);
         match mode {
-            DporMode::Optimal => {
+            Sets::Optimal => {
                 for a in others {
                     let ev = Self::predicted(view, a);
                     let alt = [&ev];
@@ -370,8 +353,7 @@ impl Dpor {
                     }
                 }
             }
-            DporMode::Trust => unreachable!("`Dpor::new` refuses `DporMode::Trust`"),
-            DporMode::Source => {
+            Sets::Source => {
                 let mut planned = node.wut.take_thread(&next);
                 node.alts = others
                     .map(|a| match planned.iter().position(|(e, _)| e.alt == a) {
@@ -390,10 +372,10 @@ impl Dpor {
 
     /// Whether alternative `alt` of `tid` sleeps at `node` (source mode: any
     /// alternative of `tid`, see [`take`](Self::take)).
-    fn asleep(node: &Node, tid: Tid, alt: u32, mode: DporMode) -> bool {
+    fn asleep(node: &Node, tid: Tid, alt: u32, mode: Sets) -> bool {
         node.sleep
             .iter()
-            .any(|s| s.tid == tid && (mode == DporMode::Source || s.alt == alt))
+            .any(|s| s.tid == tid && (mode == Sets::Source || s.alt == alt))
     }
 
     /// The next planned sequence at `node` that can run, dropping those
@@ -419,7 +401,7 @@ impl Dpor {
 
     /// Any enabled thread not asleep (its first alternative that is not),
     /// the last one first unless it yielded; `None` when all are asleep.
-    fn free_choice(node: &mut Node, ctx: &Context<'_>, mode: DporMode) -> Option<Decision> {
+    fn free_choice(node: &mut Node, ctx: &Context<'_>, mode: Sets) -> Option<Decision> {
         let last = ctx.last.map(|(t, _)| t);
         let yielded = matches!(ctx.last, Some((_, Some(OpKind::Yield))));
         let awake = |v: &ThreadView| {
@@ -457,14 +439,13 @@ impl Dpor {
             }
             let node = &mut self.nodes[r.at];
             match self.mode {
-                DporMode::Optimal => {
+                Sets::Optimal => {
                     let asleep = node.sleep.iter().any(|s| is_weak_initial(s, &v, false));
                     if !asleep {
                         node.wut.insert(&v);
                     }
                 }
-                DporMode::Source => Self::add_backtrack(node, &v),
-                DporMode::Trust => unreachable!("`Dpor::new` refuses `DporMode::Trust`"),
+                Sets::Source => Self::add_backtrack(node, &v),
             }
             self.max_wut = self.max_wut.max(self.nodes[r.at].wut.size());
         }

@@ -1,10 +1,10 @@
 //! A graph of the TruSt-style exploration (see the parent module): its
-//! events in the order they were added, the order of its conflicting
-//! pairs, and the placements of a new event other than its maximal one.
+//! events in the order they were added and the order of its conflicting
+//! pairs. The placements of a new event other than its maximal one are
+//! `placements.rs`'s: they ask the run's vector clocks (`clock.rs`), which
+//! are computed from a graph.
 
-use super::clock::{Clocks, Past};
 use crate::program::StepInfo;
-use std::collections::BTreeSet;
 use wasmrace_trace::{Access, OpKind, Tid};
 
 /// One event of a graph.
@@ -53,7 +53,7 @@ const NONE: u32 = u32::MAX;
 /// a flat list (ascending, so that a pair is looked up by binary search):
 /// every job is a copy of a graph, and a copy of a few flat vectors is
 /// cheaper than of a tree of pairs and a vector per event. Queries about
-/// the causal past go to the run's [`Clocks`], which jobs do not hold.
+/// the causal past go to the run's clocks (`clock.rs`), which jobs do not hold.
 #[derive(Clone, Debug, Default)]
 pub(super) struct Graph {
     pub(super) evs: Vec<Ev>,
@@ -313,111 +313,13 @@ impl Graph {
         }
         g
     }
-
-    /// The graphs in which `a`, the next event, is placed other than
-    /// maximally (see the module documentation); `conf` are the events
-    /// it conflicts with, ascending, and `clocks` this graph's. A revisit
-    /// with more than `max_optional` optional events (2 to that many
-    /// placements) is not enumerated: the second value says whether one
-    /// was left out.
-    pub(super) fn placements(
-        &self,
-        a: &Ev,
-        conf: &[usize],
-        clocks: &Clocks,
-        max_optional: usize,
-    ) -> (Vec<Graph>, bool) {
-        let n = self.evs.len();
-        let mut out = Vec::new();
-        let mut left_out = false;
-        let Some(acc) = a.acc.filter(|_| !conf.is_empty()) else {
-            return (out, left_out);
-        };
-        let prev = self.prev_of(a);
-        let cp = clocks.past(prev);
-        let holds = |p: &Past, i: usize| clocks.holds(p, self, i);
-        // A failed compare-exchange only reads, but placed before a write
-        // it saw it may succeed: it is placed as the write it may become.
-        if acc.kind.is_shared() && a.op != OpKind::AtomicCompareExchange {
-            // Before the writes of a suffix of the object's chain.
-            let mut chain = conf.to_vec();
-            chain.sort_by(|&x, &y| self.order_of(x, y));
-            for j in 0..chain.len() {
-                let p = clocks.past_with(&cp, chain[..j].iter().copied());
-                if chain[j..].iter().any(|&c| holds(&p, c)) {
-                    continue;
-                }
-                out.push(self.with(&vec![false; n], a.clone(), &clocks.marks(&p, self)));
-            }
-            return (out, left_out);
-        }
-        let mut seen = BTreeSet::new();
-        for &b in conf {
-            // A join placed before the exit it waits for could not run.
-            if holds(&cp, b) || (a.op == OpKind::Join && self.evs[b].op == OpKind::Exit) {
-                continue;
-            }
-            // Whatever else is placed, `b` must have been added maximally.
-            if !self.maximal(b) {
-                continue;
-            }
-            // Before `b` means after everything of its object added before
-            // it, and maybe after later events `a` sees that are not after
-            // `b` (before `a`, they would put `b` before `a`).
-            let optional: Vec<usize> = conf
-                .iter()
-                .copied()
-                .filter(|&c| c > b && a.sees(&self.evs[c]) && !clocks.after(self, b, c))
-                .collect();
-            if optional.len() > max_optional {
-                left_out = true;
-                continue;
-            }
-            for mask in 0..(1u32 << optional.len()) {
-                let mut s: Vec<usize> = conf.iter().copied().filter(|&c| c < b).collect();
-                s.extend(
-                    (0..optional.len())
-                        .filter(|k| mask >> k & 1 == 1)
-                        .map(|k| optional[k]),
-                );
-                // The closure may bring in more of the object's events
-                // (a read before a write `a` sees): they are before `a` too.
-                let p = clocks.past_with(&cp, s.iter().copied());
-                if holds(&p, b) {
-                    continue;
-                }
-                let mut start: Vec<usize> = prev.into_iter().collect();
-                start.extend(
-                    conf.iter()
-                        .copied()
-                        .filter(|&c| holds(&p, c) && a.sees(&self.evs[c])),
-                );
-                let kept = self.porf(start);
-                let drop: Vec<bool> = (0..n).map(|e| e > b && !kept[e]).collect();
-                if (0..n).any(|e| drop[e] && holds(&p, e)) {
-                    continue;
-                }
-                if (0..n).any(|e| drop[e] && !self.maximal(e)) {
-                    continue;
-                }
-                let key = (
-                    drop.clone(),
-                    conf.iter()
-                        .map(|&c| holds(&p, c) && !drop[c])
-                        .collect::<Vec<_>>(),
-                );
-                if seen.insert(key) {
-                    out.push(self.with(&drop, a.clone(), &clocks.marks(&p, self)));
-                }
-            }
-        }
-        (out, left_out)
-    }
 }
 
 /// The one object a step touches, with the strongest way it touches it
 /// (a write beside a read of one object is a write); `Err` for a step
-/// over several objects, which the prototype cannot place.
+/// over several objects (a condvar wait, the registry), which the search
+/// does not place: its execution runs on untracked and the run is not
+/// exhausted (see the parent module).
 pub(super) fn one_access(accesses: &[Access]) -> Result<Option<Access>, ()> {
     let mut out: Option<Access> = None;
     for a in accesses {

@@ -1,4 +1,4 @@
-//! The TruSt-style prototype against unbounded DFS on models: the same
+//! The TruSt-style search against unbounded DFS on models: the same
 //! partial orders, each once (wasted, infeasible and repeated runs aside).
 
 use super::*;
@@ -8,7 +8,7 @@ use crate::strategies::systematic::dpor::tests::{
 use crate::strategies::Dfs;
 use crate::strategies::Dpor;
 
-/// Asserts that the prototype covers exactly the orders unbounded DFS
+/// Asserts that the search covers exactly the orders unbounded DFS
 /// covers, each once; `None` when DFS does not exhaust within `budget`.
 fn assert_exact(
     name: &str,

@@ -57,6 +57,7 @@ mod clock;
 mod graph;
 mod jobs;
 mod objects;
+mod placements;
 
 use crate::explorer::partition::{Partition, Split};
 use crate::explorer::steal::SubtreePool;
@@ -105,14 +106,40 @@ struct Run {
     key: Vec<u32>,
 }
 
-/// An event of the previous execution, in the order it ran: who, which,
-/// and whether it was a step (else a blocked attempt).
-type Ran = (Tid, u32, u32, Option<Access>, bool);
+/// An event of the previous execution, in the order it ran, as a job that
+/// shares it finds it again ([`Trust::resume`]).
+#[derive(Clone, Copy, Debug)]
+struct Ran {
+    /// The thread that ran it.
+    tid: Tid,
+    /// Its index among its thread's events, 1-based ([`Ev::idx`]).
+    idx: u32,
+    /// The alternative it took ([`Ev::alt`]).
+    alt: u32,
+    /// The one object it touched, if any ([`Ev::acc`]).
+    acc: Option<Access>,
+    /// Whether it was a step; else a blocked attempt.
+    step: bool,
+}
+
+impl Ran {
+    /// Whether `e` is this event: the same thread, index, alternative and
+    /// access (whether it blocks is settled when its job replays).
+    fn is(&self, e: &Ev) -> bool {
+        (self.tid, self.idx, self.alt, self.acc) == (e.tid, e.idx, e.alt, e.acc)
+    }
+}
 
 /// Records that `e` ran (a step, or else a blocked attempt) in `last`:
 /// a free function, for callers that hold a borrow of the run.
 fn record(last: &mut Vec<Ran>, e: &Ev, step: bool) {
-    last.push((e.tid, e.idx, e.alt, e.acc, step));
+    last.push(Ran {
+        tid: e.tid,
+        idx: e.idx,
+        alt: e.alt,
+        acc: e.acc,
+        step,
+    });
 }
 
 /// The TruSt-style exploration; see the module documentation.
@@ -330,15 +357,15 @@ impl Trust {
         let mut k = 0;
         while k < run.order.len() && k < self.last.len() {
             let e = &mut run.graph.evs[run.order[k]];
-            let (tid, idx, alt, acc, step) = self.last[k];
-            if (tid, idx, alt, acc) != (e.tid, e.idx, e.alt, e.acc) {
+            let ran = self.last[k];
+            if !ran.is(e) {
                 break;
             }
-            e.blocked = !step;
-            if step {
+            e.blocked = !ran.step;
+            if ran.step {
                 steps += 1;
             } else {
-                run.stopped.insert(tid);
+                run.stopped.insert(ran.tid);
             }
             k += 1;
         }
