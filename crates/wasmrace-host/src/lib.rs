@@ -63,7 +63,9 @@ pub use check::{
     trace_schedule, BugReport, CheckOptions, CheckOutcome, NothingToInterleave, RaceReport,
     ReplayOutcome, StrategyChoice, STRATEGY_NAMES,
 };
-pub use config::{default_cache_dir, default_instance_slots, instance_slots_for, HostConfig};
+pub use config::{
+    default_cache_dir, default_instance_slots, instance_slots_for, HostConfig, RACE_FUEL_FACTOR,
+};
 pub use error::HostError;
 pub use guest::Guest;
 pub use program::WasmProgram;

@@ -2,10 +2,14 @@
 //! operations, mailboxes, registered names) and the shared objects guests
 //! reach through hooks. Pure Rust, no wasm. Each kind of operation and
 //! object lives in its own file (`thread`, `mailbox`, `cell`, `atomic`,
-//! `mutex`, `condvar`, `table`, `registry`), which decides what an
-//! operation does, whether it is enabled, what it touches and how it is
+//! `mutex`, `rwlock`, `condvar`, `barrier`, `table`, `registry`, and a std
+//! guest's `memory`: its atomics and `wait`/`notify`), which decides what
+//! an operation does, whether it is enabled, what it touches and how it is
 //! described; `World` dispatches to them through the operation table
-//! (`ops::for_each_op!`) and keeps the thread table.
+//! (`ops::for_each_op!`) and keeps the thread table. `process` is a std
+//! guest's threads as a process (its stderr's panic text, its exit);
+//! `state` describes what a step touched for traces. The data-race
+//! detector (`World::races`) is `wasmrace_explore::datarace`'s.
 
 mod atomic;
 mod barrier;
