@@ -6,10 +6,11 @@
 //! (`world/memory.rs`); in wasi-libc's own functions, one that performs
 //! it in place instead (`runs_in_place`).
 
+use super::walk::{code_section_start, rewrite_seqs, site_of};
 use std::collections::HashMap;
 use walrus::ir::{
-    AtomicOp, AtomicWidth, BinaryOp, Call, Const, Instr, InstrLocId, InstrSeqId, LoadKind,
-    StoreKind, UnaryOp, Value,
+    AtomicOp, AtomicWidth, BinaryOp, Call, Const, Instr, InstrLocId, LoadKind, StoreKind, UnaryOp,
+    Value,
 };
 use walrus::{FunctionBuilder, FunctionId, LocalId, Module, ValType};
 
@@ -40,6 +41,18 @@ impl MemHooks {
             notify: add("mem_notify", &[I32, I32, I32], &[I32]),
         }
     }
+}
+
+/// With the race detector on: which functions' in-place atomics
+/// synchronise, and the hooks that tell the detector (`load/races.rs`
+/// makes it: wasi-libc's thread exit, join and locks).
+pub(super) struct InPlaceSync {
+    /// `race_acquire(addr, len, site)`.
+    pub acquire: FunctionId,
+    /// `race_release(addr, len, site)`.
+    pub release: FunctionId,
+    /// The functions whose in-place atomics synchronise.
+    pub functions: std::collections::HashSet<FunctionId>,
 }
 
 /// The shape of an atomic instruction: what its helper does.
@@ -151,7 +164,7 @@ pub(super) fn rewrite_atomics(
     module: &mut Module,
     mem: walrus::MemoryId,
     hooks: &MemHooks,
-    races: Option<&super::races::RaceHooks>,
+    races: Option<&InPlaceSync>,
 ) -> Vec<u32> {
     let code_start = code_section_start(module);
     let mut sites = Vec::new();
@@ -160,7 +173,7 @@ pub(super) fn rewrite_atomics(
     for id in ids {
         let in_place = runs_in_place(module.funcs.get(id).name.as_deref());
         // libc's join and exit synchronise through their in-place atomics.
-        let sync = races.filter(|r| r.sync_functions.contains(&id));
+        let sync = races.filter(|r| r.functions.contains(&id));
         rewrite_seqs(module, id, |module, instrs| {
             let mut out = Vec::with_capacity(instrs.len());
             for (instr, loc) in instrs {
@@ -201,62 +214,6 @@ pub(super) fn rewrite_atomics(
         });
     }
     sites
-}
-
-/// Replaces every instruction sequence of local function `id` with what
-/// `f` makes of it (`f` may add functions and locals to the module).
-pub(super) fn rewrite_seqs(
-    module: &mut Module,
-    id: FunctionId,
-    mut f: impl FnMut(&mut Module, Vec<(Instr, InstrLocId)>) -> Vec<(Instr, InstrLocId)>,
-) {
-    let seqs: Vec<InstrSeqId> = {
-        let func = module.funcs.get(id).kind.unwrap_local();
-        let mut all = Vec::new();
-        walrus::ir::dfs_in_order(&mut Seqs(&mut all), func, func.entry_block());
-        all
-    };
-    for seq in seqs {
-        let instrs = {
-            let func = module.funcs.get_mut(id).kind.unwrap_local_mut();
-            std::mem::take(&mut func.block_mut(seq).instrs)
-        };
-        let out = f(module, instrs);
-        let func = module.funcs.get_mut(id).kind.unwrap_local_mut();
-        func.block_mut(seq).instrs = out;
-    }
-}
-
-/// An instruction's site: its offset in the code section (0 for one the
-/// loader made).
-pub(super) fn site_of(loc: InstrLocId, code_start: u32) -> u32 {
-    match loc.is_default() {
-        true => 0,
-        false => loc.data().saturating_sub(code_start),
-    }
-}
-
-/// Where the code section starts in the file: an instruction's location
-/// is its file offset, a body's range is counted from there (walrus keeps
-/// the section's offset to itself; every body maps its first instruction
-/// both ways).
-pub(super) fn code_section_start(module: &Module) -> u32 {
-    module
-        .funcs
-        .iter_local()
-        .find_map(|(_, f)| {
-            let (relative, loc) = f.instruction_mapping.first()?;
-            (!loc.is_default()).then(|| loc.data().saturating_sub(*relative as u32))
-        })
-        .unwrap_or(0)
-}
-
-/// Collects the ids of every instruction sequence of a function.
-struct Seqs<'a>(&'a mut Vec<InstrSeqId>);
-impl<'instr> walrus::ir::Visitor<'instr> for Seqs<'_> {
-    fn start_instr_seq(&mut self, seq: &'instr walrus::ir::InstrSeq) {
-        self.0.push(seq.id());
-    }
 }
 
 /// The helper of one atomic shape at one static offset: `(addr, operands...,
@@ -391,7 +348,7 @@ fn plain_helper(
     mem: walrus::MemoryId,
     shape: Shape,
     offset: u64,
-    races: Option<&super::races::RaceHooks>,
+    races: Option<&InPlaceSync>,
 ) -> FunctionId {
     use ValType::{I32, I64};
     let val = |wide: bool| if wide { I64 } else { I32 };

@@ -18,6 +18,7 @@ mod instrument;
 mod races;
 mod support;
 mod trampolines;
+mod walk;
 mod wasi;
 
 pub use audit::{analyze, Analysis};

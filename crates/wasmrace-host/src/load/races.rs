@@ -22,6 +22,8 @@
 //! `detach_state` an exiting thread stored is then ordered after all of
 //! that thread's life.
 
+use super::atomics::InPlaceSync;
+use super::walk::{code_section_start, rewrite_seqs, site_of};
 use walrus::ir::{
     BinaryOp, Binop, Call, Const, Instr, InstrLocId, LocalGet, LocalSet, LocalTee, Value,
 };
@@ -41,14 +43,11 @@ pub const RACE_HOOKS: [&str; 5] = [
 pub(crate) struct RaceHooks {
     read: FunctionId,
     write: FunctionId,
-    /// `race_acquire(addr, len, site)`: a synchronising load.
-    pub(super) acquire: FunctionId,
-    /// `race_release(addr, len, site)`: a synchronising store.
-    pub(super) release: FunctionId,
     fresh: FunctionId,
-    /// The functions whose accesses synchronise (`Treat::Sync`): their
-    /// in-place atomics do too.
-    pub(super) sync_functions: std::collections::HashSet<FunctionId>,
+    /// `race_acquire` and `race_release`, and the functions whose accesses
+    /// synchronise (`Treat::Sync`): their in-place atomics do too, which
+    /// `load/atomics.rs` sees to.
+    pub(super) sync: InPlaceSync,
 }
 
 impl RaceHooks {
@@ -61,10 +60,12 @@ impl RaceHooks {
         RaceHooks {
             read: add(RACE_HOOKS[0], &[I32, I32, I32]),
             write: add(RACE_HOOKS[1], &[I32, I32, I32]),
-            acquire: add(RACE_HOOKS[2], &[I32, I32, I32]),
-            release: add(RACE_HOOKS[3], &[I32, I32, I32]),
+            sync: InPlaceSync {
+                acquire: add(RACE_HOOKS[2], &[I32, I32, I32]),
+                release: add(RACE_HOOKS[3], &[I32, I32, I32]),
+                functions: Default::default(),
+            },
             fresh: add(RACE_HOOKS[4], &[I32, I32]),
-            sync_functions: Default::default(),
         }
     }
 }
@@ -232,7 +233,7 @@ const LIBC_SYNC: [&str; 7] = [
 /// it is a std guest. Returns the hooks, which the atomics' rewrite calls
 /// from wasi-libc's in-place atomics (`load/atomics.rs`).
 pub(crate) fn instrument_races(module: &mut Module, mem: MemoryId, std: bool) -> RaceHooks {
-    let code_start = super::atomics::code_section_start(module);
+    let code_start = code_section_start(module);
     let mut hooks = RaceHooks::import(module);
     let ids: Vec<FunctionId> = module.funcs.iter_local().map(|(id, _)| id).collect();
     let mut entries = Vec::new();
@@ -245,8 +246,8 @@ pub(crate) fn instrument_races(module: &mut Module, mem: MemoryId, std: bool) ->
             Treat::Skip => continue,
             Treat::Check => (hooks.read, hooks.write),
             Treat::Sync => {
-                hooks.sync_functions.insert(*id);
-                (hooks.acquire, hooks.release)
+                hooks.sync.functions.insert(*id);
+                (hooks.sync.acquire, hooks.sync.release)
             }
         };
         instrument_function(module, *id, mem, (read, write), code_start);
@@ -282,7 +283,7 @@ pub(crate) fn instrument_sdk(
         // No memory, or several (refused later): nothing to watch.
         return Ok((bytes.to_vec(), RaceSites::default()));
     };
-    let sites = RaceSites::new(bytes, super::wasi::function_ranges(&module));
+    let sites = RaceSites::new(bytes, super::walk::function_ranges(&module));
     instrument_races(&mut module, mem, false);
     Ok((module.emit_wasm(), sites))
 }
@@ -319,10 +320,10 @@ fn instrument_function(
     code_start: u32,
 ) {
     let mut scratch = Scratch { locals: Vec::new() };
-    super::atomics::rewrite_seqs(module, id, |module, instrs| {
+    rewrite_seqs(module, id, |module, instrs| {
         let mut out = Vec::with_capacity(instrs.len());
         for (instr, loc) in instrs {
-            let site = super::atomics::site_of(loc, code_start);
+            let site = site_of(loc, code_start);
             match &instr {
                 Instr::Load(l) if l.memory == mem && !l.kind.atomic() => {
                     let a = scratch.get(module, ValType::I32, 0);
@@ -639,7 +640,7 @@ pub struct RaceSites {
 
 impl RaceSites {
     /// The sites of module `bytes` (as built), whose functions are
-    /// `functions` (`load/wasi.rs`'s `function_ranges`).
+    /// `functions` (`load/walk.rs`'s `function_ranges`).
     pub(crate) fn new(bytes: &[u8], functions: Vec<(u32, u32, String)>) -> RaceSites {
         let has_lines = wasmparser::Parser::new(0).parse_all(bytes).any(
             |p| matches!(p, Ok(wasmparser::Payload::CustomSection(c)) if c.name() == ".debug_line"),

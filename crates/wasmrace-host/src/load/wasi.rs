@@ -91,23 +91,6 @@ impl StdInfo {
     }
 }
 
-/// Every named local function's body range, demangled (`rustc-demangle`:
-/// `std::sync::poison::mutex::Mutex<T>::lock`, without the hash).
-pub(super) fn function_ranges(module: &Module) -> Vec<(u32, u32, String)> {
-    let mut v: Vec<(u32, u32, String)> = module
-        .funcs
-        .iter_local()
-        .filter_map(|(id, f)| {
-            let range = f.original_range.clone()?;
-            let name = module.funcs.get(id).name.as_deref()?;
-            let name = format!("{:#}", rustc_demangle::demangle(name));
-            Some((range.start as u32, range.end as u32, name))
-        })
-        .collect();
-    v.sort();
-    v
-}
-
 /// Whether `bytes` is a std guest: it imports WASI (`wasi` or
 /// `wasi_snapshot_preview1`: every `wasm32-wasip1(-threads)` program does)
 /// or exports `wasi_thread_start`. A shared memory alone is not enough: an
@@ -161,7 +144,7 @@ pub fn rewrite(
                 .as_deref()
                 .is_some_and(|n| n.contains("test_main_static"))
         }),
-        functions: function_ranges(&module),
+        functions: super::walk::function_ranges(&module),
         ignored: Vec::new(),
         lines: Default::default(),
     };
@@ -172,7 +155,12 @@ pub fn rewrite(
     // Plain accesses first, while atomics are still instructions
     // (`load/races.rs`), with the module's own code offsets as sites.
     let race_hooks = races.then(|| super::races::instrument_races(&mut module, mem, true));
-    let sites = rewrite_atomics(&mut module, mem, &hooks.mem, race_hooks.as_ref());
+    let sites = rewrite_atomics(
+        &mut module,
+        mem,
+        &hooks.mem,
+        race_hooks.as_ref().map(|h| &h.sync),
+    );
     let mut info = info;
     info.lines = super::dwarf::site_lines(bytes, &sites);
     add_entries(name, &mut module, &hooks, init)?;
