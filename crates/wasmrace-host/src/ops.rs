@@ -21,7 +21,7 @@ pub const OP_ARGS: usize = 4;
 /// own: a wrapper's offer to go on in place (`program::onward`).
 pub const ONWARD_HOOK: &str = "__onward";
 
-/// Hooks that run inside the current step (implemented in `hooks.rs`).
+/// Hooks that run inside the current step (implemented in `hooks/`).
 pub const PLAIN_HOOKS: &[&str] = &[
     "current",
     "recv_take",

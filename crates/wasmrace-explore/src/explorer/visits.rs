@@ -3,7 +3,7 @@
 //! explores, whatever the timing.
 //!
 //! **One thread.** Its DFS visits the nodes of the search tree in preorder,
-//! which is the order of their order keys (`key_of` in `dfs.rs`), and
+//! which is the order of their order keys (`key_of` in `dfs/mod.rs`), and
 //! expands a node (explores below it) exactly when no node visited before
 //! reached the same state (cache key). So for every state it expands the
 //! visit with the least key among its visits, and its visits are the
@@ -34,7 +34,7 @@
 //! but a livelock closes a cycle on its own path, which may pass above
 //! the killed expansion, and the step limit counts the path's length; so
 //! the pool parks the work after a published bug until it knows whether
-//! one thread meets it (`steal.rs`).
+//! one thread meets it (`steal/`).
 //!
 //! **What the key must hold.** All of this rests on the subtree below a
 //! state depending on its cache key alone. Fair scheduling narrows the

@@ -748,18 +748,14 @@ fn phase_is_a_scheduling_point_that_names_its_step() {
 }
 
 /// The module cache refuses damaged and misplaced entries.
-#[path = "host/cache.rs"]
 mod cache;
 
 /// Traces carry the state of the objects each step touched.
-#[path = "host/trace_state.rs"]
 mod trace_state;
 
 /// Delaying explorers (SES, SS, custom explorers) through the host API.
-#[path = "host/delaying.rs"]
 mod delaying;
 /// An embedder's exploration through `wasmrace_host` paths only.
-#[path = "host/embedder.rs"]
 mod embedder;
 
 /// A hand-written guest with a cell (`cell_new`, `cell_get`), a stack

@@ -857,13 +857,10 @@ fn a_yield_loop_hits_the_step_limit() {
 
 /// PULSE procrastination on the world-hello model (one test binary per
 /// crate: the file lives beside this one).
-#[path = "explore/procrastination.rs"]
 mod procrastination;
 
 /// Delaying explorers, SES, SS and state caching (FSE 2015).
-#[path = "explore/delaying.rs"]
 mod delaying;
 
 /// Fair scheduling and livelocks (PLDI 2008).
-#[path = "explore/fairness.rs"]
 mod fairness;

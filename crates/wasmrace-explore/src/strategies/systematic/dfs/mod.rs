@@ -194,7 +194,7 @@ struct Frame {
     /// The deepest expansion of a shared state cache on the path to this
     /// depth, this one's if it made one (`shared_cache.rs`).
     exp: ExpId,
-    /// Some of its alternatives were donated to other workers (`steal.rs`).
+    /// Some of its alternatives were donated to other workers (`explorer/steal/`).
     donated: bool,
 }
 
@@ -252,7 +252,7 @@ pub struct Dfs {
     /// States (keys) the cache took as new.
     cache_states: u64,
     /// The pool of subtrees shared with other workers (`check --jobs`),
-    /// when this search is one of several sharing the tree (`steal.rs`).
+    /// when this search is one of several sharing the tree (`explorer/steal/`).
     pool: Option<Arc<SubtreePool>>,
     /// Subtrees started so far (`Splitting::stretch`).
     stretch: u64,
@@ -701,7 +701,7 @@ impl Capabilities for Dfs {
     }
 }
 
-/// By prefix, or by sharing the tree with other workers (`steal.rs`);
+/// By prefix, or by sharing the tree with other workers (`explorer/steal/`);
 /// not with a state cache.
 impl Splitting for Dfs {
     fn split(&self) -> Split {
