@@ -48,6 +48,7 @@ mod hooks;
 pub mod load;
 mod ops;
 mod program;
+mod progress;
 mod snapshot;
 mod world;
 

@@ -4,6 +4,7 @@
 //! stepping for modules without trampolines) and the linker, whose
 //! suspending hooks come from the operation table (`ops.rs`).
 
+pub(crate) mod onward;
 mod races;
 mod wasi;
 
@@ -197,7 +198,7 @@ pub struct HostState {
     /// into guest memory mark it as the guest's do.
     pub(crate) dirty_map: Option<u32>,
     /// While a step may go on in place: what `__onward` reaches.
-    pub(crate) onward: Option<crate::program::Onward>,
+    pub(crate) onward: Option<onward::Onward>,
     /// A std guest's arguments and environment (`hooks/wasi.rs`).
     pub(crate) wasi: Arc<WasiEnv>,
     /// How race reports name sites (`hooks/races.rs`), when races are
@@ -367,7 +368,7 @@ pub(crate) fn make_linker(engine: &Engine) -> Result<Linker<HostState>, HostErro
     // table's (`ops.rs`).
     ops::link_suspending(&mut l, suspend).map_err(runtime)?;
 
-    // The hook wrappers' offer to go on in place (`program::onward`).
+    // The hook wrappers' offer to go on in place (`onward`).
     l.func_wrap(
         m,
         ops::ONWARD_HOOK,
@@ -380,7 +381,7 @@ pub(crate) fn make_linker(engine: &Engine) -> Result<Linker<HostState>, HostErro
          a3: i64,
          low: i32|
          -> wasmtime::Result<(i32, i64)> {
-            crate::program::onward(c, hook, site, [a0, a1, a2, a3], low)
+            onward::onward(c, hook, site, [a0, a1, a2, a3], low)
         },
     )
     .map_err(runtime)?;

@@ -13,9 +13,7 @@ mod hash;
 mod instance;
 mod libtest;
 mod onward;
-mod progress;
 mod segment;
-mod views;
 
 pub(crate) use dirty::dirty_map_bytes;
 pub(crate) use instance::FIRST_SLOT_BATCH;
@@ -24,11 +22,10 @@ use crate::error::{runtime, HostError};
 use crate::guest::{Guest, GuestInner};
 use crate::hooks::{Exports, HostState, Mode};
 use crate::ops::Op;
+use crate::progress::Progress;
 use crate::snapshot::{self, Snapshot};
 use crate::world::{GuestMem, Outcome, Target};
 use instance::instantiate;
-pub(crate) use onward::{onward, Onward};
-use progress::Progress;
 use std::collections::BTreeMap;
 use std::sync::Arc;
 use wasmrace_explore::{is_preemption, OnwardFn, Program, Status, StepInfo, ThreadView};
@@ -714,5 +711,37 @@ impl Program for WasmProgram {
 
     fn thread_name(&self, tid: Tid) -> String {
         self.store.data().world.thread_name(tid)
+    }
+}
+
+impl WasmProgram {
+    /// Whether steps go through the module's trampolines and hook wrappers
+    /// (`load::add_trampolines`) rather than the host-side Asyncify
+    /// bookkeeping. For tests.
+    #[doc(hidden)]
+    pub fn uses_trampolines(&self) -> bool {
+        self.ex.enter.is_some()
+    }
+
+    /// The instance's real memory size in bytes: the guest's own size
+    /// plus the room it was instantiated with or grew into
+    /// (`load::headroom`). For tests.
+    #[doc(hidden)]
+    pub fn real_memory_bytes(&self) -> usize {
+        self.ex.memory.data_size(&self.store)
+    }
+
+    /// How many wasm instances this program has made: resets and restores
+    /// normally reuse the instance. For tests and benchmarks.
+    #[doc(hidden)]
+    pub fn instances(&self) -> u64 {
+        self.instances
+    }
+
+    /// Checks that the views and status kept up by `refresh_after` are what
+    /// a full recomputation gives. For tests.
+    #[doc(hidden)]
+    pub fn verify_views(&mut self) -> Result<(), String> {
+        self.progress.verify(&self.store.data().world)
     }
 }

@@ -22,7 +22,7 @@ impl ObjectState for Condvar {
         if waiters.is_empty() {
             "no waiters".into()
         } else {
-            super::state::with_list(String::new(), "waiters", &waiters)
+            super::text::with_list(String::new(), "waiters", &waiters)
         }
     }
 

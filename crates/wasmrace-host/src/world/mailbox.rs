@@ -3,8 +3,8 @@
 //! message, `recv_from` the oldest from one sender (selective receive).
 //! The taken message waits in the thread for `recv_take` (a plain hook).
 
-use super::state::{with_list, LIST_ITEMS};
-use super::{preview, preview_n, Cx, Kind, Message, Outcome, Ret, World, MESSAGE_BYTES};
+use super::text::{preview, preview_n, with_list, LIST_ITEMS};
+use super::{Cx, Kind, Message, Outcome, Ret, World, MESSAGE_BYTES};
 use crate::ops::{Bytes, Op};
 use std::fmt::Write as _;
 use wasmrace_trace::{Access, Oid, Tid};

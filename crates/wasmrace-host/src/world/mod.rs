@@ -25,6 +25,7 @@ mod registry;
 mod rwlock;
 mod state;
 mod table;
+mod text;
 mod thread;
 
 pub(crate) use memory::{put_guest_bytes, GuestMem};
@@ -109,7 +110,7 @@ objects! {
 trait ObjectState {
     /// The state in short for traces and the HTML report (`value = 3`,
     /// `held by main.1; waiting: main.2`), naming threads through `w`;
-    /// `h` is the object's handle. Lists are cut at `state::LIST_ITEMS`.
+    /// `h` is the object's handle. Lists are cut at `text::LIST_ITEMS`.
     fn describe(&self, w: &World, h: u64) -> String;
     /// Whether `id` is an id this object (handle `h`) derives for its
     /// parts (a table's keys), so that a trace can name it.
@@ -253,30 +254,6 @@ const MESSAGE_BYTES: u64 = (std::mem::size_of::<Message>() + 16) as u64;
 const NAME_BYTES: u64 = 64;
 const TABLE_ENTRY_BYTES: u64 = 32;
 const OBJECT_BYTES: u64 = (std::mem::size_of::<ObjEntry>() + 32) as u64;
-
-/// Longest preview of guest bytes (a message, a name) a trace shows.
-const PREVIEW_BYTES: usize = 64;
-
-/// Guest bytes as traces show them: quoted, at most `PREVIEW_BYTES` of
-/// them, with the number left out.
-fn preview(bytes: &[u8]) -> String {
-    preview_n(bytes, PREVIEW_BYTES)
-}
-
-/// `preview` showing at most `max` bytes.
-fn preview_n(bytes: &[u8], max: usize) -> String {
-    let shown = &bytes[..bytes.len().min(max)];
-    let mut s = format!("{:?}", String::from_utf8_lossy(shown));
-    // Escapes (`\u{7}`) can make the quoted form eight times longer.
-    if let Some((cut, _)) = s.char_indices().nth(2 * max) {
-        s.truncate(cut);
-        s.push('…');
-    }
-    if shown.len() < bytes.len() {
-        s.push_str(&format!(" (+{} bytes)", bytes.len() - shown.len()));
-    }
-    s
-}
 
 /// How a thread is entered on the wasm side.
 #[derive(Clone, Copy, Debug, PartialEq, Eq, Hash)]
@@ -423,11 +400,6 @@ pub struct World {
     /// part of the state snapshots restore; hashes leave it out (its
     /// `Hash` is empty: `wasmrace_explore::datarace::Detector`).
     pub races: Option<Box<wasmrace_explore::datarace::Detector>>,
-}
-
-/// A registry name as traces show it.
-fn fmt_name(name: &[u8]) -> String {
-    preview(name)
 }
 
 impl World {

@@ -20,7 +20,7 @@ impl ObjectState for Mutex {
             None => "free".into(),
         };
         let waiting = w.threads_waiting(|op| matches!(op, Op::MutexLock { h: x } if *x == h));
-        super::state::with_list(holder, "waiting", &waiting)
+        super::text::with_list(holder, "waiting", &waiting)
     }
 }
 

@@ -4,7 +4,8 @@
 //! "the name thread `t` is registered under", so that two registrations of
 //! one thread conflict.
 
-use super::{fmt_name, Cx, Kind, Outcome, Ret, World, NAME_BYTES};
+use super::text::fmt_name;
+use super::{Cx, Kind, Outcome, Ret, World, NAME_BYTES};
 use crate::ops::Op;
 use wasmrace_trace::{Access, Oid, Tid};
 

@@ -31,13 +31,13 @@ impl ObjectState for RwLock {
                         n => format!("{} (x{n})", w.thread_name(*t)),
                     })
                     .collect();
-                super::state::with_list(String::new(), "read by", &readers)
+                super::text::with_list(String::new(), "read by", &readers)
             }
         };
         let waiting = w.threads_waiting(
             |op| matches!(op, Op::RwLockRead { h: x } | Op::RwLockWrite { h: x } if *x == h),
         );
-        super::state::with_list(held, "waiting", &waiting)
+        super::text::with_list(held, "waiting", &waiting)
     }
 
     fn heap_bytes(&self) -> usize {

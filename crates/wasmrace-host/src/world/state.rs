@@ -3,12 +3,10 @@
 //! (`ObjectState::describe` for shared objects, `mailbox::describe`,
 //! `thread::describe`, `registry::describe`), bounded and clipped.
 
-use super::{fmt_name, mailbox, registry, thread, World};
+use super::text::{fmt_name, LIST_ITEMS};
+use super::{mailbox, registry, thread, World};
 use std::sync::Arc;
 use wasmrace_trace::{Access, ObjectValue, Oid};
-
-/// Most items (waiters, readers, entries, messages) one description lists.
-pub(super) const LIST_ITEMS: usize = 4;
 
 /// Longest description kept, in characters: a guest controls names and
 /// message bytes, and a trace keeps one description per touched object.
@@ -27,24 +25,6 @@ pub enum Target {
     Thread(usize),
     /// A registry name.
     Name(Arc<[u8]>),
-}
-
-/// `head` and a list of items after `label`, at most `LIST_ITEMS` of them
-/// (callers pass one more when there are more, shown as `…`):
-/// `held by main; waiting: main.1, main.2`.
-pub(super) fn with_list(head: String, label: &str, items: &[String]) -> String {
-    if items.is_empty() {
-        return head;
-    }
-    let mut list = items[..items.len().min(LIST_ITEMS)].join(", ");
-    if items.len() > LIST_ITEMS {
-        list.push_str(", …");
-    }
-    match (head.is_empty(), label.is_empty()) {
-        (true, _) => format!("{label}: {list}"),
-        (false, true) => format!("{head}: {list}"),
-        (false, false) => format!("{head}; {label}: {list}"),
-    }
 }
 
 /// `s` with control characters escaped ([`wasmrace_trace::text::shown`],
@@ -140,6 +120,7 @@ mod tests {
     use super::super::testing::*;
     use super::*;
     use crate::ops::Op;
+    use crate::world::text::with_list;
     use crate::world::Outcome;
 
     /// The state of object `h` as a trace shows it.

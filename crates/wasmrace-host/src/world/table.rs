@@ -15,12 +15,12 @@ impl ObjectState for Table {
         let entries: Vec<String> = self
             .0
             .iter()
-            .take(super::state::LIST_ITEMS + 1)
+            .take(super::text::LIST_ITEMS + 1)
             .map(|(k, v)| format!("{k} -> {v}"))
             .collect();
         let n = self.0.len();
         let head = format!("{n} entr{}", if n == 1 { "y" } else { "ies" });
-        super::state::with_list(head, "", &entries)
+        super::text::with_list(head, "", &entries)
     }
 
     fn owns(&self, h: u64, id: Oid) -> bool {

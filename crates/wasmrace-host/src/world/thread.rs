@@ -4,7 +4,8 @@
 //! is `World`'s (`mod.rs`).
 
 use super::registry::name_slot;
-use super::{fmt_name, Cx, Kind, Outcome, Ret, World, NO_PARENT};
+use super::text::fmt_name;
+use super::{Cx, Kind, Outcome, Ret, World, NO_PARENT};
 use crate::ops::Op;
 use wasmrace_trace::{Access, Failure, FailureKind, Oid, ThreadPath, Tid, Waiting};
 

@@ -4,6 +4,8 @@
 //! up), written once for the two places a step ends: in the host after its
 //! thread unwound, or inside its thread's next hook call (`onward`).
 
+mod views;
+
 use crate::ops::{Effect, Op};
 use crate::world::{Executed, GuestMem, World};
 use wasmrace_explore::{Status, StepInfo, ThreadView};
@@ -24,19 +26,19 @@ const STEP_COST: u64 = 1_000;
 /// call can reach it beside the store's data.
 #[derive(Debug)]
 pub(crate) struct Progress {
-    pub(super) views: Vec<ThreadView>,
-    pub(super) status: Status,
-    pub(super) info: StepInfo,
-    pub(super) steps: u64,
-    pub(super) last: Option<(Tid, Option<OpKind>)>,
+    pub(crate) views: Vec<ThreadView>,
+    pub(crate) status: Status,
+    pub(crate) info: StepInfo,
+    pub(crate) steps: u64,
+    pub(crate) last: Option<(Tid, Option<OpKind>)>,
     /// The effect of the step under way's operation (the operation table's).
     effect: Effect,
     /// The step under way ended inside its thread's next hook call: the
     /// host, once the thread unwound, has nothing left to do for it.
-    pub(super) ended: bool,
+    pub(crate) ended: bool,
     /// A decision the explorer took inside a hook call that could not be
     /// taken there (a spawn, which starts other threads): taken next.
-    pub(super) deferred: Option<Decision>,
+    pub(crate) deferred: Option<Decision>,
 }
 
 impl Default for Progress {
@@ -59,7 +61,7 @@ impl Progress {
     /// record starts afresh with its operation. Returns the operation's
     /// kind, its call site and, for a spawn, the argument of the thread to
     /// start.
-    pub(super) fn begin(&mut self, w: &World, i: usize, d: Decision) -> (OpKind, u32, Option<u32>) {
+    pub(crate) fn begin(&mut self, w: &World, i: usize, d: Decision) -> (OpKind, u32, Option<u32>) {
         let info = &mut self.info;
         info.tid = d.tid;
         info.alt = d.alt;
@@ -87,7 +89,7 @@ impl Progress {
 
     /// Runs the begun step's operation in `w` (`spawned`: the thread a
     /// spawn made), recording what it touched and the message it moved.
-    pub(super) fn execute(
+    pub(crate) fn execute(
         &mut self,
         w: &mut World,
         i: usize,
@@ -118,7 +120,7 @@ impl Progress {
 
     /// Ends the step of thread `i`: counted, and the views and status
     /// brought up to date with `w`.
-    pub(super) fn end(&mut self, w: &World, i: usize) {
+    pub(crate) fn end(&mut self, w: &World, i: usize) {
         self.steps += 1;
         self.last = Some((self.info.tid, self.info.op));
         self.refresh_after(w, i, self.effect);

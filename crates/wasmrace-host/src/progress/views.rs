@@ -2,7 +2,7 @@
 //! step (only what the step's operation can change, as the operation table
 //! declares) and checked against a full recomputation by `verify_views`.
 
-use super::{Progress, WasmProgram};
+use super::Progress;
 use crate::ops::Effect;
 use crate::world::World;
 use wasmrace_explore::{Pending, Status, ThreadView};
@@ -77,7 +77,7 @@ impl Progress {
     }
 
     /// Checks the views and status against a full recomputation.
-    pub(super) fn verify(&mut self, w: &World) -> Result<(), String> {
+    pub(crate) fn verify(&mut self, w: &World) -> Result<(), String> {
         let (views, status) = (self.views.clone(), self.status.clone());
         if matches!(status, Status::Failed(_)) {
             return Ok(());
@@ -96,7 +96,7 @@ impl Progress {
     }
 
     /// Recomputes the thread views and the status after a step.
-    pub(super) fn refresh(&mut self, w: &World) {
+    pub(crate) fn refresh(&mut self, w: &World) {
         let mut views = std::mem::take(&mut self.views);
         let mut n = 0;
         for (i, t) in w.threads.iter().enumerate() {
@@ -129,40 +129,8 @@ impl Progress {
     }
 }
 
-impl WasmProgram {
-    /// Whether steps go through the module's trampolines and hook wrappers
-    /// (`load::add_trampolines`) rather than the host-side Asyncify
-    /// bookkeeping. For tests.
-    #[doc(hidden)]
-    pub fn uses_trampolines(&self) -> bool {
-        self.ex.enter.is_some()
-    }
-
-    /// The instance's real memory size in bytes: the guest's own size
-    /// plus the room it was instantiated with or grew into
-    /// (`load::headroom`). For tests.
-    #[doc(hidden)]
-    pub fn real_memory_bytes(&self) -> usize {
-        self.ex.memory.data_size(&self.store)
-    }
-
-    /// How many wasm instances this program has made: resets and restores
-    /// normally reuse the instance. For tests and benchmarks.
-    #[doc(hidden)]
-    pub fn instances(&self) -> u64 {
-        self.instances
-    }
-
-    /// Checks that the views and status kept up by `refresh_after` are what
-    /// a full recomputation gives. For tests.
-    #[doc(hidden)]
-    pub fn verify_views(&mut self) -> Result<(), String> {
-        self.progress.verify(&self.store.data().world)
-    }
-}
-
 /// A view for a new thread, filled in by the caller.
-pub(super) fn blank_view(tid: Tid) -> ThreadView {
+fn blank_view(tid: Tid) -> ThreadView {
     ThreadView {
         tid,
         pending: Pending {
