@@ -6,9 +6,11 @@
 //! - `fixtures`: the library on every guest program (one test per program,
 //!   forced by `foreach_fixture!`), the host's exactness on real wasm, and
 //!   the quick start's example.
+//! - `recipes`: ARCHITECTURE.md's recipes against the code.
 //!
 //! Unit and crate-level tests stay in their crates.
 
 mod analysis;
 mod cli;
 mod fixtures;
+mod recipes;
