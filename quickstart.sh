@@ -19,7 +19,7 @@ wasm=examples/lost-update/target/wasm32-unknown-unknown/release/lost_update.wasm
 echo "quickstart: target/debug/wasmrace check $wasm" >&2
 echo
 set +e
-target/debug/wasmrace check "$wasm" --test lost_update --schedule-out target/lost_update.schedule.json
+target/debug/wasmrace check "$wasm" --test lost_update
 code=$?
 set -e
 if [ "$code" != 1 ]; then

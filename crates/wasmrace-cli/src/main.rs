@@ -30,9 +30,9 @@ Examples:
   wasmrace list app.wasm
   wasmrace check app.wasm
   wasmrace check app.wasm --test lost_update --preemption-bound 3
-  wasmrace replay app.wasm app.lost_update.schedule.json
-  wasmrace shrink app.wasm app.lost_update.schedule.json -o small.json
-  wasmrace bisect app.wasm app.lost_update.schedule.json --exact
+  wasmrace replay app.wasm wasmrace-schedules/app.lost_update.<tag>.schedule.json
+  wasmrace shrink app.wasm wasmrace-schedules/app.lost_update.<tag>.schedule.json -o small.json
+  wasmrace bisect app.wasm wasmrace-schedules/app.lost_update.<tag>.schedule.json --exact
   wasmrace bench --strategies pos,pct,random --chart hit-ratios.svg
   wasmrace check app.wasm --strategy random --partition 1/2 --json > p1.json
   wasmrace merge p1.json p2.json";

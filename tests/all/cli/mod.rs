@@ -1118,6 +1118,21 @@ fn reproduce_with_runs_as_printed_when_wasmrace_is_not_on_path() {
     let replay_out = String::from_utf8(replay.stdout).unwrap();
     assert_eq!(replay.status.code(), Some(1), "{replay_out}");
     assert!(replay_out.contains("reproduced: panic"), "{replay_out}");
+    // `shrink`'s line follows the same rule (it printed a bare `wasmrace`).
+    let out = run(&["shrink", &m, &schedule, "-o", "bug reports/small.json"]);
+    assert_eq!(out.status.code(), Some(1));
+    let stdout = String::from_utf8(out.stdout).unwrap();
+    let command = stdout
+        .lines()
+        .find_map(|l| l.strip_prefix("reproduce with: "))
+        .unwrap_or_else(|| panic!("no command in {stdout}"));
+    assert_eq!(
+        command,
+        format!(
+            "'{}' replay {m} 'bug reports/small.json'",
+            canonical.display()
+        )
+    );
 }
 
 /// The default schedule folder is created when a bug needs it; where it

@@ -30,7 +30,7 @@ Exit status: 1 when the schedule reproduces its failure (the analysis is
 printed), 2 when it does not (with why) or on an error.
 
 Examples:
-  wasmrace bisect app.wasm wasmrace-schedules/app.lost_update.schedule.json
+  wasmrace bisect app.wasm wasmrace-schedules/app.lost_update.<tag>.schedule.json
   wasmrace bisect app.wasm bug.json --exact --samples 500 --seed 7 --json";
 
 /// Estimate, step by step, how likely a failing schedule's failure is

@@ -27,8 +27,8 @@ one: `reproduced: ...`), 0 when it runs to completion without one
 schedule recorded on another module).
 
 Examples:
-  wasmrace replay app.wasm app.lost_update.schedule.json
-  wasmrace replay app.wasm app.lost_update.schedule.json --json";
+  wasmrace replay app.wasm wasmrace-schedules/app.lost_update.<tag>.schedule.json
+  wasmrace replay app.wasm wasmrace-schedules/app.lost_update.<tag>.schedule.json --json";
 
 /// Replay a schedule file written by `wasmrace check`
 #[derive(clap::Args, Debug)]

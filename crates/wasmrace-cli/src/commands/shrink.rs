@@ -26,7 +26,7 @@ Exit status: 1 when a failing schedule was written (it replays with
 or on an error.
 
 Examples:
-  wasmrace shrink app.wasm wasmrace-schedules/app.lost_update.schedule.json
+  wasmrace shrink app.wasm wasmrace-schedules/app.lost_update.<tag>.schedule.json
   wasmrace shrink app.wasm bug.json -o small.json --json";
 
 /// Shrink a failing schedule to the fewest preemptions, switches and steps
@@ -153,11 +153,15 @@ impl ShrinkCommand {
             "shrunk schedule written to {}\n",
             files::shown_path(out)
         ));
-        let command = format!(
-            "wasmrace replay {} {}",
-            report::shell_quote(&self.module.display().to_string()),
-            report::shell_quote(&out.display().to_string())
-        );
+        // The same rule as `check`'s line: a command that runs as printed.
+        let mut words = vec![
+            report::program_word(),
+            "replay".to_string(),
+            self.module.display().to_string(),
+            out.display().to_string(),
+        ];
+        words.extend(self.host.replay_flags());
+        let command = report::command_line(&words);
         t.push_str(&format!("reproduce with: {}\n", report::shown(&command)));
         t
     }

@@ -263,9 +263,10 @@ pub struct CheckCommand {
     /// Seed of the random strategy (recorded in schedule files)
     #[arg(long, value_name = "N", default_value_t = 0)]
     seed: u64,
-    /// Write the schedule of a bug here (default:
-    /// `<module stem>.<test>.schedule.json` in --schedule-dir; with several
-    /// tests the test name is added before the extension)
+    /// Write the schedule of a bug here instead of --schedule-dir (with
+    /// several tests, the test name is added before the extension);
+    /// default: `<module stem>.<test>.<tag>.schedule.json` in
+    /// --schedule-dir, `<tag>` 8 hex digits of the file's contents
     #[arg(long, value_name = "PATH", conflicts_with = "schedule_dir")]
     schedule_out: Option<PathBuf>,
     /// Folder for the schedule files of bugs, created when a bug is found
