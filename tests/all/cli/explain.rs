@@ -112,8 +112,15 @@ fn bisect_reports_the_sealing_point_and_exits_1() {
     expect(&text, 1);
     assert!(text.stdout.contains("\nsealed at step "), "{}", text.stdout);
     assert!(
-        text.stdout.contains(" completions fail\n"),
+        text.stdout.contains(" completions from there fail)\n")
+            && text.stdout.contains("(proved: all "),
         "{}",
+        text.stdout
+    );
+    assert!(
+        text.stdout
+            .contains(", sealing proved by enumeration (--exact)\n"),
+        "--exact says so in text, not only in --json: {}",
         text.stdout
     );
     assert!(
@@ -125,6 +132,15 @@ fn bisect_reports_the_sealing_point_and_exits_1() {
         text.stdout,
         wasmrace(&dir, &["bisect", &m, s, "--exact"]).stdout
     );
+    // The fixture's first two steps are `main`'s alone (it creates the
+    // cell, then spawns): they cannot change P, which a sampled run once
+    // showed as noise (0.34 at the start, then ~0.38, ~0.34).
+    let sampled = wasmrace(&dir, &["bisect", &m, s, "--json"]);
+    let json: serde_json::Value = serde_json::from_str(&sampled.stdout).unwrap();
+    let steps = json["steps"].as_array().unwrap();
+    assert_eq!(steps[1]["probability"], steps[0]["probability"], "{json}");
+    assert_eq!(steps[2]["probability"], steps[0]["probability"], "{json}");
+    assert_ne!(steps[3]["probability"], steps[0]["probability"], "{json}");
     // A schedule that does not reproduce: exit 2, saying why.
     let path = dir.join(s);
     let mut v: serde_json::Value =

@@ -168,12 +168,17 @@ impl BisectCommand {
 
     fn text(&self, schedule: &Schedule, b: &Bisection, notes: &[String]) -> String {
         let mut t = format!(
-            "bisecting {} on {}: test `{}`, completions drawn by {} (seed {})\n",
+            "bisecting {} on {}: test `{}`, completions drawn by {} (seed {}){}\n",
             files::shown_path(&self.schedule),
             files::shown_path(&self.module),
             report::shown(&schedule.test),
             self.strategy,
-            self.seed
+            self.seed,
+            if self.exact {
+                ", sealing proved by enumeration (--exact)"
+            } else {
+                ""
+            }
         );
         for n in notes {
             t.push_str(n);
@@ -204,7 +209,7 @@ impl BisectCommand {
 fn sealing_line(sealed: Sealing) -> String {
     match sealed {
         Sealing::Proved { step, completions } => format!(
-            "sealed at step {step}: all {completions} completion{} fail\n",
+            "sealed at step {step} (proved: all {completions} completion{} from there fail)\n",
             if completions == 1 { "" } else { "s" }
         ),
         Sealing::Estimated { step } => format!(
