@@ -106,3 +106,94 @@ fn cli_reference_covers_every_command_and_flag() {
     }
     assert!(page.contains("wasmrace merge p1.json p2.json\n```"));
 }
+
+/// The hand-written command lines of the user pages (the README, docs/,
+/// each command's `--help` examples) name only flags their command has, so
+/// that a renamed or removed flag cannot live on in a usage line.
+#[test]
+fn command_lines_in_the_docs_name_real_flags() {
+    let root = std::path::Path::new(env!("CARGO_MANIFEST_DIR")).join("../..");
+    let cli = crate::Cli::command();
+    let mut pages = vec![root.join("README.md")];
+    for entry in std::fs::read_dir(root.join("docs")).unwrap().flatten() {
+        let path = entry.path();
+        if path.extension().is_some_and(|e| e == "md") {
+            pages.push(path);
+        }
+    }
+    let mut bad = Vec::new();
+    let mut checked = 0;
+    for page in &pages {
+        let text = std::fs::read_to_string(page).unwrap();
+        for line in text.lines() {
+            let Some((command, flags)) = command_line(&cli, line) else {
+                continue;
+            };
+            checked += 1;
+            // A command that passes what follows on (`test`'s libtest
+            // arguments) takes any flag.
+            let passes_on = command.get_arguments().any(|a| a.is_trailing_var_arg_set());
+            for flag in flags.into_iter().filter(|_| !passes_on) {
+                let known = command
+                    .get_arguments()
+                    .chain(cli.get_arguments())
+                    .any(|a| a.get_long() == Some(flag.as_str()));
+                if !known {
+                    bad.push(format!("{}: --{flag} in `{line}`", page.display()));
+                }
+            }
+        }
+    }
+    assert!(checked > 30, "found only {checked} command lines");
+    assert!(bad.is_empty(), "flags no command has: {bad:#?}");
+}
+
+/// A line that runs `wasmrace SUBCOMMAND ...` (alone, after `$ `, after a
+/// pipe or `&&`): its subcommand and the long flags it names.
+fn command_line<'a>(
+    cli: &'a clap::Command,
+    line: &str,
+) -> Option<(&'a clap::Command, Vec<String>)> {
+    let at = line.find("wasmrace ")?;
+    let before = line[..at].trim_end();
+    let starts = before.is_empty()
+        || before.ends_with('$')
+        || before.ends_with("&&")
+        || before.ends_with('|')
+        || before.ends_with('`')
+        || before.ends_with("wasmrace/target/debug/");
+    if !starts {
+        return None;
+    }
+    let rest = &line[at + "wasmrace ".len()..];
+    let name = rest.split_whitespace().next()?;
+    let command = cli.find_subcommand(name)?;
+    let words = rest.split(['`', '|']).next().unwrap_or(rest);
+    let flags = words
+        .split(|c: char| c.is_whitespace() || c == '[' || c == ']' || c == '=')
+        .filter_map(|w| w.strip_prefix("--"))
+        .filter(|f| {
+            !f.is_empty()
+                && f.chars()
+                    .all(|c| c.is_ascii_lowercase() || c.is_ascii_digit() || c == '-')
+        })
+        .map(str::to_string)
+        .collect();
+    Some((command, flags))
+}
+
+#[test]
+fn command_lines_are_found_with_their_flags() {
+    let cli = crate::Cli::command();
+    let flags = |line: &str| command_line(&cli, line).map(|(c, f)| (c.get_name().to_string(), f));
+    assert_eq!(
+        flags("$ wasmrace check app.wasm --no-such-flag [--seed N]"),
+        Some(("check".into(), vec!["no-such-flag".into(), "seed".into()]))
+    );
+    assert_eq!(
+        flags("wasmrace check app.wasm --json | jq '.tests[] --x'"),
+        Some(("check".into(), vec!["json".into()]))
+    );
+    assert_eq!(flags("the wasmrace check command takes --seed"), None);
+    assert_eq!(flags("wasmrace nosuchcommand --seed"), None);
+}
