@@ -33,6 +33,32 @@ pub fn races_block(races: &[wasmrace_host::RaceReport]) -> String {
     out
 }
 
+/// The distinct data races of `--data-races report`, each with its
+/// location and its report; nothing when there are none.
+pub fn data_races_block(races: &wasmrace_host::ReportedRaces) -> String {
+    let mut out = String::new();
+    if races.races.is_empty() {
+        return out;
+    }
+    let n = races.races.len();
+    let _ = writeln!(
+        out,
+        "data races: {n} distinct (--data-races report: each listed once, by its pair of sites; exploration went on past them)"
+    );
+    for (i, f) in races.races.iter().enumerate() {
+        let at = f.location.as_deref().unwrap_or("?");
+        let _ = writeln!(out, "  {}. at {}", i + 1, shown(at));
+        let _ = writeln!(out, "     {}", shown(&f.message));
+    }
+    if let Some(limit) = races.cut_at {
+        let _ = writeln!(
+            out,
+            "  (more were met: the list keeps the {limit} with the least locations, HostConfig::max_data_race_reports)"
+        );
+    }
+    out
+}
+
 /// The line saying a bug's schedule is the shrunk form of the strategy's
 /// (`shrunk:   from 3 preemptions / 14 steps ...`), or nothing.
 pub fn shrunk_line(from: Option<&wasmrace_host::ScheduleStats>) -> String {
@@ -237,6 +263,7 @@ pub fn exhausted_covers(guest: &wasmrace_host::Guest) -> &'static str {
 pub fn merged_covers(settings: &serde_json::Value) -> &'static str {
     let races = match settings["data_races"].as_str() {
         Some("off") => wasmrace_trace::DataRaces::Off,
+        Some("report") => wasmrace_trace::DataRaces::Report,
         _ => wasmrace_trace::DataRaces::Fail,
     };
     covers(false, races)

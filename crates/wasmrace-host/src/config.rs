@@ -55,6 +55,11 @@ pub struct HostConfig {
     /// (`load/races.rs`, `wasmrace_explore::datarace`). `--data-races`,
     /// default `fail`.
     pub data_races: DataRaces,
+    /// Distinct races (by their pair of sites) one check keeps under
+    /// `--data-races report`: past it, those with the least locations are
+    /// kept and the report says the list was cut at this number. Default
+    /// 100.
+    pub max_data_race_reports: usize,
 }
 
 /// How much more fuel a step gets with data races detected
@@ -68,7 +73,9 @@ pub const RACE_FUEL_FACTOR: u64 = 10;
 pub(crate) fn fuel_note(config: &HostConfig) -> &'static str {
     match config.data_races {
         DataRaces::Off => "",
-        DataRaces::Fail => " (instructions counted without the race detector's)",
+        DataRaces::Fail | DataRaces::Report => {
+            " (instructions counted without the race detector's)"
+        }
     }
 }
 
@@ -86,6 +93,7 @@ impl Default for HostConfig {
             wasm_opt: None,
             instance_slots: default_instance_slots(),
             data_races: DataRaces::Fail,
+            max_data_race_reports: 100,
         }
     }
 }
@@ -134,7 +142,9 @@ impl HostConfig {
     pub fn step_fuel(&self) -> u64 {
         match self.data_races {
             DataRaces::Off => self.fuel_per_step,
-            DataRaces::Fail => self.fuel_per_step.saturating_mul(RACE_FUEL_FACTOR),
+            DataRaces::Fail | DataRaces::Report => {
+                self.fuel_per_step.saturating_mul(RACE_FUEL_FACTOR)
+            }
         }
     }
 

@@ -62,7 +62,7 @@ pub use analysis::shrink::{
 pub use check::{
     check, check_jobs, check_jobs_with_progress, check_with_progress, check_with_strategy, replay,
     trace_schedule, BugReport, CheckOptions, CheckOutcome, NothingToInterleave, RaceReport,
-    ReplayOutcome, StrategyChoice, STRATEGY_NAMES,
+    ReplayOutcome, ReportedRaces, StrategyChoice, STRATEGY_NAMES,
 };
 pub use config::{
     default_cache_dir, default_instance_slots, instance_slots_for, HostConfig, RACE_FUEL_FACTOR,

@@ -58,6 +58,8 @@ pub(crate) fn merge_test(tests: &[&Value]) -> Result<Value, MergeError> {
         "nothing_to_interleave": t0["nothing_to_interleave"],
         "bug": first_bug(tests),
         "races": merge_races(tests)?,
+        "data_races": merge_data_races(tests),
+        "data_races_cut_at": any("data_races_cut_at"),
         "run_by": (t0["partition"]["split"] == "test").then(|| t0["partition"]["k"].clone()),
     }))
 }
@@ -123,6 +125,28 @@ pub(crate) fn merge_stats(tests: &[&Value]) -> Value {
     }
     let peaks = blocks.first().map_or(Value::Null, |b| b["peaks"].clone());
     json!({ "stats": stats, "peaks": peaks, "saved_states": saved })
+}
+
+/// The parts' listed data races (`--data-races report`), one per
+/// location, the least message of each, in the order of their locations,
+/// as one run lists them. (`check` refuses `--partition` with `report`,
+/// so parts of one run list none; a forged part's list is kept as given.)
+pub(crate) fn merge_data_races(tests: &[&Value]) -> Vec<Value> {
+    let mut by_location: std::collections::BTreeMap<String, Value> = Default::default();
+    for r in tests
+        .iter()
+        .flat_map(|t| t["data_races"].as_array().into_iter().flatten())
+    {
+        let location = r["location"].as_str().unwrap_or_default().to_string();
+        let message = |v: &Value| v["message"].as_str().unwrap_or_default().to_string();
+        match by_location.get(&location) {
+            Some(old) if message(old) <= message(r) => {}
+            _ => {
+                by_location.insert(location, r.clone());
+            }
+        }
+    }
+    by_location.into_values().collect()
 }
 
 /// The parts' real races (RaceFuzzer) merged by the rule `--jobs` merges
@@ -272,5 +296,15 @@ mod tests {
             "the parts' `races.count` of test `t` add up past 18446744073709551615: not \
              partitions of one run"
         );
+    }
+
+    #[test]
+    fn data_races_merge_by_location_keeping_the_least_message() {
+        let r = |loc: &str, msg: &str| json!({ "location": loc, "thread": "main", "message": msg });
+        let a = json!({ "data_races": [r("x and y", "b"), r("a and b", "z")] });
+        let b = json!({ "data_races": [r("x and y", "a")] });
+        let merged = merge_data_races(&[&a, &b]);
+        assert_eq!(merged, vec![r("a and b", "z"), r("x and y", "a")]);
+        assert!(merge_data_races(&[&json!({})]).is_empty());
     }
 }

@@ -75,6 +75,9 @@ pub enum DataRaces {
     /// Do not look: plain memory is not instrumented, as before
     /// wasmrace detected races.
     Off,
+    /// Detect them, and go on: the execution continues after a race, and
+    /// the run lists each distinct race (by its pair of sites) at its end.
+    Report,
 }
 
 impl DataRaces {
@@ -83,6 +86,7 @@ impl DataRaces {
         match self {
             DataRaces::Fail => "fail",
             DataRaces::Off => "off",
+            DataRaces::Report => "report",
         }
     }
 }

@@ -495,6 +495,71 @@ fn mutex_counter_has_no_bug_within_the_bound() {
     );
 }
 
+/// `--data-races report` goes on past races and lists each once: exit 1,
+/// the head line counts them, the block and `--json` name both sites; one
+/// test runs on one thread, so `--jobs 2` on one test and `--partition`
+/// are refused.
+#[test]
+fn data_races_report_lists_every_race_and_exits_1() {
+    let dir = TempDir::new("races-report");
+    let m = fixture(&dir, "data_races");
+    let args = [
+        "check",
+        &m,
+        "--test",
+        "loom_style",
+        "--data-races",
+        "report",
+    ];
+    let run = wasmrace(&dir, &args);
+    expect(&run, 1);
+    let first = run.stdout.lines().next().unwrap();
+    assert!(
+        first.contains("): 2 data races, no other bug in "),
+        "{first}"
+    );
+    assert!(
+        run.stdout
+            .contains("\ndata races: 2 distinct (--data-races report: ")
+            && run.stdout.contains("\n  1. at ")
+            && run.stdout.contains("\n  2. at "),
+        "{}",
+        run.stdout
+    );
+    let json = wasmrace(&dir, &[&args[..], &["--json"]].concat());
+    expect(&json, 1);
+    let doc: serde_json::Value = serde_json::from_str(&json.stdout).unwrap();
+    let races = doc["tests"][0]["data_races"].as_array().unwrap();
+    assert_eq!(races.len(), 2, "{doc}");
+    for r in races {
+        assert!(r["location"].as_str().unwrap().contains(" and "), "{r}");
+        assert!(
+            r["message"].as_str().unwrap().contains("no happens-before"),
+            "{r}"
+        );
+    }
+    assert!(doc["tests"][0]["data_races_cut_at"].is_null());
+    assert!(doc["tests"][0]["bug"].is_null());
+    let jobs = wasmrace(&dir, &[&args[..], &["--jobs", "2"]].concat());
+    expect_error(&jobs, "`--data-races report` runs each test on one thread");
+    let part = wasmrace(&dir, &[&args[..], &["--partition", "1/2"]].concat());
+    expect_error(&part, "drop --partition");
+    // A correct test: exit 0 and no block.
+    let clean = wasmrace(
+        &dir,
+        &[
+            "check",
+            &m,
+            "--test",
+            "guarded_by_mutex",
+            "--data-races",
+            "report",
+        ],
+    );
+    expect(&clean, 0);
+    assert!(!clean.stdout.contains("data races:"), "{}", clean.stdout);
+}
+
 #[test]
 fn philosophers_deadlock_lists_what_each_thread_waits_for() {
     let dir = TempDir::new("deadlock");

@@ -66,10 +66,12 @@ pub struct HostArgs {
     pub no_cache: bool,
     /// Data races on plain memory: `fail` watches every plain load and
     /// store and fails an execution at the first race (two threads, a
-    /// common byte, one writing, no happens-before between them); `off`
-    /// does not look (faster; what a proof then covers is narrower).
-    /// Replay, shrink and bisect take the schedule's when not given
-    #[arg(long, value_name = "fail|off")]
+    /// common byte, one writing, no happens-before between them); `report`
+    /// goes on exploring and lists every distinct race (by its pair of
+    /// sites) at the end, exit code 1 if there is one; `off` does not look
+    /// (faster; what a proof then covers is narrower). Replay, shrink and
+    /// bisect take the schedule's when not given
+    #[arg(long, value_name = "fail|report|off")]
     pub data_races: Option<DataRacesArg>,
 }
 
@@ -78,6 +80,8 @@ pub struct HostArgs {
 pub enum DataRacesArg {
     /// Detect races; the first one fails the execution.
     Fail,
+    /// Detect races, go on, and list the distinct ones at the end.
+    Report,
     /// Do not watch plain memory.
     Off,
 }
@@ -87,6 +91,7 @@ impl DataRacesArg {
     pub fn setting(self) -> wasmrace_trace::DataRaces {
         match self {
             DataRacesArg::Fail => wasmrace_trace::DataRaces::Fail,
+            DataRacesArg::Report => wasmrace_trace::DataRaces::Report,
             DataRacesArg::Off => wasmrace_trace::DataRaces::Off,
         }
     }

@@ -47,7 +47,10 @@ pub fn check_jobs(
 /// Like [`check_jobs`], calling `progress` with the executions all
 /// threads have ended so far, every 100 of them (from any
 /// thread, so it must be `Sync`), for a progress bar. With `jobs` of 1,
-/// [`check_with_progress`](super::check_with_progress).
+/// [`check_with_progress`](super::check_with_progress). Under
+/// `--data-races report` the run is on one thread too: its list of races
+/// is the one run's, whichever executions threads would have run past a
+/// bug or a budget.
 pub fn check_jobs_with_progress(
     guest: &Guest,
     test: &str,
@@ -55,7 +58,7 @@ pub fn check_jobs_with_progress(
     jobs: u32,
     progress: &(dyn Fn(u64) + Sync),
 ) -> Result<CheckOutcome, HostError> {
-    if jobs <= 1 {
+    if jobs <= 1 || guest.config().data_races == wasmrace_trace::DataRaces::Report {
         return on_one_thread(guest, test, opts, progress);
     }
     let (needed, slots) = (instance_slots_for(jobs), guest.config().instance_slots);

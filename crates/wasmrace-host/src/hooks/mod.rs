@@ -5,7 +5,7 @@
 //! suspending hooks come from the operation table (`ops.rs`).
 
 pub(crate) mod onward;
-mod races;
+pub(crate) mod races;
 mod wasi;
 
 pub use wasi::WasiEnv;
@@ -206,6 +206,10 @@ pub struct HostState {
     pub(crate) race_sites: Option<Arc<crate::load::RaceSites>>,
     /// The guest is a std guest (race reports hint differently).
     pub(crate) std_guest: bool,
+    /// Under `--data-races report`: the races met since the program last
+    /// took them (`WasmProgram::take_races`); `None` when a race fails
+    /// the execution.
+    pub(crate) race_log: Option<races::RaceLog>,
 }
 
 impl HostState {
@@ -230,6 +234,8 @@ impl HostState {
             wasi: Arc::default(),
             race_sites: None,
             std_guest: false,
+            race_log: (config.data_races == wasmrace_trace::DataRaces::Report)
+                .then(|| races::RaceLog::new(config.max_data_race_reports)),
         }
     }
 

@@ -2,13 +2,73 @@
 //! plain access is checked against the execution's detector
 //! (`World::races`, `wasmrace_explore::datarace`), libc's accesses
 //! synchronise, a block the allocator hands out starts afresh, and a race
-//! fails the execution with a failure naming both accesses.
+//! fails the execution with a failure naming both accesses, or, with
+//! `--data-races report`, goes in the run's [`RaceLog`] and the execution
+//! goes on.
 
 use super::{GuestFault, HostState};
 use crate::error::{runtime, HostError};
+use std::collections::BTreeMap;
 use wasmrace_explore::datarace::{Race, RaceAccess};
 use wasmrace_trace::{Failure, FailureKind, Oid};
 use wasmtime::{Caller, Linker};
+
+/// The distinct data races a run met under `--data-races report`, by
+/// location (the pair of sites), each with the least of its reports
+/// (message, then thread): which execution met a race first depends on the
+/// exploration order, the least report does not. At most `limit` races are
+/// kept, those with the least locations, so a guest racing at many sites
+/// cannot make the host hold without bound
+/// (`HostConfig::max_data_race_reports`).
+#[derive(Clone, Debug, Default)]
+pub(crate) struct RaceLog {
+    races: BTreeMap<String, Failure>,
+    limit: usize,
+    cut: bool,
+}
+
+impl RaceLog {
+    /// An empty log keeping at most `limit` races.
+    pub(crate) fn new(limit: usize) -> Self {
+        RaceLog {
+            races: BTreeMap::new(),
+            limit,
+            cut: false,
+        }
+    }
+
+    /// Adds one report of a race.
+    pub(crate) fn add(&mut self, f: Failure) {
+        let key = f.location.clone().unwrap_or_default();
+        if let Some(old) = self.races.get_mut(&key) {
+            if (&f.message, &f.thread) < (&old.message, &old.thread) {
+                *old = f;
+            }
+            return;
+        }
+        self.races.insert(key, f);
+        if self.races.len() > self.limit {
+            self.races.pop_last();
+            self.cut = true;
+        }
+    }
+
+    /// Adds every race of `other`, leaving it empty.
+    pub(crate) fn absorb(&mut self, other: &mut RaceLog) {
+        for f in std::mem::take(&mut other.races).into_values() {
+            self.add(f);
+        }
+        self.cut |= std::mem::take(&mut other.cut);
+    }
+
+    /// The races, by location, and the limit when some were left out.
+    pub(crate) fn reported(&self) -> crate::check::ReportedRaces {
+        crate::check::ReportedRaces {
+            races: self.races.values().cloned().collect(),
+            cut_at: self.cut.then_some(self.limit),
+        }
+    }
+}
 
 /// What a plain hook does with its access.
 #[derive(Clone, Copy)]
@@ -26,13 +86,41 @@ fn on_access(
     len: i32,
     site: i32,
 ) -> wasmtime::Result<()> {
-    let st = c.data_mut();
+    let (addr, len, site) = (addr as u32, len as u32, site as u32);
+    loop {
+        let st = c.data_mut();
+        let Err(race) = check_access(st, kind, addr, len, site) else {
+            return Ok(());
+        };
+        let failure = race_failure(st, &race);
+        let Some(log) = st.race_log.as_mut() else {
+            return Err(wasmtime::Error::new(GuestFault(failure)));
+        };
+        // Reported, the execution goes on: the accessed bytes start
+        // afresh, as a block the allocator hands out does, and the access
+        // is checked again, now racing with nothing, so that its record
+        // is kept. Earlier records of these bytes are lost: a second race
+        // on them in this execution may go unseen (docs/data-races.md).
+        log.add(failure);
+        if let Some(d) = st.world.races.as_mut() {
+            d.forget(addr, len);
+        }
+    }
+}
+
+/// The race `kind`'s access makes, if any, under the execution's detector.
+fn check_access(
+    st: &mut HostState,
+    kind: Kind,
+    addr: u32,
+    len: u32,
+    site: u32,
+) -> Result<(), Race> {
     let cur = st.cur;
     let Some(d) = st.world.races.as_mut() else {
         return Ok(());
     };
-    let (addr, len, site) = (addr as u32, len as u32, site as u32);
-    let found = match kind {
+    match kind {
         Kind::Read => d.access(cur, addr, len, false, site),
         Kind::Write => d.access(cur, addr, len, true, site),
         Kind::Acquire => {
@@ -43,10 +131,6 @@ fn on_access(
             d.release(cur, granule(addr));
             Ok(())
         }
-    };
-    match found {
-        Ok(()) => Ok(()),
-        Err(race) => Err(wasmtime::Error::new(GuestFault(race_failure(st, &race)))),
     }
 }
 

@@ -20,6 +20,7 @@ pub(crate) use instance::FIRST_SLOT_BATCH;
 
 use crate::error::{runtime, HostError};
 use crate::guest::{Guest, GuestInner};
+use crate::hooks::races::RaceLog;
 use crate::hooks::{Exports, HostState, Mode};
 use crate::ops::Op;
 use crate::progress::Progress;
@@ -83,6 +84,10 @@ pub struct WasmProgram {
     spawned: bool,
     /// Whether `step_on` may go on in place (`onward`); off to compare.
     in_place: bool,
+    /// Under `--data-races report`, the races of every execution so far,
+    /// taken from the store after each step (an instance made again
+    /// starts with a store of its own).
+    races: RaceLog,
 }
 
 impl std::fmt::Debug for WasmProgram {
@@ -112,6 +117,7 @@ impl Guest {
 
 impl WasmProgram {
     pub(crate) fn new(guest: Arc<GuestInner>, test: &str) -> Result<WasmProgram, HostError> {
+        let race_limit = guest.config.max_data_race_reports;
         let (store, ex) = instantiate(&guest, test, false)?;
         let mut p = WasmProgram {
             guest,
@@ -134,6 +140,7 @@ impl WasmProgram {
             scheduling_point: false,
             spawned: false,
             in_place: true,
+            races: RaceLog::new(race_limit),
         };
         p.place_dirty_map()?;
         p.start()?;
@@ -569,6 +576,22 @@ impl WasmProgram {
     }
 }
 
+impl WasmProgram {
+    /// Moves the races the last step reported into the program's log.
+    fn keep_races(&mut self) {
+        if let Some(log) = self.store.data_mut().race_log.as_mut() {
+            self.races.absorb(log);
+        }
+    }
+
+    /// The races of every execution so far (`--data-races report`),
+    /// leaving the log empty.
+    pub(crate) fn take_races(&mut self) -> RaceLog {
+        let empty = RaceLog::new(self.guest.config.max_data_race_reports);
+        std::mem::replace(&mut self.races, empty)
+    }
+}
+
 impl Program for WasmProgram {
     type Snapshot = Snapshot;
     type Error = HostError;
@@ -605,11 +628,14 @@ impl Program for WasmProgram {
 
     fn step(&mut self, d: Decision) -> Result<&StepInfo, HostError> {
         self.do_step(d)?;
+        self.keep_races();
         Ok(&self.progress.info)
     }
 
     fn step_on(&mut self, d: Decision, onward: &mut OnwardFn<'_>) -> Result<&StepInfo, HostError> {
-        self.step_in_place(d, onward)
+        self.step_in_place(d, onward)?;
+        self.keep_races();
+        Ok(&self.progress.info)
     }
 
     fn snapshot(&mut self) -> Result<Option<Snapshot>, HostError> {

@@ -399,12 +399,24 @@ impl CheckCommand {
     /// refusal's words.
     fn refuse_one_test(&self, settled: &Settled, tests: usize) -> Result<()> {
         let given = self.jobs.unwrap_or(1);
+        if tests == 1 && given > 1 && self.reports_races() {
+            bail!(
+                "`--data-races report` runs each test on one thread (its list is one \
+                 run's), so `--jobs {given}` needs several tests; drop --jobs, or use \
+                 `--data-races fail`"
+            );
+        }
         let by_threads = given > 1 && settled.split == wasmrace_explore::Split::None;
         if tests == 1 && (by_threads || settled.deal.is_some()) {
             let built = settled.opts.strategy.build(self.seed);
             partition::check_split(&*built, self.partition, given, self.state_cache, false)?;
         }
         Ok(())
+    }
+
+    /// Whether data races are listed rather than failed.
+    fn reports_races(&self) -> bool {
+        self.host.data_races == Some(super::DataRacesArg::Report)
     }
 
     /// The options, checked before the module loads, with the threads
@@ -430,7 +442,17 @@ impl CheckCommand {
         let strategy = StrategyChoice::new(descriptor, &given);
         // Built once, to ask how it splits.
         let built = strategy.build(self.seed);
-        let split = built.split();
+        // The races `--data-races report` lists are one run's: each test
+        // runs whole, on one thread.
+        let split = match self.reports_races() {
+            true if self.partition.is_some() => bail!(
+                "`--data-races report` lists the races one run of a test meets, which \
+                 partitions would split between them; drop --partition, or use \
+                 `--data-races fail`"
+            ),
+            true => wasmrace_explore::Split::None,
+            false => built.split(),
+        };
         let jobs =
             (self.jobs).unwrap_or_else(|| partition::default_jobs(split, self.test.is_none()));
         let by_jobs = split == wasmrace_explore::Split::Jobs;

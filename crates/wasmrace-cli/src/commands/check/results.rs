@@ -70,7 +70,8 @@ impl<'a> Results<'a> {
                 Some(written)
             }
             None => {
-                if cmd.races == RacesArg::Fail && !outcome.races.is_empty() {
+                let raced = !outcome.data_races.races.is_empty();
+                if raced || (cmd.races == RacesArg::Fail && !outcome.races.is_empty()) {
                     self.failed.push(test.clone());
                 }
                 None
@@ -289,7 +290,16 @@ impl CheckCommand {
                 }
             }
             _ => {
-                out.push_str(&format!("{head}: {}\n", report::no_bug_summary(r)));
+                let summary = report::no_bug_summary(r);
+                let summary = match outcome.data_races.races.len() {
+                    0 => summary,
+                    n => format!(
+                        "{n} data race{}, {}",
+                        if n == 1 { "" } else { "s" },
+                        summary.replacen("no bug", "no other bug", 1)
+                    ),
+                };
+                out.push_str(&format!("{head}: {summary}\n"));
                 out.push_str(&report::pass_notes(
                     r,
                     outcome.nothing_to_interleave,
@@ -299,6 +309,7 @@ impl CheckCommand {
         }
         out.push_str(&report::strategy_stats_block(r));
         out.push_str(&report::races_block(&outcome.races));
+        out.push_str(&report::data_races_block(&outcome.data_races));
         out.push_str(&report::timing_line(
             r.executions,
             r.executions_run,
@@ -424,6 +435,12 @@ impl CheckCommand {
                 // What `wasmrace merge` merges and sorts by, as one run.
                 "key": [r.key.0, r.key.1, r.key.2],
             })).collect::<Vec<_>>(),
+            "data_races": outcome.data_races.races.iter().map(|f| serde_json::json!({
+                "location": f.location,
+                "thread": f.thread,
+                "message": f.message,
+            })).collect::<Vec<_>>(),
+            "data_races_cut_at": outcome.data_races.cut_at,
         });
         if let Some(j) = json.as_object_mut() {
             j.extend(report::search_json(r));
