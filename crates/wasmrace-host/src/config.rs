@@ -60,6 +60,14 @@ pub struct HostConfig {
     /// kept and the report says the list was cut at this number. Default
     /// 100.
     pub max_data_race_reports: usize,
+    /// A std command module's arguments after its name (what
+    /// `std::env::args` gives past the first). `--arg`, repeated; none by
+    /// default. A libtest harness takes libtest's, an SDK guest none:
+    /// loading either with arguments is refused.
+    pub args: Vec<String>,
+    /// A std guest's environment, `KEY=VALUE` each (`std::env::var`).
+    /// `--env`, repeated; empty by default.
+    pub env: Vec<String>,
 }
 
 /// How much more fuel a step gets with data races detected
@@ -94,6 +102,8 @@ impl Default for HostConfig {
             instance_slots: default_instance_slots(),
             data_races: DataRaces::Fail,
             max_data_race_reports: 100,
+            args: Vec::new(),
+            env: Vec::new(),
         }
     }
 }
@@ -170,6 +180,8 @@ impl HostConfig {
             max_host_bytes: Some(self.max_host_bytes),
             max_log_bytes: Some(self.max_log_bytes),
             data_races: Some(self.data_races),
+            args: self.args.clone(),
+            env: self.env.clone(),
         }
     }
 }
@@ -189,11 +201,14 @@ mod tests {
             asyncify_buffer_bytes: 10 << 10,
             max_host_bytes: 12 << 20,
             max_log_bytes: 13 << 10,
+            args: vec!["-v".into()],
+            env: vec!["K=V".into()],
             ..HostConfig::default()
         };
         let s = c.schedule_settings(11);
         let json = serde_json::to_value(&s).unwrap();
-        assert_eq!(json.as_object().unwrap().len(), 8, "{json}");
+        assert_eq!(json.as_object().unwrap().len(), 10, "{json}");
+        assert_eq!((&s.args[..], &s.env[..]), (&c.args[..], &c.env[..]));
         assert_eq!(
             (s.fuel_per_step, s.max_steps, s.max_memory_bytes),
             (Some(7), Some(11), Some(8 << 20))

@@ -192,6 +192,15 @@ pub enum HostError {
         /// What is wrong with it.
         message: String,
     },
+    /// Arguments or an environment given to a guest that has no use for
+    /// them (`HostConfig::args`, `HostConfig::env`).
+    #[error("`{name}` {message}")]
+    Arguments {
+        /// The module's name.
+        name: String,
+        /// What was given and why it does not apply.
+        message: String,
+    },
     /// A walrus pass failed.
     #[error("instrumenting `{name}` failed: {message}")]
     Instrument {

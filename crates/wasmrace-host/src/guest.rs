@@ -38,6 +38,7 @@ impl GuestInner {
             .file_name()
             .map_or_else(|| "main.wasm".into(), |n| n.to_string_lossy().into_owned());
         let mut args = vec![program];
+        args.extend(self.config.args.iter().cloned());
         if let Some(list) = test.strip_prefix(LIST_PREFIX) {
             args.extend(["--list", "--format", "terse"].map(String::from));
             args.extend(list.split_whitespace().map(String::from));
@@ -51,7 +52,7 @@ impl GuestInner {
         }
         let env = WasiEnv {
             args,
-            env: Vec::new(),
+            env: self.config.env.clone(),
         };
         (
             format!("{}{}", load::TEST_PREFIX, load::MAIN_TEST),
@@ -100,6 +101,7 @@ impl Guest {
             (std::borrow::Cow::Borrowed(bytes), None, None)
         };
         let mut analysis = load::analyze(name, &bytes)?;
+        refuse_arguments(name, std.as_ref().map(|s| s.harness), &config)?;
         analysis.std = std;
         analysis.races = sites.map(Arc::new);
         load::check_declared(name, &analysis.declared, &config)?;
@@ -234,4 +236,28 @@ fn make_engine(config: &HostConfig, declared: &load::Declared) -> Result<Engine,
             Engine::new(&c).map_err(runtime)
         }
     }
+}
+
+/// Refuses `HostConfig::args` for a guest without a command line of its
+/// own (an SDK guest, or a libtest harness, whose command line is
+/// libtest's), and `HostConfig::env` for an SDK guest, which has no
+/// environment. `harness`: `None` for an SDK guest.
+fn refuse_arguments(
+    name: &str,
+    harness: Option<bool>,
+    config: &HostConfig,
+) -> Result<(), HostError> {
+    let message = match harness {
+        None if !config.args.is_empty() || !config.env.is_empty() => {
+            "is an SDK guest, which has no command line or environment: `--arg` and `--env` apply to std guests (wasm32-wasip1-threads)"
+        }
+        Some(true) if !config.args.is_empty() => {
+            "is a libtest harness, whose command line is libtest's (each test runs with `--exact NAME`): `--arg` applies to a std command module (a `bin`); `--env` applies to both"
+        }
+        _ => return Ok(()),
+    };
+    Err(HostError::Arguments {
+        name: name.to_string(),
+        message: message.to_string(),
+    })
 }

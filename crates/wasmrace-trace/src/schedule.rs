@@ -63,6 +63,12 @@ pub struct ScheduleSettings {
     /// Whether data races on plain memory were detected (`--data-races`).
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub data_races: Option<DataRaces>,
+    /// A std command module's arguments after its name (`--arg`).
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub args: Vec<String>,
+    /// A std guest's environment, `KEY=VALUE` each (`--env`).
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub env: Vec<String>,
 }
 
 /// What to do about data races on plain memory (`--data-races`).

@@ -73,6 +73,22 @@ pub struct HostArgs {
     /// bisect take the schedule's when not given
     #[arg(long, value_name = "fail|report|off")]
     pub data_races: Option<DataRacesArg>,
+    /// An argument for a std command module, after its name in
+    /// `std::env::args` (repeat for several; recorded in schedule files)
+    #[arg(long = "arg", value_name = "ARG", allow_hyphen_values = true)]
+    pub args: Vec<String>,
+    /// An environment variable of a std guest, `std::env::var` (repeat for
+    /// several; recorded in schedule files)
+    #[arg(long = "env", value_name = "KEY=VALUE", value_parser = parse_env)]
+    pub env: Vec<String>,
+}
+
+/// `--env`'s value: `KEY=VALUE` with a non-empty key.
+fn parse_env(s: &str) -> Result<String, String> {
+    match s.split_once('=') {
+        Some((key, _)) if !key.is_empty() => Ok(s.to_string()),
+        _ => Err(format!("`{s}` is not KEY=VALUE")),
+    }
 }
 
 /// The values of `--data-races`.
@@ -125,6 +141,8 @@ impl HostArgs {
         if let Some(r) = self.data_races {
             config.data_races = r.setting();
         }
+        config.args = self.args.clone();
+        config.env = self.env.clone();
         if let Some(mb) = self.max_host_memory_mb {
             config.max_host_bytes = mib("--max-host-memory-mb", mb)?;
         }

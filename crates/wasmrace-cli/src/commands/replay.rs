@@ -347,6 +347,21 @@ pub(crate) fn resolve_settings(
         }
         _ => {}
     }
+    // A command line given replaces the schedule's whole.
+    if host.args.is_empty() && !s.args.is_empty() {
+        notes.push(format!(
+            "using the schedule's arguments: {}",
+            report::shown(&s.args.join(" "))
+        ));
+        config.args = s.args.clone();
+    }
+    if host.env.is_empty() && !s.env.is_empty() {
+        notes.push(format!(
+            "using the schedule's environment: {}",
+            report::shown(&s.env.join(" "))
+        ));
+        config.env = s.env.clone();
+    }
     Ok((config, max_steps, notes))
 }
 
