@@ -295,16 +295,32 @@ impl Modules {
 }
 
 /// A module from the input's random bytes; `None` when wasm-smith wants
-/// more bytes than it was given (or refuses them).
+/// more bytes than it was given (or refuses them). One in four is shaped
+/// like a std guest (`std_modules`), with threads on.
 pub(crate) fn generate(rng: &mut ChaCha8Rng, imports: &[u8]) -> Option<Vec<u8>> {
+    let std = rng.random_bool(0.25);
+    generate_shaped(rng, imports, std)
+}
+
+/// [`generate`], shaped like a std guest when `std`.
+fn generate_shaped(rng: &mut ChaCha8Rng, imports: &[u8], std: bool) -> Option<Vec<u8>> {
     let wide = rng.random_bool(0.15);
-    let config = smith_config(rng, imports, wide);
+    let mut config = smith_config(rng, imports, wide);
+    if std {
+        let memory = crate::std_modules::std_memory(rng);
+        config.available_imports = Some(crate::std_modules::std_imports(memory));
+        config.exports = Some(crate::std_modules::std_exports());
+        config.threads_enabled = true;
+        config.max_memories = 1;
+    }
     let mut data = vec![0u8; rng.random_range(64..8192)];
     rng.fill_bytes(&mut data);
     let mut u = Unstructured::new(&data);
-    wasm_smith::Module::new(config, &mut u)
-        .ok()
-        .map(|m| m.to_bytes())
+    let bytes = wasm_smith::Module::new(config, &mut u).ok()?.to_bytes();
+    match std {
+        true => crate::std_modules::finish(&bytes),
+        false => Some(bytes),
+    }
 }
 
 impl Target for Modules {
@@ -321,5 +337,34 @@ impl Target for Modules {
         }
         let config = host_config(&self.limits, None);
         exercise(&bytes, config, &self.limits, rng, out)
+    }
+}
+
+#[cfg(test)]
+mod std_shaped_tests {
+    use super::*;
+    use rand::SeedableRng;
+
+    /// The std-shaped inputs reach the host as std guests: some load (the
+    /// rewrite ran on random code with atomics) and some run.
+    #[test]
+    fn std_shaped_modules_load_as_std_guests() {
+        let imports = hook_imports();
+        let (mut loaded, mut ran) = (0, 0);
+        for i in 0..200u64 {
+            let mut rng = ChaCha8Rng::seed_from_u64(i);
+            let Some(bytes) = generate_shaped(&mut rng, &imports, true) else {
+                continue;
+            };
+            let config = host_config(&Limits::default(), None);
+            let Ok(guest) = wasmrace_host::Guest::from_bytes("fuzz.wasm", &bytes, config) else {
+                continue;
+            };
+            assert!(guest.is_std(), "input {i} loaded as an SDK guest");
+            loaded += 1;
+            let opts = crate::pipeline::check_options(&Limits::default(), &mut rng);
+            ran += usize::from(wasmrace_host::check(&guest, "main", &opts).is_ok());
+        }
+        assert!(loaded >= 10 && ran >= 5, "loaded {loaded}, ran {ran}");
     }
 }

@@ -21,6 +21,7 @@ mod mutate;
 mod parts;
 mod pipeline;
 mod schedules;
+mod std_modules;
 mod watch;
 
 use rand::SeedableRng;
