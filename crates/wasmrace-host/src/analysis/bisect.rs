@@ -266,7 +266,7 @@ impl Bisector {
             if k % stride == 0 || k == self.decisions.len() {
                 let Some(s) = self.program.snapshot()? else {
                     return Err(HostError::Runtime {
-                        message: "bisect needs snapshots, and this guest changes its wasm tables, which snapshots do not hold".into(),
+                        message: "bisect needs snapshots, and this guest changes its wasm tables or keeps references in mutable globals, which snapshots do not hold".into(),
                     });
                 };
                 self.snaps.push((k, s));

@@ -295,6 +295,21 @@ fn keep_log_counted(st: &mut HostState, b: &[u8], len: u64) {
     }
 }
 
+/// The running thread's index, or a fault when a plain hook is called
+/// where no thread runs: from the module's start function, which runs
+/// while the instance is made, before the first thread exists (a
+/// generated module's start function called `current` and the host
+/// indexed an empty thread table).
+pub(super) fn running(st: &HostState) -> wasmtime::Result<usize> {
+    match st.cur < st.world.threads.len() {
+        true => Ok(st.cur),
+        false => Err(fault(
+            "a wasmrace hook was called where no thread runs (from the module's start function)"
+                .into(),
+        )),
+    }
+}
+
 fn fault(msg: String) -> wasmtime::Error {
     wasmtime::Error::new(GuestFault(Failure::new(FailureKind::Misuse, None, msg)))
 }
@@ -393,17 +408,21 @@ pub(crate) fn make_linker(engine: &Engine) -> Result<Linker<HostState>, HostErro
     .map_err(runtime)?;
 
     // Plain hooks: run inside the current step.
-    l.func_wrap(m, "current", |c: Caller<'_, HostState>| -> i64 {
-        let st = c.data();
-        st.world.threads[st.cur].tid.0 as i64
-    })
+    l.func_wrap(
+        m,
+        "current",
+        |c: Caller<'_, HostState>| -> wasmtime::Result<i64> {
+            let st = c.data();
+            Ok(st.world.threads[running(st)?].tid.0 as i64)
+        },
+    )
     .map_err(runtime)?;
     l.func_wrap(
         m,
         "recv_take",
         |mut c: Caller<'_, HostState>, buf: i32, out_from: i32| -> wasmtime::Result<()> {
             let st = c.data_mut();
-            let cur = st.cur;
+            let cur = running(st)?;
             let Some(msg) = st.world.take_message(cur) else {
                 return Err(fault("recv_take without a preceding recv".into()));
             };
@@ -445,7 +464,7 @@ pub(crate) fn make_linker(engine: &Engine) -> Result<Linker<HostState>, HostErro
             let msg = String::from_utf8_lossy(&read_bytes(&mut c, msg, msg_len)?).into_owned();
             let file = String::from_utf8_lossy(&read_bytes(&mut c, file, file_len)?).into_owned();
             let st = c.data_mut();
-            let cur = st.cur;
+            let cur = running(st)?;
             st.world.threads[cur].panic = Some((msg, format!("{file}:{line}:{col}")));
             Ok(())
         },

@@ -276,7 +276,7 @@ fn fd_write(
     let (bytes, total) = gather(&mut c, iovs, len, STDERR_WRITE_MAX)?;
     let st = c.data_mut();
     if fd == 2 {
-        let cur = st.cur;
+        let cur = super::running(st)?;
         st.world.note_stderr(cur, &bytes);
     }
     if st.tracing {

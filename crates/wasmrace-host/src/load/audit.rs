@@ -22,6 +22,10 @@ pub struct Analysis {
     /// ...). Snapshots hold memory, globals and host objects, not tables,
     /// so such a guest gets no snapshots: exploration replays instead.
     pub mutates_tables: bool,
+    /// The module has a mutable global of a reference type (`funcref`,
+    /// `externref`). Snapshots and state hashes hold globals as numbers,
+    /// so such a guest, like one that changes its tables, gets neither.
+    pub mutable_ref_globals: bool,
     /// The memory and tables the module declares.
     pub declared: Declared,
     /// A std guest's facts (`load/wasi.rs`), or `None` for an SDK guest.
@@ -29,6 +33,15 @@ pub struct Analysis {
     /// What reports need to name the sites of plain accesses when data
     /// races are detected (`load/races.rs`).
     pub races: Option<std::sync::Arc<super::RaceSites>>,
+}
+
+impl Analysis {
+    /// Whether snapshots and state hashes hold the guest's whole state
+    /// (memory, globals and host objects): not when it changes its tables
+    /// or keeps references in mutable globals.
+    pub fn state_is_whole(&self) -> bool {
+        !self.mutates_tables && !self.mutable_ref_globals
+    }
 }
 
 /// Validates `bytes` and audits its imports and exports.
@@ -104,6 +117,13 @@ impl Scan {
                 Payload::FunctionSection(r) => {
                     for t in r {
                         scan.func_type_of.push(t.map_err(err)?);
+                    }
+                }
+                Payload::GlobalSection(r) => {
+                    for g in r {
+                        let ty = g.map_err(err)?.ty;
+                        let is_ref = matches!(ty.content_type, wasmparser::ValType::Ref(_));
+                        scan.analysis.mutable_ref_globals |= ty.mutable && is_ref;
                     }
                 }
                 Payload::CodeSectionEntry(body) if !scan.analysis.mutates_tables => {

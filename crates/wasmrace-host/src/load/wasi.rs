@@ -398,13 +398,23 @@ fn add_entries(
 /// Exports `__tls_base` (found by name, else as the second global
 /// `wasi_thread_start` sets, after `__stack_pointer`) so that the host can
 /// give each thread its own.
+///
+/// Only a mutable i32 global of the module's own can be it: the host sets
+/// each thread's as an i32. A module whose candidate is anything else (a
+/// hand-written or generated one: the fuzzer's set an i64 and a funcref
+/// here, and every execution failed with a type mismatch) has no
+/// thread-local base the host switches.
 fn export_tls_base(module: &mut Module) {
+    let fits = |g: &walrus::Global| {
+        g.mutable && g.ty == walrus::ValType::I32 && matches!(g.kind, walrus::GlobalKind::Local(_))
+    };
     let by_name = module
         .globals
         .iter()
         .find(|g| g.name.as_deref() == Some("__tls_base"))
         .map(|g| g.id());
-    if let Some(g) = by_name.or_else(|| tls_by_pattern(module)) {
+    let found = by_name.or_else(|| tls_by_pattern(module));
+    if let Some(g) = found.filter(|&g| fits(module.globals.get(g))) {
         module.exports.add(TLS_BASE_EXPORT, g);
     }
 }

@@ -639,8 +639,9 @@ impl Program for WasmProgram {
     }
 
     fn snapshot(&mut self) -> Result<Option<Snapshot>, HostError> {
-        if self.guest.analysis.mutates_tables {
-            // A snapshot without the tables would not restore exactly.
+        if !self.guest.analysis.state_is_whole() {
+            // A snapshot without the tables or a reference global would
+            // not restore exactly.
             return Ok(None);
         }
         let memory_bytes = self.mem_len();
@@ -726,6 +727,11 @@ impl Program for WasmProgram {
     }
 
     fn state_hash(&mut self) -> Option<[u8; 32]> {
+        if !self.guest.analysis.state_is_whole() {
+            // Two states differing in a table or a reference global would
+            // hash alike, and a state cache would prune one for the other.
+            return None;
+        }
         let mut h = blake3::Hasher::new();
         // The guest's memory only: the same state hashes the same whatever
         // the real memory grew to in other executions. Only the pages
