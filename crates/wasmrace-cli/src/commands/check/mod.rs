@@ -429,7 +429,7 @@ impl CheckCommand {
         let strategy = StrategyChoice::new(descriptor, &given);
         // Built once, to ask how it splits.
         let built = strategy.build(self.seed);
-        let split = built.split();
+        let split = built.profile().split;
         let jobs =
             (self.jobs).unwrap_or_else(|| partition::default_jobs(split, self.test.is_none()));
         let by_jobs = split == wasmrace_explore::Split::Jobs;

@@ -16,7 +16,7 @@
 use super::pos::{pos_strategy, PosEngine, Variant};
 use crate::program::StepInfo;
 use crate::strategies::descriptor::{Descriptor, StrategyOptions};
-use crate::strategy::{Capabilities, Context, Start, Strategy};
+use crate::strategy::{Context, Start, Strategy};
 use wasmrace_trace::Decision;
 
 /// `basic-pos` in the [registry](crate::strategies::registry).

@@ -11,7 +11,7 @@
 use super::pos::{pos_strategy, PosEngine, Variant};
 use crate::program::StepInfo;
 use crate::strategies::descriptor::{Descriptor, StrategyOptions};
-use crate::strategy::{Capabilities, Context, Start, Strategy};
+use crate::strategy::{Context, Start, Strategy};
 use wasmrace_trace::Decision;
 
 /// `pos-star` in the [registry](crate::strategies::registry).

@@ -52,7 +52,7 @@
 //! DFS under the same fairness covers: `dpor/tests.rs`). Every such loss
 //! goes through a planned sequence whose thread was hidden, so a run that
 //! dropped one reports it as a bound that pruned the space
-//! ([`Capabilities::bound_hit`]: `--fairness-bound`), not as a proof; the
+//! ([`Standing::bound_hit`]: `--fairness-bound`), not as a proof; the
 //! portfolio then goes on to its other members. Unbounded DFS covers every
 //! fair schedule.
 //!
@@ -72,7 +72,7 @@ mod wakeup;
 
 use crate::program::{StepInfo, ThreadView};
 use crate::strategies::descriptor::{Descriptor, Knob, StrategyOptions, Takes};
-use crate::strategy::{BoundHit, Capabilities, Context, Outcome, Start, Stat, Strategy};
+use crate::strategy::{BoundHit, Context, Outcome, Standing, Start, Stat, Strategy};
 pub use mode::DporMode;
 use race::{dependent, Ev};
 use wakeup::{initials, is_weak_initial, WakeupTree};
@@ -584,21 +584,19 @@ impl Strategy for Dpor {
         self.reverse_races();
     }
 
-    fn capabilities(&self) -> Option<&dyn Capabilities> {
-        Some(self)
-    }
-
-    fn capabilities_mut(&mut self) -> Option<&mut dyn Capabilities> {
-        Some(self)
+    /// Exhaustion, the bound and the counters of the search.
+    fn standing(&self) -> Standing<'_> {
+        Standing {
+            exhausted: self.exhausted,
+            bound_hit: self.bound_hit(),
+            stats: self.stats(),
+            ..Standing::default()
+        }
     }
 }
 
-/// Exhaustion and the counters of the search.
-impl Capabilities for Dpor {
-    fn exhausted(&self) -> bool {
-        self.exhausted
-    }
-
+/// What [`Standing`] reads.
+impl Dpor {
     /// Planned sequences dropped because their thread was not enabled
     /// (fairness hid it; see the module documentation): the search ended
     /// without covering every trace, a bound rather than a proof.
