@@ -55,6 +55,7 @@ pub const DESCRIPTOR: Descriptor = Descriptor {
         preemption_bound: Some(Some(2)),
         ..StrategyOptions::NONE
     },
+    refuses: &[],
     build: |o, seed| Box::new(default_portfolio(preemption_bound(o), seed)),
     describe: |o, seed| match preemption_bound(o) {
         Some(b) => {

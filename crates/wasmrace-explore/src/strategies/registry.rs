@@ -114,6 +114,24 @@ mod tests {
         }
     }
 
+    /// `dpor` declares the one combination of its options it refuses
+    /// (`--dpor optimal` with a bound); no other strategy refuses any.
+    #[test]
+    fn only_dpor_declares_refusals() {
+        use crate::strategies::descriptor::Knob;
+        use crate::strategies::DporMode;
+        let optimal = StrategyOptions {
+            preemption_bound: Some(Some(2)),
+            dpor: Some(DporMode::Optimal),
+            ..StrategyOptions::NONE
+        };
+        for d in REGISTRY {
+            let refused = d.refusal(Knob::Dpor, &optimal).is_some();
+            assert_eq!(refused, d.name == "dpor", "{}", d.name);
+            assert_eq!(d.refuses.is_empty(), d.name != "dpor", "{}", d.name);
+        }
+    }
+
     #[test]
     fn only_taken_knobs_survive_resolution() {
         let given = StrategyOptions {

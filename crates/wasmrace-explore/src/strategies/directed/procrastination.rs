@@ -98,6 +98,7 @@ pub const DESCRIPTOR: Descriptor = Descriptor {
     takes: &[],
     always: &[],
     defaults: StrategyOptions::NONE,
+    refuses: &[],
     build: |_, seed| Box::new(Procrastination::new(seed)),
     describe: |_, seed| format!("procrastination, seed {seed}"),
     options_json: |_| serde_json::Map::new(),

@@ -52,6 +52,7 @@ pub const DESCRIPTOR: Descriptor = Descriptor {
     takes: &[],
     always: &[],
     defaults: StrategyOptions::NONE,
+    refuses: &[],
     build: |_, seed| Box::new(RaceFuzzer::new(seed)),
     describe: |_, seed| format!("racefuzzer, seed {seed}"),
     options_json: |_| serde_json::Map::new(),

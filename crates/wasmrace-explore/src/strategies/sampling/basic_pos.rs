@@ -26,6 +26,7 @@ pub const DESCRIPTOR: Descriptor = Descriptor {
     takes: &[],
     always: &[],
     defaults: StrategyOptions::NONE,
+    refuses: &[],
     build: |_, seed| Box::new(BasicPos::new(seed)),
     describe: |_, seed| format!("basic-pos, seed {seed}"),
     options_json: |_| serde_json::Map::new(),

@@ -68,6 +68,7 @@ pub const DESCRIPTOR: Descriptor = Descriptor {
         depth: Some(Pct::DEFAULT_DEPTH),
         ..StrategyOptions::NONE
     },
+    refuses: &[],
     build: |o, seed| Box::new(Pct::new(seed, depth(o))),
     describe: |o, seed| format!("pct, depth {}, seed {seed}", depth(o)),
     // The depth is not recorded in schedule files (it never was).

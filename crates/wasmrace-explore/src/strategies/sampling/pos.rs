@@ -61,6 +61,7 @@ pub const DESCRIPTOR: Descriptor = Descriptor {
     takes: &[],
     always: &[],
     defaults: StrategyOptions::NONE,
+    refuses: &[],
     build: |_, seed| Box::new(Pos::new(seed)),
     describe: |_, seed| format!("pos, seed {seed}"),
     options_json: |_| serde_json::Map::new(),

@@ -21,6 +21,7 @@ pub const DESCRIPTOR: Descriptor = Descriptor {
     takes: &[],
     always: &[],
     defaults: StrategyOptions::NONE,
+    refuses: &[],
     build: |_, seed| Box::new(PosStar::new(seed)),
     describe: |_, seed| format!("pos-star, seed {seed}"),
     options_json: |_| serde_json::Map::new(),

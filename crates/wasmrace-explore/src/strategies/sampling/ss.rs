@@ -90,6 +90,7 @@ pub const DESCRIPTOR: Descriptor = Descriptor {
         c2: Some(SsOptions::DEFAULT.c2),
         ..StrategyOptions::NONE
     },
+    refuses: &[],
     build: |o, seed| {
         let (explorer, opts) = ss_options(o);
         Box::new(Ss::new(explorer.build(seed), seed, opts))

@@ -137,6 +137,7 @@ pub const DESCRIPTOR: Descriptor = Descriptor {
         cache_mb: Some(crate::strategies::SesOptions::DEFAULT.cache_mb),
         ..StrategyOptions::NONE
     },
+    refuses: &[],
     build: |o, _| {
         let dfs = Dfs::new(DfsOptions {
             preemption_bound: preemption_bound(o),

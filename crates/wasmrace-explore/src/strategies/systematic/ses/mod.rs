@@ -120,6 +120,7 @@ pub const DESCRIPTOR: Descriptor = Descriptor {
         cache_mb: Some(SesOptions::DEFAULT.cache_mb),
         ..StrategyOptions::NONE
     },
+    refuses: &[],
     build: |o, seed| {
         let (explorer, opts) = ses_options(o);
         Box::new(Ses::new(explorer.build(seed), seed, opts))
