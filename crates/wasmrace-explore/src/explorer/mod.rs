@@ -165,7 +165,7 @@ impl<P: Program> Explorer<P> {
     /// `--max-executions` as one run does (the workers run past the budget
     /// until what it keeps is explored); a time bound
     /// that stops one worker stops them all. The
-    /// strategy must accept the pool ([`Role::Shared`](crate::Role::Shared)),
+    /// strategy must accept the pool ([`Role::Shared`]),
     /// else this is [`ExploreError::CannotSplit`].
     pub fn run_shared<O: Observer + ?Sized>(
         &mut self,
