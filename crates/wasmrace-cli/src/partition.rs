@@ -61,7 +61,7 @@ pub fn splitting_strategies(jobs: bool) -> String {
         .iter()
         .filter(|d| {
             let strategy = (d.build)(&d.defaults, 0);
-            match strategy.split() {
+            match strategy.profile().split {
                 Split::None => false,
                 Split::Phases | Split::ByExecution => jobs || !threads_only(&*strategy),
                 Split::ByPrefix | Split::Jobs => true,
@@ -99,7 +99,7 @@ pub fn check_split(
     with_cache: bool,
     all_tests: bool,
 ) -> anyhow::Result<()> {
-    let split = strategy.split();
+    let split = strategy.profile().split;
     let flag = match (partition, jobs) {
         (Some(_), _) if !deals_tests(strategy) => return Ok(()),
         (Some(p), _) if !all_tests => format!("--partition {p}"),
@@ -129,7 +129,7 @@ pub fn check_split(
 /// splitting each test's exploration: the strategy cannot split one test
 /// into partitions (dpor, ses, procrastination, dfs with a state cache).
 pub fn deals_tests(strategy: &dyn wasmrace_explore::Strategy) -> bool {
-    strategy.split() == Split::None || threads_only(strategy)
+    strategy.profile().split == Split::None || threads_only(strategy)
 }
 
 /// The partition (1-based) that runs test `index` (0-based, in the
@@ -165,12 +165,13 @@ pub fn default_jobs(split: Split, all_tests: bool) -> u32 {
 /// families) are learnt as they run, in memory the threads share, or its
 /// phases have no prologue each partition could run.
 pub fn threads_only(strategy: &dyn wasmrace_explore::Strategy) -> bool {
-    match strategy.split() {
+    let profile = strategy.profile();
+    match profile.split {
         // Phases partition only with a prologue every partition runs.
-        Split::Phases => strategy.blocks().prologue() == 0,
+        Split::Phases => profile.blocks.prologue() == 0,
         // Partitions cannot share a state cache.
         Split::Shared | Split::Rounds => true,
-        _ => strategy.blocks() == wasmrace_explore::Blocks::Open,
+        _ => profile.blocks == wasmrace_explore::Blocks::Open,
     }
 }
 
@@ -204,7 +205,7 @@ pub fn sharing_name(strategy: &dyn wasmrace_explore::Strategy) -> Option<&'stati
     if deals_tests(strategy) {
         Some("test")
     } else {
-        split_name(strategy.split())
+        split_name(strategy.profile().split)
     }
 }
 

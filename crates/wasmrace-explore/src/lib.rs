@@ -35,7 +35,7 @@ pub use strategies::{
     Replay, Ses, SesOptions, Ss, SsOptions,
 };
 pub use strategy::{
-    BoundHit, Capabilities, Context, Outcome, Phase, RealRace, Splitting, Start, Stat, StatKind,
-    Strategy,
+    active_name, BoundHit, Context, Outcome, Phase, Profile, RealRace, Role, Splitting, Standing,
+    Start, Stat, StatKind, Strategy,
 };
 pub use wasmrace_trace as trace;

@@ -1,6 +1,6 @@
 //! Observers: what the explorer runs beside a strategy to measure it
 //! (metrics, partial orders, recordings), so that measuring never wraps a
-//! strategy and never has to forward its capabilities.
+//! strategy and never has to forward anything of it.
 //!
 //! The explorer calls an observer at the same points as the strategy, with
 //! what the strategy cannot tell it: the path an execution starts with

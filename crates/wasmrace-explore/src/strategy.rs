@@ -2,13 +2,15 @@
 //! shuttle's `Scheduler`: the explorer asks where to start each execution and
 //! which decision to take at each step; the strategy never touches the
 //! program itself, which keeps strategies testable on pure-Rust models.
-//! Optional capabilities (state hashes, saved states, counters, races, ...)
-//! are a second trait a strategy opts into.
+//! What a strategy is and where it stands (its split, state hashes,
+//! counters, races, ...) are plain data with defaults, not methods it opts
+//! into.
 
 use crate::explorer::blocks::Blocks;
 use crate::explorer::partition::Split;
+use crate::explorer::visits::Logged;
 use crate::program::{StepInfo, ThreadView};
-pub use crate::splitting::{Phase, Splitting};
+pub use crate::splitting::{Phase, Role, Splitting};
 use wasmrace_trace::{Decision, Failure, Oid, OpKind, Tid};
 
 /// Where the next execution starts.
@@ -25,7 +27,7 @@ pub enum Start {
         prefix_len: usize,
     },
     /// From a state saved earlier at the strategy's request (see
-    /// [`Capabilities::save_request`]), with the decisions that led there as the
+    /// [`Strategy::save_request`]), with the decisions that led there as the
     /// execution's prefix. The explorer restores the state's snapshot when it
     /// kept one, or else replays its prefix (from the deepest snapshot the
     /// prefix shares with the current path); strategies cannot tell the
@@ -173,6 +175,103 @@ pub struct RealRace {
     pub first_execution: u64,
 }
 
+/// How a strategy's run is shaped, as data the explorer reads whenever it
+/// plans (before a run, and before each decision for `hashes_states`):
+/// how its work splits and whether it wants state hashes. The default is
+/// a strategy that runs whole, on one thread, without hashing.
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
+pub struct Profile {
+    /// How the strategy's work splits into partitions (`Config::partition`)
+    /// and between threads. A strategy says `ByExecution` only if execution
+    /// `i` depends on nothing but its seed and `i` (nothing carried over
+    /// from earlier executions), and `ByPrefix` only if the executions below
+    /// a prefix do not depend on other subtrees and its [`Standing`] gives
+    /// an [`order_key`](Standing::order_key).
+    pub split: Split,
+    /// For a strategy that splits by execution: how its executions group
+    /// into blocks that depend on one another and so run on one worker, in
+    /// order ([`Blocks`]). `begin` is then given the indices of whole
+    /// blocks, each block's in order, and must start a block afresh
+    /// whenever the index is not the one after the last.
+    pub blocks: Blocks,
+    /// Whether the explorer should hash the program state at each decision
+    /// point and pass the hash to [`Strategy::observe_state`]. Off by
+    /// default because hashing a wasm state costs tens of microseconds.
+    /// State-caching strategies (SES, DFS with `state_cache`) say yes; a
+    /// combination (the portfolio) says what its current member says.
+    pub hashes_states: bool,
+}
+
+/// Where a strategy stands, as data the explorer reads after an execution
+/// and when the run ends (reports, bugs, the split's bookkeeping). Every
+/// field defaults to "not this one", so a strategy fills in only what it
+/// has. Combinations (the portfolio) answer for their current member.
+#[derive(Clone, Debug, Default, PartialEq, Eq)]
+pub struct Standing<'a> {
+    /// The seed that, with the same options, reproduces this strategy's run.
+    pub seed: u64,
+    /// True once the strategy has explored its whole space (within its own
+    /// bound, if it has one; see `bound_hit`).
+    pub exhausted: bool,
+    /// A bound of the strategy's own (e.g. preemptions) that pruned part of
+    /// the space, if any did.
+    pub bound_hit: Option<BoundHit>,
+    /// How many times that bound pruned so far, so that a pool can tell
+    /// which execution first did; `None`: 1 once `bound_hit` says it did,
+    /// else 0 (see [`prunes`](Self::prunes)).
+    pub bound_prunes: Option<u64>,
+    /// The member of a combination (the portfolio) that chose the current
+    /// (or last) execution; `None` means the strategy itself. Reports say
+    /// which one found a bug.
+    pub active: Option<&'a str>,
+    /// Counters about the strategy's own work, in a fixed order; the
+    /// explorer copies them into `Report::strategy_stats`.
+    pub stats: Vec<Stat>,
+    /// Real races the strategy created (RaceFuzzer), for reports.
+    pub real_races: Vec<RealRace>,
+    /// The current (or last) execution's place in the strategy's
+    /// exploration order, for `Split::ByPrefix` and `Split::Jobs`
+    /// strategies: keys compare lexicographically, an execution explored
+    /// earlier has a smaller key, and a key depends only on the execution
+    /// (not on which other subtrees a partition skipped), so the bugs of
+    /// partitions can be put back in the order one run would have found
+    /// them.
+    pub order_key: Option<Vec<u32>>,
+    /// For a strategy whose blocks are [`Blocks::Open`]: after `end`,
+    /// whether the next execution goes on the block of the one that ended
+    /// (false: the next `begin` starts a new block).
+    pub block_goes_on: bool,
+    /// For a strategy that splits by jobs ([`Split::Jobs`]), after `begin`:
+    /// whether the job begun is another partition's (one above the split
+    /// depth, run only to reach the jobs below it): its execution counts
+    /// nowhere here, and what the strategy counts of it it forgets at `end`.
+    pub foreign: bool,
+    /// For a strategy sharing a pool ([`Role::Shared`]): a number that
+    /// changes whenever its next executions stop following its last ones
+    /// directly in the exploration order (it took or resumed another
+    /// subtree), so that the pool can number executions as one run does
+    /// (see [`steal`](crate::explorer::steal)).
+    pub stretch: u64,
+    /// For a strategy sharing a pool and a state cache
+    /// ([`SharedVisits`](crate::explorer::visits::SharedVisits)): the last
+    /// execution as the pool logs it, so that it can count only the
+    /// executions one run has.
+    pub logged: Option<Logged>,
+    /// For a phased strategy after an opening phase: the most decisions
+    /// one of its opening executions took, which the sampling phase is
+    /// given as `Phase::Sampling { longest }` (the strategy measures it
+    /// itself, as a whole run needs it too).
+    pub longest: usize,
+}
+
+impl Standing<'_> {
+    /// [`bound_prunes`](Self::bound_prunes), or 1 once the bound hit, else 0.
+    pub fn prunes(&self) -> u64 {
+        self.bound_prunes
+            .unwrap_or(u64::from(self.bound_hit.is_some()))
+    }
+}
+
 /// A strategy: the small core every strategy implements.
 ///
 /// **Lifecycle.** The explorer calls, for each execution: `begin` once
@@ -188,12 +287,16 @@ pub struct RealRace {
 /// (by default) an execution fails; `end` is not called for an execution
 /// that was never begun.
 ///
-/// **Capabilities.** Everything else a strategy may do is optional and
-/// lives in [`Capabilities`]: a strategy that has any implements it and
-/// returns itself from [`capabilities`](Self::capabilities) and
-/// [`capabilities_mut`](Self::capabilities_mut). Measuring what a strategy
-/// does is not the strategy's business: the explorer runs an
-/// [`Observer`](crate::Observer) beside it.
+/// **Data, not opt-ins.** Only `name`, `begin` and `decide` are required.
+/// What a strategy is and where it stands are two plain structs,
+/// [`Profile`] and [`Standing`], whose defaults mean "not this one"; the
+/// few hooks with behaviour (state hashes, saved states, PCT's length)
+/// have defaults that do nothing. A strategy whose work splits says so in
+/// its `Profile`; only one that must be set up for its part of a split
+/// run (a shared pool, a partition, rounds, phases) implements
+/// [`Splitting`] and returns itself from [`splitting`](Self::splitting).
+/// Measuring what a strategy does is not the strategy's business: the
+/// explorer runs an [`Observer`](crate::Observer) beside it.
 pub trait Strategy {
     /// Short name used in reports and schedule files (`dfs`, `random`).
     fn name(&self) -> &str;
@@ -216,69 +319,16 @@ pub trait Strategy {
     /// Called when an execution ends.
     fn end(&mut self, _outcome: &Outcome) {}
 
-    /// The optional capabilities, for reading; `None` (the default) means
-    /// none of them.
-    fn capabilities(&self) -> Option<&dyn Capabilities> {
-        None
+    /// How the strategy's run is shaped ([`Profile`]); by default, whole,
+    /// on one thread, without state hashes.
+    fn profile(&self) -> Profile {
+        Profile::default()
     }
 
-    /// The optional capabilities, for the explorer to drive (state hashes,
-    /// saved states). Must agree with [`capabilities`](Self::capabilities).
-    fn capabilities_mut(&mut self) -> Option<&mut dyn Capabilities> {
-        None
-    }
-}
-
-/// What a strategy may do beyond the core, each with a default meaning
-/// "not this one". Combinations (the portfolio) answer for their current
-/// member; nothing else forwards them.
-pub trait Capabilities {
-    /// The seed that, with the same options, reproduces this strategy's run.
-    fn seed(&self) -> u64 {
-        0
-    }
-
-    /// True once the strategy has explored its whole space (within its own
-    /// bound, if it has one; see `bound_hit`).
-    fn exhausted(&self) -> bool {
-        false
-    }
-
-    /// For a strategy that hashes states ([`wants_state_hash`](Self::wants_state_hash)):
-    /// the hashes of the states of the steps of the current execution it
-    /// replays along a path it knows, as one started from a saved state
-    /// at their end would (SES on several threads: its entry's prefix);
-    /// `[i]` is the state after `i` steps, `None` where not known. Default:
-    /// none. The explorer hashes none of the states of those steps (as
-    /// many as the slice holds), nothing looking them up, though it still
-    /// steps as for a strategy that hashes; it takes their hashes from
-    /// here instead, so that a cycle a state cache closes back to one of
-    /// them is a livelock, as for the execution started from the saved
-    /// state, which keeps them.
-    fn known_hashes(&self) -> &[Option<[u8; 32]>] {
-        &[]
-    }
-
-    /// A bound of the strategy's own (e.g. preemptions) that pruned part of
-    /// the space, if any did.
-    fn bound_hit(&self) -> Option<BoundHit> {
-        None
-    }
-
-    /// The member of a combination (the portfolio) that chose the current
-    /// (or last) execution; `None` means the strategy itself. Reports say
-    /// which one found a bug.
-    fn active(&self) -> Option<&str> {
-        None
-    }
-
-    /// Whether the explorer should hash the program state at each decision
-    /// point and pass the hash to [`observe_state`](Self::observe_state).
-    /// Asked before every decision; off by default because hashing a wasm
-    /// state costs tens of microseconds. State-caching strategies (SES, DFS
-    /// with `state_cache`) say yes.
-    fn wants_state_hash(&self) -> bool {
-        false
+    /// Where the strategy stands ([`Standing`]); by default, nowhere in
+    /// particular.
+    fn standing(&self) -> Standing<'_> {
+        Standing::default()
     }
 
     /// The hash of the state the next `decide` is about (`Program::
@@ -286,8 +336,22 @@ pub trait Capabilities {
     /// wasm, with the fairness state folded in once fair scheduling knows
     /// something about a thread, since it decides which threads may run
     /// from here), or `None` when the program cannot hash. Called right
-    /// before `decide`, only when `wants_state_hash()` said yes.
+    /// before `decide`, only when the [`Profile`] says `hashes_states`.
     fn observe_state(&mut self, _hash: Option<[u8; 32]>) {}
+
+    /// For a strategy that hashes states: the hashes of the states of the
+    /// steps of the current execution it replays along a path it knows, as
+    /// one started from a saved state at their end would (SES on several
+    /// threads: its entry's prefix); `[i]` is the state after `i` steps,
+    /// `None` where not known. Default: none. The explorer hashes none of
+    /// the states of those steps (as many as the slice holds), nothing
+    /// looking them up, though it still steps as for a strategy that
+    /// hashes; it takes their hashes from here instead, so that a cycle a
+    /// state cache closes back to one of them is a livelock, as for the
+    /// execution started from the saved state, which keeps them.
+    fn known_hashes(&self) -> &[Option<[u8; 32]>] {
+        &[]
+    }
 
     /// Called after each `decide` that returned a decision, before the step
     /// runs. `Some(id)` asks the explorer to save the state the program is
@@ -302,103 +366,25 @@ pub trait Capabilities {
         None
     }
 
-    /// Counters about the strategy's own work, in a fixed order; the explorer
-    /// copies them into `Report::strategy_stats` when the run ends.
-    fn stats(&self) -> Vec<Stat> {
-        Vec::new()
-    }
-
-    /// Real races the strategy created (RaceFuzzer), for reports.
-    fn real_races(&self) -> Vec<RealRace> {
-        Vec::new()
-    }
-
-    /// How the strategy's work splits between threads and partitions, if
-    /// it can ([`Splitting`]); `None` (the default): it cannot.
-    fn splitting(&self) -> Option<&dyn Splitting> {
-        None
-    }
-
-    /// [`splitting`](Self::splitting), to set a split up (share a pool,
-    /// enter a phase).
-    fn splitting_mut(&mut self) -> Option<&mut dyn Splitting> {
-        None
-    }
-
-    /// How many times the strategy's own bound ([`bound_hit`](Self::bound_hit))
-    /// pruned so far, so that a pool can tell which execution first did.
-    /// Default: 1 once `bound_hit` says it did, else 0.
-    fn bound_prunes(&self) -> u64 {
-        u64::from(self.bound_hit().is_some())
-    }
-
     /// The run length (steps) a strategy that places its choices along an
     /// execution (PCT's change points) assumes from now on, fixed; ignored
     /// by the others.
     fn set_length_estimate(&mut self, _steps: usize) {}
+
+    /// The strategy's part in a split run, if it must be set up for one
+    /// ([`Splitting`]); `None` (the default) for the others, whose split
+    /// (if any) is all in their [`Profile`].
+    fn splitting(&mut self) -> Option<&mut dyn Splitting> {
+        None
+    }
 }
 
-/// Reading a strategy's capabilities with their defaults, whatever the
-/// strategy opted into.
-impl dyn Strategy + '_ {
-    /// [`Capabilities::seed`], or 0.
-    pub fn seed(&self) -> u64 {
-        self.capabilities().map_or(0, |c| c.seed())
-    }
-
-    /// [`Capabilities::exhausted`], or false.
-    pub fn exhausted(&self) -> bool {
-        self.capabilities().is_some_and(|c| c.exhausted())
-    }
-
-    /// [`Capabilities::bound_hit`], or none.
-    pub fn bound_hit(&self) -> Option<BoundHit> {
-        self.capabilities().and_then(|c| c.bound_hit())
-    }
-
-    /// [`Capabilities::active`], or the strategy's own name.
-    pub fn active(&self) -> &str {
-        self.capabilities()
-            .and_then(|c| c.active())
-            .unwrap_or_else(|| self.name())
-    }
-
-    /// [`Capabilities::stats`], or none.
-    pub fn stats(&self) -> Vec<Stat> {
-        self.capabilities().map(|c| c.stats()).unwrap_or_default()
-    }
-
-    /// [`Splitting`] if the strategy splits.
-    pub fn splitting(&self) -> Option<&dyn Splitting> {
-        self.capabilities().and_then(|c| c.splitting())
-    }
-
-    /// [`Splitting::split`], or `Split::None`.
-    pub fn split(&self) -> Split {
-        self.splitting().map_or(Split::None, |s| s.split())
-    }
-
-    /// [`Splitting::blocks`], or single executions.
-    pub fn blocks(&self) -> Blocks {
-        self.splitting().map_or(Blocks::Single, |s| s.blocks())
-    }
-
-    /// [`Splitting::block_ended`], or true.
-    pub fn block_ended(&self) -> bool {
-        self.splitting().is_none_or(|s| s.block_ended())
-    }
-
-    /// [`Splitting::order_key`], or none.
-    pub fn order_key(&self) -> Option<Vec<u32>> {
-        self.splitting().and_then(|s| s.order_key())
-    }
-
-    /// [`Capabilities::real_races`], or none.
-    pub fn real_races(&self) -> Vec<RealRace> {
-        self.capabilities()
-            .map(|c| c.real_races())
-            .unwrap_or_default()
-    }
+/// The strategy's name, or the member of a combination that chose the
+/// current (or last) execution ([`Standing::active`]): the one a bug is
+/// found by.
+pub fn active_name(strategy: &(impl Strategy + ?Sized)) -> String {
+    let standing = strategy.standing();
+    standing.active.unwrap_or(strategy.name()).to_string()
 }
 
 impl<S: Strategy + ?Sized> Strategy for Box<S> {
@@ -417,10 +403,25 @@ impl<S: Strategy + ?Sized> Strategy for Box<S> {
     fn end(&mut self, outcome: &Outcome) {
         (**self).end(outcome)
     }
-    fn capabilities(&self) -> Option<&dyn Capabilities> {
-        (**self).capabilities()
+    fn profile(&self) -> Profile {
+        (**self).profile()
     }
-    fn capabilities_mut(&mut self) -> Option<&mut dyn Capabilities> {
-        (**self).capabilities_mut()
+    fn standing(&self) -> Standing<'_> {
+        (**self).standing()
+    }
+    fn observe_state(&mut self, hash: Option<[u8; 32]>) {
+        (**self).observe_state(hash)
+    }
+    fn known_hashes(&self) -> &[Option<[u8; 32]>] {
+        (**self).known_hashes()
+    }
+    fn save_request(&mut self) -> Option<u64> {
+        (**self).save_request()
+    }
+    fn set_length_estimate(&mut self, steps: usize) {
+        (**self).set_length_estimate(steps)
+    }
+    fn splitting(&mut self) -> Option<&mut dyn Splitting> {
+        (**self).splitting()
     }
 }

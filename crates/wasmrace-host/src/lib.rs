@@ -84,9 +84,9 @@ pub use wasmrace_explore::strategies;
 // a `WasmProgram`, with any `Strategy` or one of its own, and `Observer`s
 // beside it), re-exported so that `wasmrace-host` is its only dependency.
 pub use wasmrace_explore::{
-    is_preemption, BoundHit, Bug, Capabilities, Config, Context, ExploreError, Explorer, Metrics,
-    Observer, Outcome, Pending, Program, RealRace, Report, Start, Stat, Status, StepInfo, Strategy,
-    ThreadView, WithoutBlockingAvoidance,
+    is_preemption, BoundHit, Bug, Config, Context, ExploreError, Explorer, Metrics, Observer,
+    Outcome, Pending, Profile, Program, RealRace, Report, Standing, Start, Stat, Status, StepInfo,
+    Strategy, ThreadView, WithoutBlockingAvoidance,
 };
 // The vocabulary of results: failures, traces, schedules and ids.
 pub use wasmrace_trace::{

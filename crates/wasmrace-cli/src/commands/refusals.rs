@@ -4,8 +4,7 @@
 //! with yet.
 
 use wasmrace_explore::strategies::descriptor::{Knob, StrategyOptions};
-use wasmrace_explore::strategies::registry::REGISTRY;
-use wasmrace_explore::strategies::DporMode;
+use wasmrace_explore::strategies::registry::{self, REGISTRY};
 
 /// Why `knob` given to a strategy that does not take it is refused, from
 /// what the registry's descriptors declare: e.g. "`--explorer` only applies
@@ -95,31 +94,17 @@ pub fn out_of_range(knob: Knob, given: &StrategyOptions) -> Option<&'static str>
 }
 
 /// The complaint about a value of `knob` that the strategy `name` takes
-/// the flag for but cannot run with: `dpor` with a preemption bound runs
-/// bounded source-DPOR (optimal DPOR's wakeup trees are not known to keep
-/// a schedule of every trace within a bound), so an explicit
-/// `--dpor optimal` with a bound is refused rather than changed silently.
+/// the flag for but cannot run with, as its descriptor declares
+/// ([`Descriptor::refuses`](wasmrace_explore::strategies::Descriptor::refuses):
+/// `dpor` refuses an explicit `--dpor optimal` with a bound).
 pub fn unsupported(name: &str, knob: Knob, given: &StrategyOptions) -> Option<&'static str> {
-    let bounded = matches!(given.preemption_bound, Some(Some(_)));
-    match knob {
-        Knob::Dpor if name == "dpor" && bounded && given.dpor == Some(DporMode::Optimal) => {
-            Some("`--dpor optimal` does not take `--preemption-bound`: bounded dpor runs source-DPOR; use `--dpor source` or leave `--dpor` out")
-        }
-        // The other modes hold one path, not a frontier of jobs.
-        Knob::FrontierMb
-            if name == "dpor"
-                && given.frontier_mb.is_some()
-                && (bounded || given.dpor != Some(DporMode::Trust)) =>
-        {
-            Some("`--frontier-mb` only applies to `--dpor trust` (unbounded)")
-        }
-        _ => None,
-    }
+    registry::find(name)?.refusal(knob, given)
 }
 
 #[cfg(test)]
 mod tests {
     use super::*;
+    use wasmrace_explore::strategies::DporMode;
 
     /// The refusals come from what the descriptors declare; these are the
     /// messages users have always seen.

@@ -33,7 +33,7 @@ use std::collections::{BTreeMap, BTreeSet};
 use std::sync::{Arc, Mutex};
 
 /// How a strategy's executions group into blocks
-/// ([`Splitting::blocks`](crate::Splitting::blocks)), numbered from
+/// ([`Profile::blocks`](crate::Profile::blocks)), numbered from
 /// 0 in execution order.
 #[derive(Clone, Copy, Debug, PartialEq, Eq, Default)]
 pub enum Blocks {
@@ -54,7 +54,7 @@ pub enum Blocks {
     /// Blocks whose sizes only running them tells: the index `begin` gets
     /// is a position (`block << OPEN_SHIFT | offset`), and the strategy
     /// says when a block ended
-    /// ([`Splitting::block_ended`](crate::Splitting::block_ended)).
+    /// ([`Standing::block_goes_on`](crate::Standing::block_goes_on)).
     /// A block has fewer than `1 << OPEN_SHIFT` executions.
     Open,
 }

@@ -72,7 +72,7 @@ pub struct Config {
     /// goes on past its bugs) would otherwise grow with every one:
     /// `bench --executions 1000000` on `lazy01` held 360 MB. Default 1,000.
     pub max_bugs_kept: usize,
-    /// Saved states (`Capabilities::save_request`, e.g. SES's frontier) held
+    /// Saved states (`Strategy::save_request`, e.g. SES's frontier) held
     /// as snapshots at most (`--max-saved-snapshots`); beyond that a saved
     /// state keeps only its prefix and is replayed when started from, which
     /// is slower, never wrong. Default 65,536.

@@ -54,7 +54,7 @@ pub(super) fn decide<S, O: Observer + ?Sized>(
         return Some(Ahead::Invalid(d));
     }
     observer.decided(&ctx, d);
-    let save = strategy.capabilities_mut().and_then(|c| c.save_request());
+    let save = strategy.save_request();
     Some(Ahead::Decided { d, save })
 }
 

@@ -26,7 +26,7 @@ pub mod visits;
 
 use crate::observer::Observer;
 use crate::program::{Program, Status, StepInfo, ThreadView};
-use crate::strategy::{BoundHit, Outcome, Strategy};
+use crate::strategy::{active_name, BoundHit, Outcome, Profile, Role, Strategy};
 use between::Between;
 pub use blocks::Blocks;
 pub use config::Config;
@@ -165,7 +165,7 @@ impl<P: Program> Explorer<P> {
     /// `--max-executions` as one run does (the workers run past the budget
     /// until what it keeps is explored); a time bound
     /// that stops one worker stops them all. The
-    /// strategy must accept the pool ([`Splitting::share`](crate::Splitting::share)),
+    /// strategy must accept the pool ([`Role::Shared`]),
     /// else this is [`ExploreError::CannotSplit`].
     pub fn run_shared<O: Observer + ?Sized>(
         &mut self,
@@ -186,9 +186,8 @@ impl<P: Program> Explorer<P> {
         pool: &Arc<SubtreePool>,
     ) -> Result<Report, ExploreError<P::Error>> {
         let shares = strategy
-            .capabilities_mut()
-            .and_then(|c| c.splitting_mut())
-            .is_some_and(|s| s.share(pool.clone()));
+            .splitting()
+            .is_some_and(|s| s.take_role(Role::Shared(pool.clone())));
         if !shares {
             // Not one of the workers after all: nobody must wait for it.
             pool.stop();
@@ -204,14 +203,14 @@ impl<P: Program> Explorer<P> {
     /// number every run by position, and are partitioned only with the
     /// sizes table the workers share.
     fn share(cfg: &Config, strategy: &dyn Strategy) -> Result<Share, ExploreError<P::Error>> {
-        let blocks = strategy.blocks();
+        let Profile { split, blocks, .. } = strategy.profile();
         let cannot = || ExploreError::CannotSplit {
             strategy: strategy.name().to_string(),
         };
         if blocks == Blocks::Open && cfg.partition.is_some() && cfg.open_sizes.is_none() {
             return Err(cannot());
         }
-        Share::of(cfg.partition, strategy.split(), cfg.split_depth, blocks).ok_or_else(cannot)
+        Share::of(cfg.partition, split, cfg.split_depth, blocks).ok_or_else(cannot)
     }
 
     /// Runs `strategy` under `cfg` (the explorer's own, or a worker's in a
@@ -226,10 +225,8 @@ impl<P: Program> Explorer<P> {
     ) -> Result<Report, ExploreError<P::Error>> {
         let share = Self::share(cfg, strategy)?;
         if let Share::Jobs(p, depth) = share {
-            let splitting = strategy.capabilities_mut().and_then(|c| c.splitting_mut());
-            splitting
-                .expect("a strategy that splits")
-                .partition(p, depth);
+            let splitting = strategy.splitting().expect("a strategy that splits");
+            splitting.take_role(Role::Partition(p, depth));
         }
         let mut run = Run {
             share,
@@ -252,9 +249,7 @@ impl<P: Program> Explorer<P> {
             forced: ForcedPrefix::new(
                 cfg.snapshot_forced_prefix
                     && !share.by_prefix()
-                    && !strategy
-                        .capabilities()
-                        .is_some_and(|c| c.wants_state_hash()),
+                    && !strategy.profile().hashes_states,
             ),
             hashes: Vec::new(),
             ahead: None,
@@ -274,9 +269,10 @@ impl<P: Program> Explorer<P> {
         }
         drop(stop);
         let mut report = run.report;
-        report.strategy_bound = run.strategy.bound_hit();
-        report.strategy_stats = run.strategy.stats();
-        report.real_races = run.strategy.real_races();
+        let standing = run.strategy.standing();
+        report.strategy_bound = standing.bound_hit;
+        report.strategy_stats = standing.stats;
+        report.real_races = standing.real_races;
         report.elapsed = run.started.elapsed();
         Ok(report)
     }
@@ -300,7 +296,7 @@ struct Run<'a, P: Program, O: ?Sized> {
     /// The pool shared with other workers, in a run of several.
     pool: Option<&'a SubtreePool>,
     /// With a pool: the current stretch (the strategy's
-    /// `Splitting::stretch`, and the pool's handle of it: index, counter,
+    /// `Standing::stretch`, and the pool's handle of it: index, counter,
     /// log; see [`steal`]).
     stretch: Option<(u64, steal::StretchHandle)>,
     /// With a pool: the strategy's `bound_prunes` after the last execution,
@@ -355,7 +351,7 @@ impl<P: Program, O: Observer + ?Sized> Run<'_, P, O> {
                 // even if the bug was the last execution (as one run).
                 let stopped_at_bug =
                     self.cfg.stop_on_first_bug && self.pool.is_some_and(|p| p.has_bug());
-                self.report.exhausted = self.strategy.exhausted() && !stopped_at_bug;
+                self.report.exhausted = self.strategy.standing().exhausted && !stopped_at_bug;
                 return Ok(true);
             };
             if self.pool.is_some_and(|p| p.is_stopped()) {
@@ -384,7 +380,9 @@ impl<P: Program, O: Observer + ?Sized> Run<'_, P, O> {
             // for the others it is settled, so the step loop tests one bool.
             (self.checked, self.foreign) = (!self.share.by_prefix(), false);
             let outcome = self.execution()?;
-            let foreign = self.strategy.splitting().is_some_and(|s| s.foreign());
+            // Only a split by jobs has jobs of other partitions; asking
+            // the others would build their standing every execution.
+            let foreign = matches!(self.share, Share::Jobs(..)) && self.strategy.standing().foreign;
             // Another partition's: the strategy moves past it (a DFS
             // backtracks past the whole subtree; a job above the split
             // depth still made its children), and nothing counts.
@@ -403,7 +401,7 @@ impl<P: Program, O: Observer + ?Sized> Run<'_, P, O> {
             }
             self.report.executions += 1;
             let order_key = match outcome {
-                Outcome::Failed(_) => self.strategy.order_key(),
+                Outcome::Failed(_) => self.strategy.standing().order_key,
                 _ => None,
             };
             let place = self.pool.map(|pool| self.place(pool));
@@ -424,7 +422,7 @@ impl<P: Program, O: Observer + ?Sized> Run<'_, P, O> {
                 };
                 let bug = Bug {
                     failure,
-                    found_by: self.strategy.active().to_string(),
+                    found_by: active_name(&*self.strategy),
                     schedule: self.path.decisions().to_vec(),
                     execution,
                     order_key,
@@ -461,7 +459,7 @@ impl<P: Program, O: Observer + ?Sized> Run<'_, P, O> {
             sizes.bug_at(index);
         }
         self.block_len += 1;
-        self.block_ended = self.strategy.block_ended();
+        self.block_ended = !self.strategy.standing().block_goes_on;
         if self.block_ended {
             if let Some(sizes) = sizes {
                 sizes.ended(blocks::split_position(index).0, self.block_len);
@@ -492,8 +490,9 @@ impl<P: Program, O: Observer + ?Sized> Run<'_, P, O> {
     /// so that it is cut exactly.
     fn keep_cuttable(&mut self) {
         if self.cfg.lowest_bug.is_some() {
-            self.report.strategy_stats = self.strategy.stats();
-            self.report.real_races = self.strategy.real_races();
+            let standing = self.strategy.standing();
+            self.report.strategy_stats = standing.stats;
+            self.report.real_races = standing.real_races;
         }
     }
 
@@ -526,13 +525,12 @@ impl<P: Program, O: Observer + ?Sized> Run<'_, P, O> {
     /// With a pool: counts the execution just ended in its stretch (opening
     /// a stretch when the strategy started another) and against the
     /// budget, tells the pool when the strategy's bound pruned during it,
-    /// logs it when the strategy does (`Splitting::logged`: a shared state
+    /// logs it when the strategy does (`Standing::logged`: a shared state
     /// cache), and returns the execution's place.
     fn place(&mut self, pool: &SubtreePool) -> steal::Place {
-        let caps = self.strategy.capabilities();
-        let splitting = self.strategy.splitting();
-        let id = splitting.map_or(0, |s| s.stretch());
-        let key = || self.strategy.order_key().unwrap_or_default();
+        let standing = self.strategy.standing();
+        let id = standing.stretch;
+        let key = || standing.order_key.clone().unwrap_or_default();
         if !matches!(&self.stretch, Some((open, _)) if *open == id) {
             self.stretch = Some((id, pool.open_stretch(key())));
         }
@@ -545,14 +543,14 @@ impl<P: Program, O: Observer + ?Sized> Run<'_, P, O> {
         );
         // Within a stretch keys grow: its first pruning execution is the
         // only one of it the pool could need.
-        let prunes = caps.map_or(0, |c| c.bound_prunes());
+        let prunes = standing.prunes();
         if prunes > self.prunes.0 {
             if self.prunes.1 != Some(index) {
                 pool.pruned_at(key(), (index, at));
             }
             self.prunes = (prunes, Some(index));
         }
-        if let Some(logged) = splitting.and_then(|s| s.logged()) {
+        if let Some(logged) = standing.logged {
             // A strategy logs only with the pool's cache, set up before
             // its first stretch.
             let log = stretch.log.as_ref().expect("the pool shares a cache");
@@ -648,7 +646,7 @@ impl<P: Program, O: Observer + ?Sized> Run<'_, P, O> {
     /// reads (a wasm thread's Asyncify buffer past its data), which its
     /// hash would tell apart.
     fn in_place(&self) -> bool {
-        !(self.strategy.capabilities()).is_some_and(|c| c.wants_state_hash())
+        !self.strategy.profile().hashes_states
     }
 
     /// Asks the strategy for a decision and takes it, going on in place
@@ -722,19 +720,18 @@ impl<P: Program, O: Observer + ?Sized> Run<'_, P, O> {
     /// strategy abandoned the execution.
     fn decide(&mut self, step: usize) -> Result<Option<Decided>, ExploreError<P::Error>> {
         self.learn_forced(step)?;
-        if let Some(caps) = self.strategy.capabilities_mut() {
-            if caps.wants_state_hash() && step >= caps.known_hashes().len() {
-                let hash = self.program.state_hash().map(|h| self.fair.key(h));
-                self.report.state_hashes += u64::from(hash.is_some());
-                caps.observe_state(hash);
-                // The states before, where not hashed: those of the known
-                // prefix, as the strategy has them.
-                self.hashes.truncate(step);
-                let (from, known) = (self.hashes.len(), caps.known_hashes());
-                let before = (from..step).map(|i| known.get(i).copied().flatten());
-                self.hashes.extend(before);
-                self.hashes.push(hash);
-            }
+        let strategy = &mut *self.strategy;
+        if strategy.profile().hashes_states && step >= strategy.known_hashes().len() {
+            let hash = self.program.state_hash().map(|h| self.fair.key(h));
+            self.report.state_hashes += u64::from(hash.is_some());
+            strategy.observe_state(hash);
+            // The states before, where not hashed: those of the known
+            // prefix, as the strategy has them.
+            self.hashes.truncate(step);
+            let (from, known) = (self.hashes.len(), strategy.known_hashes());
+            let before = (from..step).map(|i| known.get(i).copied().flatten());
+            self.hashes.extend(before);
+            self.hashes.push(hash);
         }
         let (strategy, observer) = (&mut *self.strategy, &mut *self.observer);
         let views = self.program.threads();

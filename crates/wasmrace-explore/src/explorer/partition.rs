@@ -88,11 +88,13 @@ impl Partition {
 }
 
 /// How a strategy's work splits into partitions
-/// ([`Splitting::split`](crate::Splitting::split)).
-#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+/// ([`Profile::split`](crate::Profile::split)).
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
 pub enum Split {
-    /// It cannot: what it explores depends on everything explored before
-    /// (adaptive estimates, caches, race lists, shared frontiers).
+    /// It cannot (the default): what it explores depends on everything
+    /// explored before (adaptive estimates, caches, race lists, shared
+    /// frontiers).
+    #[default]
     None,
     /// Execution `i` depends only on the seed and `i` (sampling strategies
     /// that draw execution `i` from random stream `i`).
@@ -100,7 +102,7 @@ pub enum Split {
     /// The executions below a prefix do not depend on the rest of the
     /// search (plain depth-first search, without a state cache), and the
     /// strategy reports each execution's place in its exploration order
-    /// ([`Splitting::order_key`](crate::Splitting::order_key)).
+    /// ([`Standing::order_key`](crate::Standing::order_key)).
     ByPrefix,
     /// Like `ByPrefix`, but subtrees depend on each other through a state
     /// cache (`dfs --state-cache`): the threads of one process share the
@@ -125,14 +127,14 @@ pub enum Split {
     Phases,
     /// Its jobs depend on nothing but themselves (`dpor --dpor trust`),
     /// and it gives each its place in its order
-    /// ([`Splitting::order_key`](crate::Splitting::order_key)): the
+    /// ([`Standing::order_key`](crate::Standing::order_key)): the
     /// threads of one process share them through a
     /// [`SubtreePool`](super::steal::SubtreePool), each job a subtree
     /// whose root is a graph rather than a prefix of decisions, so the
     /// bug and the budget's cut are one thread's. A partition runs every
     /// job above the split depth (counting only those whose key hashes to
     /// it) and, below, the subtrees whose key at that depth does
-    /// ([`Splitting::partition`](crate::Splitting::partition)).
+    /// ([`Role::Partition`](crate::Role::Partition)).
     Jobs,
 }
 
@@ -149,7 +151,7 @@ pub(crate) enum Share {
     Prefixes(Partition, usize),
     /// The jobs whose key at `depth` levels hashes to the partition, and
     /// the jobs above it that every partition runs ([`Split::Jobs`]): the
-    /// strategy knows which are its own ([`Splitting::foreign`](crate::Splitting::foreign)).
+    /// strategy knows which are its own ([`Standing::foreign`](crate::Standing::foreign)).
     Jobs(Partition, usize),
 }
 
@@ -389,7 +391,7 @@ pub fn prefix_hash(prefix: &[Decision]) -> u64 {
 /// `longest` (as `check --jobs` runs it) and checked to split by
 /// execution, by `run`; the lowest failing execution among them.
 #[cfg(test)]
-pub(crate) fn lowest_bug_sampled_apart<S: crate::Strategy + crate::Splitting>(
+pub(crate) fn lowest_bug_sampled_apart<S: crate::Strategy>(
     n: u32,
     longest: usize,
     build: impl Fn() -> S,
@@ -398,8 +400,9 @@ pub(crate) fn lowest_bug_sampled_apart<S: crate::Strategy + crate::Splitting>(
     (0..n)
         .filter_map(|k| {
             let mut s = build();
-            s.enter_phase(crate::Phase::Sampling { longest });
-            assert_eq!(s.split(), Split::ByExecution);
+            let phase = crate::Role::Phase(crate::Phase::Sampling { longest });
+            assert!(s.splitting().is_some_and(|s| s.take_role(phase)));
+            assert_eq!(s.profile().split, Split::ByExecution);
             let config = crate::explorer::Config {
                 partition: Some(Partition::new(k, n).unwrap()),
                 ..Default::default()

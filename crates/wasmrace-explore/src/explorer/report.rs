@@ -20,7 +20,7 @@ pub struct Bug {
     /// whole run).
     pub execution: u64,
     /// The execution's place in the strategy's exploration order
-    /// ([`Splitting::order_key`](crate::Splitting::order_key)), for
+    /// ([`Standing::order_key`](crate::Standing::order_key)), for
     /// strategies that answer it: the smallest key among the partitions'
     /// bugs is the bug the whole run finds first.
     pub order_key: Option<Vec<u32>>,
@@ -58,7 +58,7 @@ pub struct Report {
     pub stopped_by: Option<BoundHit>,
     /// A bound of the strategy that pruned part of the space, if one did.
     pub strategy_bound: Option<BoundHit>,
-    /// States saved at the strategy's request (`Capabilities::save_request`):
+    /// States saved at the strategy's request (`Strategy::save_request`):
     /// with a snapshot, and with only their prefix (over
     /// `max_saved_snapshots` or `max_saved_bytes`, or a program that cannot
     /// snapshot).
@@ -72,12 +72,12 @@ pub struct Report {
     /// `saved_restored`).
     pub saved_replayed: u64,
     /// State hashes computed for strategies that asked for them
-    /// (`Capabilities::wants_state_hash`).
+    /// (`Profile::hashes_states`).
     pub state_hashes: u64,
     /// The strategy's own counters at the end of the run (`Strategy::stats`:
     /// states explored, cache hits, ...).
     pub strategy_stats: Vec<Stat>,
-    /// The real races the strategy created (`Capabilities::real_races`:
+    /// The real races the strategy created (`Standing::real_races`:
     /// RaceFuzzer), ordered by sites then object, at the end of the run.
     pub real_races: Vec<RealRace>,
     /// The index passed to `Strategy::begin` for the last execution

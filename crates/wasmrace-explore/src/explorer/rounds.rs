@@ -20,7 +20,7 @@ use std::sync::Arc;
 
 /// The state a run in rounds shares between its workers, made by the
 /// strategy ([`Splitting::rounds`](crate::Splitting::rounds)) and joined by
-/// each worker's strategy ([`Splitting::join_rounds`](crate::Splitting::join_rounds)).
+/// each worker's strategy ([`Role::Rounds`](crate::Role::Rounds)).
 pub trait RoundsPool: Send + Sync + std::fmt::Debug {
     /// The workers' reports as one thread's: its executions, bugs (numbered
     /// in its order, at most [`Config::bugs_kept`]), failing executions,
@@ -42,7 +42,7 @@ impl<P: Program> Explorer<P> {
     /// Runs `strategy` with `observer` beside it as one of the workers of
     /// `pool` (see the module documentation), each on a thread of its own;
     /// [`RoundsPool::settle`] makes their reports one. The strategy must
-    /// join the pool ([`Splitting::join_rounds`](crate::Splitting::join_rounds)),
+    /// join the pool ([`Role::Rounds`](crate::Role::Rounds)),
     /// else this is [`ExploreError::CannotSplit`].
     pub fn run_rounds<O: Observer + ?Sized>(
         &mut self,
@@ -52,9 +52,8 @@ impl<P: Program> Explorer<P> {
         pool: &Arc<dyn RoundsPool>,
     ) -> Result<Report, ExploreError<P::Error>> {
         let joined = strategy
-            .capabilities_mut()
-            .and_then(|c| c.splitting_mut())
-            .is_some_and(|s| s.join_rounds(pool.clone()));
+            .splitting()
+            .is_some_and(|s| s.take_role(crate::Role::Rounds(pool.clone())));
         if !joined {
             pool.leave();
             return Err(ExploreError::CannotSplit {

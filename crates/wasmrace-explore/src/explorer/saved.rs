@@ -1,4 +1,4 @@
-//! The states saved at a strategy's request (`Capabilities::save_request`,
+//! The states saved at a strategy's request (`Strategy::save_request`,
 //! SES's frontier): their prefixes share a prefix tree of (decision,
 //! operation, hash of the state it was taken at) nodes, and each keeps a
 //! snapshot while the count and byte budgets allow, else only its prefix.

@@ -12,7 +12,7 @@ use super::{reg, Model, ModelBuilder};
 use crate::explorer::Report;
 use crate::strategies::systematic::dpor::tests::random_model;
 use crate::strategies::{Descriptor, REGISTRY};
-use crate::strategy::{Capabilities, Context, Start, Strategy};
+use crate::strategy::{Context, Start, Strategy};
 use crate::{Config, Explorer};
 use wasmrace_trace::Decision;
 
@@ -155,12 +155,6 @@ impl Strategy for Wobbly {
         Some(enabled[(i as usize * 7 + ctx.step * 3) % enabled.len()])
     }
 
-    fn capabilities_mut(&mut self) -> Option<&mut dyn Capabilities> {
-        Some(self)
-    }
-}
-
-impl Capabilities for Wobbly {
     fn save_request(&mut self) -> Option<u64> {
         let id = self.save.take();
         self.saved = id.or(self.saved);

@@ -8,7 +8,7 @@ use super::{reg, Model, ModelBuilder};
 use crate::explorer::{Bug, Partition, Report};
 use crate::observer::Observer;
 use crate::strategies::{Dfs, RandomWalk};
-use crate::strategy::{Capabilities, Context, Outcome, Splitting, Start, Strategy};
+use crate::strategy::{Context, Outcome, Profile, Splitting, Standing, Start, Strategy};
 use crate::{Config, ExploreError, Explorer};
 use wasmrace_trace::Decision;
 
@@ -178,7 +178,7 @@ impl Strategy for Keyed {
     }
     fn end(&mut self, outcome: &Outcome) {
         if *outcome != Outcome::Abandoned {
-            self.1.push(self.0.order_key().unwrap());
+            self.1.push(self.0.standing().order_key.unwrap());
         }
     }
 }
@@ -284,10 +284,7 @@ fn counted_by_index<S: Strategy>(
     for k in 0..n {
         let mut s = build();
         let (r, paths) = run(&racy(), &mut s, &partitioned(config, k, n));
-        let (p, blocks) = (
-            Partition::new(k, n).unwrap(),
-            (&s as &dyn Strategy).blocks(),
-        );
+        let (p, blocks) = (Partition::new(k, n).unwrap(), s.profile().blocks);
         let mut index = None;
         for path in paths {
             let i = p.next_owned(blocks, index, false);
@@ -427,11 +424,26 @@ impl<S: Strategy> Strategy for Indexed<S> {
     fn end(&mut self, outcome: &Outcome) {
         self.0.end(outcome)
     }
-    fn capabilities(&self) -> Option<&dyn Capabilities> {
-        self.0.capabilities()
+    fn profile(&self) -> Profile {
+        self.0.profile()
     }
-    fn capabilities_mut(&mut self) -> Option<&mut dyn Capabilities> {
-        self.0.capabilities_mut()
+    fn standing(&self) -> Standing<'_> {
+        self.0.standing()
+    }
+    fn observe_state(&mut self, hash: Option<[u8; 32]>) {
+        self.0.observe_state(hash)
+    }
+    fn known_hashes(&self) -> &[Option<[u8; 32]>] {
+        self.0.known_hashes()
+    }
+    fn save_request(&mut self) -> Option<u64> {
+        self.0.save_request()
+    }
+    fn set_length_estimate(&mut self, steps: usize) {
+        self.0.set_length_estimate(steps)
+    }
+    fn splitting(&mut self) -> Option<&mut dyn Splitting> {
+        self.0.splitting()
     }
 }
 

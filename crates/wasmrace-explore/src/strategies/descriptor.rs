@@ -174,6 +174,19 @@ impl Takes {
     }
 }
 
+/// A combination of options a strategy takes each flag of but cannot run
+/// with, refused in one line rather than changed silently.
+#[derive(Clone, Copy, Debug)]
+pub struct Refusal {
+    /// The knob whose flag the message is about.
+    pub knob: Knob,
+    /// Whether the options given (as the user gave them, not resolved)
+    /// are refused.
+    pub when: fn(&StrategyOptions) -> bool,
+    /// The message, one line.
+    pub message: &'static str,
+}
+
 /// Everything the tools know about one strategy.
 pub struct Descriptor {
     /// The name the CLI, reports and schedule files use (`dfs`, `pos-star`).
@@ -187,6 +200,9 @@ pub struct Descriptor {
     pub always: &'static [(Knob, &'static str)],
     /// The values of the options the strategy takes when none is given.
     pub defaults: StrategyOptions,
+    /// Options it takes the flags for but cannot run with together
+    /// (`dpor`: `--dpor optimal` with a preemption bound); most have none.
+    pub refuses: &'static [Refusal],
     /// Builds the strategy, seeded, from options [`resolve`](Self::resolve)d.
     pub build: fn(&StrategyOptions, u64) -> Box<dyn Strategy>,
     /// The strategy and the options that shape it, for report headers
@@ -210,6 +226,16 @@ impl Descriptor {
         self.takes
             .iter()
             .any(|t| t.knob == knob && t.only_with.is_none_or(|k| given.is_set(k)))
+    }
+
+    /// Why the strategy cannot run with `given`, about `knob`'s flag, if
+    /// one of its [`refuses`](Self::refuses) says so.
+    pub fn refusal(&self, knob: Knob, given: &StrategyOptions) -> Option<&'static str> {
+        let refused = self
+            .refuses
+            .iter()
+            .find(|r| r.knob == knob && (r.when)(given));
+        refused.map(|r| r.message)
     }
 
     /// The options the strategy runs with: `given` where set, the defaults

@@ -43,7 +43,7 @@ pub use delaying::{
     choices, delay_cycle, first_enabled, is_sound_at, send_target, BuiltinExplorer, DelayCursor,
     DelayingExplorer, ExplorerKind, ProbabilisticRoundRobin, RoundRobin, RunToCompletion,
 };
-pub use descriptor::{Descriptor, Knob, StrategyOptions, Takes};
+pub use descriptor::{Descriptor, Knob, Refusal, StrategyOptions, Takes};
 pub use directed::{
     procrastinate, site_pair, Action, HybridDetector, Procrastination, ProcrastinationOptions,
     ProcrastinationStats, RaceFuzzer, RaceFuzzerOptions, RealRace, RunKind, SitePair,

@@ -36,7 +36,7 @@ use crate::program::StepInfo;
 use crate::strategies::descriptor::{Descriptor, Knob, StrategyOptions, Takes};
 use crate::strategies::{Dfs, DfsOptions, Dpor, Pct, Pos, RandomWalk};
 use crate::strategy::{
-    BoundHit, Capabilities, Context, Outcome, Phase, Splitting, Start, Stat, Strategy,
+    BoundHit, Context, Outcome, Phase, Profile, Role, Splitting, Standing, Start, Stat, Strategy,
 };
 use wasmrace_trace::Decision;
 
@@ -55,6 +55,7 @@ pub const DESCRIPTOR: Descriptor = Descriptor {
         preemption_bound: Some(Some(2)),
         ..StrategyOptions::NONE
     },
+    refuses: &[],
     build: |o, seed| Box::new(default_portfolio(preemption_bound(o), seed)),
     describe: |o, seed| match preemption_bound(o) {
         Some(b) => {
@@ -127,7 +128,7 @@ pub struct Portfolio {
     members: Vec<Member>,
     /// Who runs the current execution: `None` for the opening member.
     current: Option<usize>,
-    /// The phase this instance is restricted to (`enter_phase`), or `None`
+    /// The phase this instance is restricted to (`Role::Phase`), or `None`
     /// for the whole run.
     phase: Option<Phase>,
     /// In a whole run, the executions begun before the sampling phase (its
@@ -208,12 +209,13 @@ impl Portfolio {
     /// reported is the last opening's.
     fn finish_opening(&mut self) {
         if let Some(o) = self.openings.get(self.opening) {
-            let bound = o.strategy.bound_hit();
-            self.complete = o.strategy.exhausted() && bound.is_none();
+            let standing = o.strategy.standing();
+            let bound = standing.bound_hit;
+            self.complete = standing.exhausted && bound.is_none();
             if self.complete {
                 // What the proof covered, the same in every partition that
                 // ran the openings: merged as peaks, not added up.
-                self.complete_stats = (o.strategy.stats().into_iter())
+                self.complete_stats = (standing.stats.into_iter())
                     .map(|s| Stat::peak(s.name, s.value))
                     .collect();
             }
@@ -283,16 +285,14 @@ impl Portfolio {
 
     /// Fixes the run length of the members that place choices along an
     /// execution (PCT): the longest opening execution, else PCT's guess.
-    fn set_length_estimate(&mut self, longest: usize) {
+    fn fix_length_estimate(&mut self, longest: usize) {
         let steps = if longest > 0 {
             longest
         } else {
             Pct::INITIAL_LENGTH_GUESS
         };
         for m in &mut self.members {
-            if let Some(c) = m.strategy.capabilities_mut() {
-                c.set_length_estimate(steps);
-            }
+            m.strategy.set_length_estimate(steps);
         }
     }
 }
@@ -323,7 +323,7 @@ impl Strategy for Portfolio {
         let from = match self.sampling_from {
             Some(from) => from,
             None => {
-                self.set_length_estimate(self.longest);
+                self.fix_length_estimate(self.longest);
                 // Right after the last opening execution: in a partition,
                 // `executions` may already be past another's first index.
                 *self.sampling_from.insert(self.openings_end)
@@ -351,88 +351,77 @@ impl Strategy for Portfolio {
         self.member().strategy.end(outcome)
     }
 
-    fn capabilities(&self) -> Option<&dyn Capabilities> {
-        Some(self)
-    }
-
-    fn capabilities_mut(&mut self) -> Option<&mut dyn Capabilities> {
-        Some(self)
-    }
-}
-
-/// The portfolio's own seed, exhaustion and bound; the current member's
-/// name, state hashes and saved states.
-impl Capabilities for Portfolio {
-    fn seed(&self) -> u64 {
-        self.seed
-    }
-
-    fn exhausted(&self) -> bool {
-        self.complete
-    }
-
-    fn bound_hit(&self) -> Option<BoundHit> {
-        match self.openings.get(self.opening) {
-            Some(o) => o.strategy.bound_hit(),
-            None => self.bound_hit.clone(),
+    /// In phases for threads when every sampling member splits by
+    /// execution in single blocks (its execution `i` depends on `i`
+    /// alone): the openings run alone anyway; by execution once restricted
+    /// to the sampling phase. For partitions, the openings' executions, at
+    /// most, are a prologue every partition runs (the sampling phase may
+    /// begin inside it, if the openings end sooner; its executions there
+    /// are run by every partition too, and counted once). States are
+    /// hashed as the current member asks.
+    fn profile(&self) -> Profile {
+        let split = self.split();
+        Profile {
+            split,
+            blocks: match (split, self.phase) {
+                (Split::Phases, None) => {
+                    Blocks::Prologue(self.openings.iter().map(|o| o.round).sum())
+                }
+                _ => Blocks::Single,
+            },
+            hashes_states: self
+                .member_ref()
+                .is_some_and(|m| m.strategy.profile().hashes_states),
         }
     }
 
-    /// The counters of the opening member that explored its whole space,
-    /// if one did (they say what the proof covered).
-    fn stats(&self) -> Vec<Stat> {
-        self.complete_stats.clone()
-    }
-
-    fn active(&self) -> Option<&str> {
-        Some(
-            self.member_ref()
-                .map(|m| m.strategy.name())
-                .unwrap_or("portfolio"),
-        )
-    }
-
-    fn wants_state_hash(&self) -> bool {
-        self.member_ref()
-            .and_then(|m| m.strategy.capabilities())
-            .is_some_and(|c| c.wants_state_hash())
+    /// The portfolio's own seed, exhaustion and bound, the counters of
+    /// the opening member that explored its whole space, if one did (they
+    /// say what the proof covered), the current member's name, and the
+    /// longest opening execution.
+    fn standing(&self) -> Standing<'_> {
+        Standing {
+            seed: self.seed,
+            exhausted: self.complete,
+            bound_hit: match self.openings.get(self.opening) {
+                Some(o) => o.strategy.standing().bound_hit,
+                None => self.bound_hit.clone(),
+            },
+            stats: self.complete_stats.clone(),
+            active: Some(
+                self.member_ref()
+                    .map(|m| m.strategy.name())
+                    .unwrap_or("portfolio"),
+            ),
+            longest: self.longest,
+            ..Standing::default()
+        }
     }
 
     fn observe_state(&mut self, hash: Option<[u8; 32]>) {
-        if let Some(c) = self.member().strategy.capabilities_mut() {
-            c.observe_state(hash)
-        }
+        self.member().strategy.observe_state(hash)
     }
 
     fn save_request(&mut self) -> Option<u64> {
         // Ids are the member's own: two members could pick the same id, and
         // a member's saved state is only started by that member. Members
         // that save belong in the opening slot, which runs alone.
-        self.member()
-            .strategy
-            .capabilities_mut()
-            .and_then(|c| c.save_request())
+        self.member().strategy.save_request()
     }
 
-    fn splitting(&self) -> Option<&dyn Splitting> {
-        Some(self)
-    }
-
-    fn splitting_mut(&mut self) -> Option<&mut dyn Splitting> {
+    fn splitting(&mut self) -> Option<&mut dyn Splitting> {
         Some(self)
     }
 }
 
-/// In phases for threads; for partitions with the openings as a prologue.
-impl Splitting for Portfolio {
-    /// Phases when every sampling member splits by execution in single
-    /// blocks (its execution `i` depends on `i` alone): the openings run alone anyway;
-    /// by execution once restricted to the sampling phase.
+/// The split of [`Portfolio::profile`](Strategy::profile).
+impl Portfolio {
     fn split(&self) -> Split {
         // Execution `i` of each member on `i` alone: split by execution,
         // in blocks of one (no prologue, no samples of several).
         let sampling = self.members.iter().all(|m| {
-            m.strategy.split() == Split::ByExecution && m.strategy.blocks() == Blocks::Single
+            let profile = m.strategy.profile();
+            profile.split == Split::ByExecution && profile.blocks == Blocks::Single
         });
         match (sampling, self.phase) {
             (false, _) => Split::None,
@@ -441,35 +430,27 @@ impl Splitting for Portfolio {
             (true, _) => Split::Phases,
         }
     }
+}
 
-    /// For partitions: the openings' executions, at most, are a prologue
-    /// every partition runs (the sampling phase may begin inside it, if
-    /// the openings end sooner; its executions there are run by every
-    /// partition too, and counted once).
-    fn blocks(&self) -> Blocks {
-        match (self.split(), self.phase) {
-            (Split::Phases, None) => Blocks::Prologue(self.openings.iter().map(|o| o.round).sum()),
-            _ => Blocks::Single,
-        }
-    }
-
-    fn longest_execution(&self) -> usize {
-        self.longest
-    }
-
-    fn openings(&self) -> Option<Vec<u64>> {
-        Some(self.openings.iter().map(|o| o.round).collect())
-    }
-
-    fn enter_phase(&mut self, phase: Phase) {
+/// In phases: one phase at a time, each set up before its first `begin`.
+impl Splitting for Portfolio {
+    fn take_role(&mut self, role: Role) -> bool {
+        let Role::Phase(phase) = role else {
+            return false;
+        };
         self.phase = Some(phase);
         match phase {
             Phase::Opening(i) => self.opening = i.min(self.openings.len()),
             Phase::Sampling { longest } => {
                 self.opening = self.openings.len();
-                self.set_length_estimate(longest);
+                self.fix_length_estimate(longest);
             }
         }
+        true
+    }
+
+    fn openings(&self) -> Option<Vec<u64>> {
+        Some(self.openings.iter().map(|o| o.round).collect())
     }
 }
 
@@ -616,7 +597,7 @@ mod tests {
             ];
             Portfolio::with_openings(openings, members, 3)
         };
-        assert_eq!(build().split(), Split::Phases);
+        assert_eq!(build().profile().split, Split::Phases);
         let run = |p: &mut Portfolio, config: Config| {
             Explorer::new(lost_update(), config).run(p).unwrap()
         };
@@ -625,11 +606,11 @@ mod tests {
         let (mut used, mut longest) = (0, 0);
         for i in 0..2 {
             let mut p = build();
-            p.enter_phase(Phase::Opening(i));
+            assert!(p.take_role(Role::Phase(Phase::Opening(i))));
             let r = run(&mut p, Config::default());
             assert!(r.bugs.is_empty() && !r.exhausted, "opening {i}: {r:?}");
             used += r.executions;
-            longest = longest.max(p.longest_execution());
+            longest = longest.max(p.standing().longest);
         }
         assert!(used > 2, "the bounded dfs ran: {used}");
         for n in 1..=3 {

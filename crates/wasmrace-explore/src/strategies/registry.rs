@@ -6,8 +6,8 @@
 //!
 //! To add a strategy: write it in its family's folder with a `pub const
 //! DESCRIPTOR: Descriptor` (name, help line, the [`Knob`]s it takes and
-//! their defaults, `build`, `describe`, `options_json`; see
-//! [`descriptor`](super::descriptor)), add the file to the family's
+//! their defaults, what it refuses, `build`, `describe`, `options_json`;
+//! see [`descriptor`](super::descriptor)), add the file to the family's
 //! `mod.rs`, and add one line to [`REGISTRY`]. A strategy whose option no
 //! knob covers also needs a [`Knob`], a field of [`StrategyOptions`] and a
 //! flag in the CLI's `check` command.
@@ -15,24 +15,24 @@
 use super::descriptor::Descriptor;
 #[cfg(doc)]
 use super::descriptor::{Knob, StrategyOptions};
-use super::{basic_pos, pos, pos_star};
-use super::{dfs, dpor, pct, portfolio, procrastination, racefuzzer, random, ses, ss};
+use super::{directed, portfolio, sampling, systematic};
 
 /// The built-in strategies, in the order `--help` lists them; the first is
-/// the default (the portfolio). A new strategy is one line here.
+/// the default (the portfolio). A new strategy is one line here, by its
+/// family's path, so that nothing else needs to name it.
 pub const REGISTRY: &[&Descriptor] = &[
     &portfolio::DESCRIPTOR,
-    &dfs::DESCRIPTOR,
-    &random::DESCRIPTOR,
-    &pct::DESCRIPTOR,
-    &basic_pos::DESCRIPTOR,
-    &pos::DESCRIPTOR,
-    &pos_star::DESCRIPTOR,
-    &racefuzzer::DESCRIPTOR,
-    &procrastination::DESCRIPTOR,
-    &ses::DESCRIPTOR,
-    &dpor::DESCRIPTOR,
-    &ss::DESCRIPTOR,
+    &systematic::dfs::DESCRIPTOR,
+    &sampling::random::DESCRIPTOR,
+    &sampling::pct::DESCRIPTOR,
+    &sampling::basic_pos::DESCRIPTOR,
+    &sampling::pos::DESCRIPTOR,
+    &sampling::pos_star::DESCRIPTOR,
+    &directed::racefuzzer::DESCRIPTOR,
+    &directed::procrastination::DESCRIPTOR,
+    &systematic::ses::DESCRIPTOR,
+    &systematic::dpor::DESCRIPTOR,
+    &sampling::ss::DESCRIPTOR,
 ];
 
 /// The names of [`REGISTRY`], in its order.
@@ -111,6 +111,24 @@ mod tests {
                 .expect(d.name);
             assert!(report.executions >= 1, "{}: {report:?}", d.name);
             assert!((d.describe)(&options, 7).starts_with(d.name));
+        }
+    }
+
+    /// `dpor` declares the one combination of its options it refuses
+    /// (`--dpor optimal` with a bound); no other strategy refuses any.
+    #[test]
+    fn only_dpor_declares_refusals() {
+        use crate::strategies::descriptor::Knob;
+        use crate::strategies::DporMode;
+        let optimal = StrategyOptions {
+            preemption_bound: Some(Some(2)),
+            dpor: Some(DporMode::Optimal),
+            ..StrategyOptions::NONE
+        };
+        for d in REGISTRY {
+            let refused = d.refusal(Knob::Dpor, &optimal).is_some();
+            assert_eq!(refused, d.name == "dpor", "{}", d.name);
+            assert_eq!(d.refuses.is_empty(), d.name != "dpor", "{}", d.name);
         }
     }
 

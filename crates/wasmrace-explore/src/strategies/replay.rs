@@ -7,7 +7,7 @@
 //! edited schedule clearly instead of running something else.
 
 use crate::program::StepInfo;
-use crate::strategy::{Capabilities, Context, Outcome, Start, Strategy};
+use crate::strategy::{Context, Outcome, Profile, Standing, Start, Strategy};
 use std::collections::BTreeMap;
 use wasmrace_trace::{Decision, FailureKind, OpKind, Schedule, ThreadPath, Tid};
 
@@ -273,24 +273,20 @@ impl Strategy for Replay {
         self.outcome = Some(outcome.clone());
     }
 
-    fn capabilities(&self) -> Option<&dyn Capabilities> {
-        Some(self)
+    /// A lasso's replay hashes states, to close the cycle where it did.
+    fn profile(&self) -> Profile {
+        Profile {
+            hashes_states: self.lasso,
+            ..Profile::default()
+        }
     }
 
-    fn capabilities_mut(&mut self) -> Option<&mut dyn Capabilities> {
-        Some(self)
-    }
-}
-
-/// Exhausted once the one execution ran.
-impl Capabilities for Replay {
     /// A replay has one execution to run; once run, it is done.
-    fn exhausted(&self) -> bool {
-        self.outcome.is_some()
-    }
-
-    fn wants_state_hash(&self) -> bool {
-        self.lasso
+    fn standing(&self) -> Standing<'_> {
+        Standing {
+            exhausted: self.outcome.is_some(),
+            ..Standing::default()
+        }
     }
 }
 
@@ -390,7 +386,7 @@ mod tests {
         r.end(&Outcome::Abandoned);
         assert!(!r.reproduced());
         assert_eq!(r.replayed(), 2);
-        assert!(r.exhausted());
+        assert!(r.standing().exhausted);
         assert_eq!(r.begin(1), None, "one execution only");
     }
 

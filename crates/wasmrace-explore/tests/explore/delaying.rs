@@ -17,8 +17,7 @@ use wasmrace_explore::strategies::{
 };
 use wasmrace_explore::trace::{Decision, FailureKind, ThreadPath, Tid};
 use wasmrace_explore::{
-    Capabilities, Config, Dfs, Explorer, Program, Replay, Report, Start, Status, StepInfo,
-    Strategy, ThreadView,
+    Config, Dfs, Explorer, Program, Replay, Report, Start, Status, StepInfo, Strategy, ThreadView,
 };
 
 // ---------------------------------------------------------------- tools
@@ -544,8 +543,8 @@ fn ses_is_deterministic_and_prr_depends_on_the_seed() {
     };
     assert_eq!(run("rtc", 1), run("rtc", 1));
     // Only PRR draws from the seed, so only it reports one.
-    assert_eq!(ses("rr", None).seed(), 0);
-    assert_eq!(ses("prr", None).seed(), 7);
+    assert_eq!(ses("rr", None).standing().seed, 0);
+    assert_eq!(ses("prr", None).standing().seed, 7);
     assert_eq!(run("rr", 1), run("rr", 2), "RR ignores the seed");
     assert_eq!(run("prr", 5), run("prr", 5));
     let orders: BTreeSet<_> = (0..6).map(|s| run("prr", s)).collect();

@@ -6,8 +6,8 @@ use std::collections::BTreeSet;
 use wasmrace_explore::model::{lit, reg, Model, ModelBuilder};
 use wasmrace_explore::trace::{Decision, FailureKind, OpKind, Tid};
 use wasmrace_explore::{
-    is_preemption, Capabilities, Config, Dfs, DivergenceReason, Explorer, Outcome, Program,
-    RandomWalk, Recorded, Recording, Replay, Report, Status, Strategy, WithoutBlockingAvoidance,
+    is_preemption, Config, Dfs, DivergenceReason, Explorer, Outcome, Program, RandomWalk, Recorded,
+    Recording, Replay, Report, Status, Strategy, WithoutBlockingAvoidance,
 };
 
 // ---------------------------------------------------------------- models
@@ -793,7 +793,7 @@ fn random_walk_is_reproducible_from_its_seed() {
     let c = run(2);
     assert_eq!(a.executions(), b.executions());
     assert_ne!(schedules(a.executions()), schedules(c.executions()));
-    assert_eq!(a.inner().seed(), 1);
+    assert_eq!(a.inner().standing().seed, 1);
     assert!(a
         .executions()
         .iter()

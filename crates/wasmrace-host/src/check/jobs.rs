@@ -33,7 +33,7 @@ use wasmrace_explore::{Blocks, Explorer, LowestBug, Partition, Report, Split};
 /// with the lowest index, counted with exactly the executions below it
 /// ([`LowestBug`], `Cuts`); so is a phased one within a partition (its
 /// phases a prologue every thread runs). `jobs` of 1 is [`check`](super::check). The strategy must
-/// split its work (`Splitting::split`), else this is the explorer's
+/// split its work (`Profile::split`), else this is the explorer's
 /// `CannotSplit` error.
 pub fn check_jobs(
     guest: &Guest,
@@ -70,7 +70,7 @@ pub fn check_jobs_with_progress(
         });
     }
     let strategy = opts.strategy.build(opts.seed);
-    let (split, blocks) = (strategy.split(), strategy.blocks());
+    let wasmrace_explore::Profile { split, blocks, .. } = strategy.profile();
     if split == Split::Phases && opts.explore.partition.is_none() {
         return super::phases::check_phases(guest, test, opts, jobs, progress);
     }

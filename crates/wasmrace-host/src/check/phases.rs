@@ -24,7 +24,7 @@ use crate::program::WasmProgram;
 use std::sync::atomic::{AtomicBool, AtomicU64, Ordering};
 use std::sync::{Arc, Condvar, Mutex};
 use wasmrace_explore::explorer::partition::merge_reports;
-use wasmrace_explore::{Explorer, LowestBug, Partition, Phase, Report};
+use wasmrace_explore::{Explorer, LowestBug, Partition, Phase, Report, Role};
 
 /// What the openings settled, once they have all run (or one ended the
 /// run): whether the sampling phase runs, and from where.
@@ -41,7 +41,7 @@ enum Settled {
 }
 
 /// An opening's report and its longest execution
-/// (`Splitting::longest_execution`).
+/// (`Standing::longest`).
 type Opened = (Report, usize);
 
 /// The openings' reports as they finish, and what they settle.
@@ -268,7 +268,7 @@ impl<'a> Run<'a> {
                 .run_with_progress(&mut *strategy, &mut |_| (self.tick)())
                 .map_err(explore_err)?;
             executions += report.executions;
-            let longest = strategy.splitting().map_or(0, |s| s.longest_execution());
+            let longest = strategy.standing().longest;
             self.openings.finished(i, report, longest);
         }
         Ok(executions)
@@ -303,8 +303,8 @@ impl<'a> Run<'a> {
 
 /// Restricts a phased strategy to `phase`.
 fn enter(strategy: &mut dyn wasmrace_explore::Strategy, phase: Phase) {
-    if let Some(s) = strategy.capabilities_mut().and_then(|c| c.splitting_mut()) {
-        s.enter_phase(phase);
+    if let Some(s) = strategy.splitting() {
+        s.take_role(Role::Phase(phase));
     }
 }
 

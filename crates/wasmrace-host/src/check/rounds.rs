@@ -20,7 +20,7 @@ pub(super) fn check_rounds(
     jobs: u32,
     progress: &(dyn Fn(u64) + Sync),
 ) -> Result<CheckOutcome, HostError> {
-    let strategy = opts.strategy.build(opts.seed);
+    let mut strategy = opts.strategy.build(opts.seed);
     let pool = strategy
         .splitting()
         .and_then(|s| s.rounds(&opts.explore, jobs as usize))

@@ -451,7 +451,7 @@ impl CheckCommand {
                  `--data-races fail`"
             ),
             true => wasmrace_explore::Split::None,
-            false => built.split(),
+            false => built.profile().split,
         };
         let jobs =
             (self.jobs).unwrap_or_else(|| partition::default_jobs(split, self.test.is_none()));

@@ -28,7 +28,7 @@
 //! **Numbers.** A worker's executions come in *stretches*: those of one
 //! subtree it explores (from taking or resuming it until it moves to
 //! another, or moves past what it donated: the strategy says so by
-//! changing [`Splitting::stretch`](crate::Splitting::stretch); DFS lets
+//! changing [`Standing::stretch`](crate::Standing::stretch); DFS lets
 //! subtrees it deferred in one stretch and explores in a row share one),
 //! which are consecutive in the search order. Stretches are disjoint
 //! intervals of the order, so sorted by their first key and counted

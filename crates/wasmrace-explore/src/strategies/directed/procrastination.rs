@@ -82,7 +82,7 @@ use crate::explorer::blocks::{split_position, Blocks, OPEN_SHIFT};
 use crate::explorer::partition::Split;
 use crate::program::{Pending, StepInfo};
 use crate::strategies::descriptor::{Descriptor, StrategyOptions};
-use crate::strategy::{Capabilities, Context, Outcome, Splitting, Start, Strategy};
+use crate::strategy::{Context, Outcome, Profile, Standing, Start, Strategy};
 use rand::{Rng, SeedableRng};
 use rand_chacha::ChaCha8Rng;
 use std::collections::{BTreeSet, VecDeque};
@@ -98,6 +98,7 @@ pub const DESCRIPTOR: Descriptor = Descriptor {
     takes: &[],
     always: &[],
     defaults: StrategyOptions::NONE,
+    refuses: &[],
     build: |_, seed| Box::new(Procrastination::new(seed)),
     describe: |_, seed| format!("procrastination, seed {seed}"),
     options_json: |_| serde_json::Map::new(),
@@ -668,50 +669,30 @@ impl Strategy for Procrastination {
         }
     }
 
-    fn capabilities(&self) -> Option<&dyn Capabilities> {
-        Some(self)
-    }
-
-    fn capabilities_mut(&mut self) -> Option<&mut dyn Capabilities> {
-        Some(self)
-    }
-}
-
-/// The seed, and the split.
-impl Capabilities for Procrastination {
-    fn seed(&self) -> u64 {
-        self.seed
-    }
-
-    fn splitting(&self) -> Option<&dyn Splitting> {
-        Some(self)
-    }
-
-    fn splitting_mut(&mut self) -> Option<&mut dyn Splitting> {
-        Some(self)
-    }
-}
-
-/// Families as open blocks (see the module documentation).
-impl Splitting for Procrastination {
-    fn split(&self) -> Split {
-        if self.open {
-            Split::ByExecution
-        } else {
-            Split::None
+    /// Families as open blocks (see the module documentation).
+    fn profile(&self) -> Profile {
+        Profile {
+            split: if self.open {
+                Split::ByExecution
+            } else {
+                Split::None
+            },
+            blocks: if self.open {
+                Blocks::Open
+            } else {
+                Blocks::Single
+            },
+            ..Profile::default()
         }
     }
 
-    fn blocks(&self) -> Blocks {
-        if self.open {
-            Blocks::Open
-        } else {
-            Blocks::Single
+    /// The seed, and whether the family goes on.
+    fn standing(&self) -> Standing<'_> {
+        Standing {
+            seed: self.seed,
+            block_goes_on: self.family_goes_on(),
+            ..Standing::default()
         }
-    }
-
-    fn block_ended(&self) -> bool {
-        !self.family_goes_on()
     }
 }
 

@@ -39,7 +39,7 @@ use crate::program::{StepInfo, ThreadView};
 use crate::strategies::descriptor::{Descriptor, StrategyOptions};
 use crate::strategies::race_detector::{HybridDetector, SitePair};
 use crate::strategies::random::RandomWalk;
-use crate::strategy::{Capabilities, Context, Outcome, Splitting, Start, Stat, Strategy};
+use crate::strategy::{Context, Outcome, Profile, Standing, Start, Stat, Strategy};
 use rand::{Rng, SeedableRng};
 use rand_chacha::ChaCha8Rng;
 use std::collections::{BTreeMap, BTreeSet, VecDeque};
@@ -52,6 +52,7 @@ pub const DESCRIPTOR: Descriptor = Descriptor {
     takes: &[],
     always: &[],
     defaults: StrategyOptions::NONE,
+    refuses: &[],
     build: |_, seed| Box::new(RaceFuzzer::new(seed)),
     describe: |_, seed| format!("racefuzzer, seed {seed}"),
     options_json: |_| serde_json::Map::new(),
@@ -363,58 +364,35 @@ impl Strategy for RaceFuzzer {
         }
     }
 
-    fn capabilities(&self) -> Option<&dyn Capabilities> {
-        Some(self)
+    /// By execution, after the detection phase as a prologue (see the
+    /// module documentation).
+    fn profile(&self) -> Profile {
+        Profile {
+            split: Split::ByExecution,
+            blocks: Blocks::Prologue(self.options.phase1_executions),
+            ..Profile::default()
+        }
     }
 
-    fn capabilities_mut(&mut self) -> Option<&mut dyn Capabilities> {
-        Some(self)
-    }
-}
-
-/// The seed, the real races created so far, and how far the two phases
-/// went: a run that ends by itself (no racing pair predicted, so nothing to
-/// direct) says why through these counters.
-impl Capabilities for RaceFuzzer {
-    fn seed(&self) -> u64 {
-        self.seed
-    }
-
-    /// Every worker of a split run runs phase 1 whole: its counters merge
-    /// as peaks, the directed executions add up.
-    fn stats(&self) -> Vec<Stat> {
-        vec![
-            Stat::peak("detection executions", self.detected),
-            Stat::peak(
-                "racing pairs predicted",
-                self.potential_races().len() as u64,
-            ),
-            Stat::new("directed executions", self.directed),
-        ]
-    }
-
-    fn real_races(&self) -> Vec<RealRace> {
-        RaceFuzzer::real_races(self)
-    }
-
-    fn splitting(&self) -> Option<&dyn Splitting> {
-        Some(self)
-    }
-
-    fn splitting_mut(&mut self) -> Option<&mut dyn Splitting> {
-        Some(self)
-    }
-}
-
-/// By execution, after the detection phase as a prologue (see the module
-/// documentation).
-impl Splitting for RaceFuzzer {
-    fn split(&self) -> Split {
-        Split::ByExecution
-    }
-
-    fn blocks(&self) -> Blocks {
-        Blocks::Prologue(self.options.phase1_executions)
+    /// The seed, the real races created so far, and how far the two phases
+    /// went: a run that ends by itself (no racing pair predicted, so
+    /// nothing to direct) says why through these counters. Every worker
+    /// of a split run runs phase 1 whole: its counters merge as peaks, the
+    /// directed executions add up.
+    fn standing(&self) -> Standing<'_> {
+        Standing {
+            seed: self.seed,
+            stats: vec![
+                Stat::peak("detection executions", self.detected),
+                Stat::peak(
+                    "racing pairs predicted",
+                    self.potential_races().len() as u64,
+                ),
+                Stat::new("directed executions", self.directed),
+            ],
+            real_races: self.real_races(),
+            ..Standing::default()
+        }
     }
 }
 

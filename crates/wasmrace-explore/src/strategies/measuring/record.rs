@@ -208,7 +208,6 @@ mod tests {
     use super::*;
     use crate::program::{Pending, ThreadView};
     use crate::strategies::Dfs;
-    use crate::strategy::Capabilities;
     use wasmrace_trace::{OpKind, Tid};
 
     fn view(tid: u64) -> ThreadView {
@@ -288,7 +287,7 @@ mod tests {
             ),
             (4, 4, 6, 2, 1)
         );
-        assert!(dfs.exhausted());
+        assert!(dfs.standing().exhausted);
         assert_eq!(dfs.name(), "dfs");
     }
 

@@ -16,7 +16,7 @@
 use super::pos::{pos_strategy, PosEngine, Variant};
 use crate::program::StepInfo;
 use crate::strategies::descriptor::{Descriptor, StrategyOptions};
-use crate::strategy::{Capabilities, Context, Start, Strategy};
+use crate::strategy::{Context, Start, Strategy};
 use wasmrace_trace::Decision;
 
 /// `basic-pos` in the [registry](crate::strategies::registry).
@@ -26,6 +26,7 @@ pub const DESCRIPTOR: Descriptor = Descriptor {
     takes: &[],
     always: &[],
     defaults: StrategyOptions::NONE,
+    refuses: &[],
     build: |_, seed| Box::new(BasicPos::new(seed)),
     describe: |_, seed| format!("basic-pos, seed {seed}"),
     options_json: |_| serde_json::Map::new(),

@@ -52,7 +52,7 @@
 
 use crate::explorer::{Blocks, Split};
 use crate::strategies::descriptor::{Descriptor, Knob, StrategyOptions, Takes};
-use crate::strategy::{Capabilities, Context, Outcome, Splitting, Start, Strategy};
+use crate::strategy::{Context, Outcome, Profile, Standing, Start, Strategy};
 use rand::{Rng, SeedableRng};
 use rand_chacha::ChaCha8Rng;
 use std::collections::BTreeMap;
@@ -68,6 +68,7 @@ pub const DESCRIPTOR: Descriptor = Descriptor {
         depth: Some(Pct::DEFAULT_DEPTH),
         ..StrategyOptions::NONE
     },
+    refuses: &[],
     build: |o, seed| Box::new(Pct::new(seed, depth(o))),
     describe: |o, seed| format!("pct, depth {}, seed {seed}", depth(o)),
     // The depth is not recorded in schedule files (it never was).
@@ -254,47 +255,29 @@ impl Strategy for Pct {
         self.longest = Some(self.longest.unwrap_or(0).max(self.steps));
     }
 
-    fn capabilities(&self) -> Option<&dyn Capabilities> {
-        Some(self)
+    /// By execution, after the calibration as a prologue when the estimate
+    /// adapts.
+    fn profile(&self) -> Profile {
+        Profile {
+            split: Split::ByExecution,
+            blocks: match self.adaptive {
+                true => Blocks::Prologue(self.calibration),
+                false => Blocks::Single,
+            },
+            ..Profile::default()
+        }
     }
 
-    fn capabilities_mut(&mut self) -> Option<&mut dyn Capabilities> {
-        Some(self)
-    }
-}
-
-/// The seed, the fixed length a portfolio sets, and the split.
-impl Capabilities for Pct {
-    fn seed(&self) -> u64 {
-        self.seed
+    fn standing(&self) -> Standing<'_> {
+        Standing {
+            seed: self.seed,
+            ..Standing::default()
+        }
     }
 
+    /// The fixed length a portfolio sets.
     fn set_length_estimate(&mut self, steps: usize) {
         self.calibrated(steps);
-    }
-
-    fn splitting(&self) -> Option<&dyn Splitting> {
-        Some(self)
-    }
-
-    fn splitting_mut(&mut self) -> Option<&mut dyn Splitting> {
-        Some(self)
-    }
-}
-
-/// By execution, after the calibration as a prologue when the estimate
-/// adapts.
-impl Splitting for Pct {
-    fn split(&self) -> Split {
-        Split::ByExecution
-    }
-
-    fn blocks(&self) -> Blocks {
-        if self.adaptive {
-            Blocks::Prologue(self.calibration)
-        } else {
-            Blocks::Single
-        }
     }
 }
 
@@ -385,8 +368,8 @@ mod tests {
         sample(window_bug(), &mut fixed, 20);
         assert_eq!(fixed.length_estimate(), 40);
         // A fixed estimate has no calibration to share: plain indices.
-        assert_eq!(fixed.split(), Split::ByExecution);
-        assert_eq!(fixed.blocks(), Blocks::Single);
+        assert_eq!(fixed.profile().split, Split::ByExecution);
+        assert_eq!(fixed.profile().blocks, Blocks::Single);
     }
 
     /// A window bug whose executions vary in length: the worker polls a
@@ -450,7 +433,7 @@ mod tests {
             })
             .expect("a seed finds the bug after a run longer than the calibration's");
         let bug = whole.first_bug().unwrap();
-        assert_eq!(build(seed).blocks(), Blocks::Prologue(calibration));
+        assert_eq!(build(seed).profile().blocks, Blocks::Prologue(calibration));
         for n in [1, 2, 3, 7] {
             let parts: Vec<crate::Report> = (0..n)
                 .map(|k| {

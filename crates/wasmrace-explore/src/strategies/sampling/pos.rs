@@ -48,7 +48,7 @@
 
 use crate::program::StepInfo;
 use crate::strategies::descriptor::{Descriptor, StrategyOptions};
-use crate::strategy::{Capabilities, Context, Start, Strategy};
+use crate::strategy::{Context, Start, Strategy};
 use rand::{Rng, SeedableRng};
 use rand_chacha::ChaCha8Rng;
 use std::collections::BTreeMap;
@@ -61,6 +61,7 @@ pub const DESCRIPTOR: Descriptor = Descriptor {
     takes: &[],
     always: &[],
     defaults: StrategyOptions::NONE,
+    refuses: &[],
     build: |_, seed| Box::new(Pos::new(seed)),
     describe: |_, seed| format!("pos, seed {seed}"),
     options_json: |_| serde_json::Map::new(),
@@ -230,33 +231,19 @@ macro_rules! pos_strategy {
             fn observe(&mut self, step: &StepInfo) {
                 self.0.observe(step)
             }
-            fn capabilities(&self) -> Option<&dyn Capabilities> {
-                Some(self)
-            }
-            fn capabilities_mut(&mut self) -> Option<&mut dyn Capabilities> {
-                Some(self)
-            }
-        }
-
-        /// The seed, and the split.
-        impl Capabilities for $ty {
-            fn seed(&self) -> u64 {
-                self.0.seed()
-            }
-            fn splitting(&self) -> Option<&dyn $crate::Splitting> {
-                Some(self)
-            }
-            fn splitting_mut(&mut self) -> Option<&mut dyn $crate::Splitting> {
-                Some(self)
-            }
-        }
-
-        /// By execution.
-        impl $crate::Splitting for $ty {
             // `begin` draws execution `i` from stream `i` and clears every
             // priority: nothing is carried over between executions.
-            fn split(&self) -> $crate::explorer::Split {
-                $crate::explorer::Split::ByExecution
+            fn profile(&self) -> $crate::Profile {
+                $crate::Profile {
+                    split: $crate::explorer::Split::ByExecution,
+                    ..$crate::Profile::default()
+                }
+            }
+            fn standing(&self) -> $crate::Standing<'_> {
+                $crate::Standing {
+                    seed: self.0.seed(),
+                    ..$crate::Standing::default()
+                }
             }
         }
     };

@@ -11,7 +11,7 @@
 use super::pos::{pos_strategy, PosEngine, Variant};
 use crate::program::StepInfo;
 use crate::strategies::descriptor::{Descriptor, StrategyOptions};
-use crate::strategy::{Capabilities, Context, Start, Strategy};
+use crate::strategy::{Context, Start, Strategy};
 use wasmrace_trace::Decision;
 
 /// `pos-star` in the [registry](crate::strategies::registry).
@@ -21,6 +21,7 @@ pub const DESCRIPTOR: Descriptor = Descriptor {
     takes: &[],
     always: &[],
     defaults: StrategyOptions::NONE,
+    refuses: &[],
     build: |_, seed| Box::new(PosStar::new(seed)),
     describe: |_, seed| format!("pos-star, seed {seed}"),
     options_json: |_| serde_json::Map::new(),

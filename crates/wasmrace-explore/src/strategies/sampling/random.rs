@@ -7,8 +7,9 @@
 //! only on `(seed, i)`: the same seed gives the same schedules whatever the
 //! snapshot policy or the length of earlier executions.
 
+use crate::explorer::Split;
 use crate::strategies::descriptor::{Descriptor, StrategyOptions};
-use crate::strategy::{Capabilities, Context, Splitting, Start, Strategy};
+use crate::strategy::{Context, Profile, Standing, Start, Strategy};
 use rand::{Rng, SeedableRng};
 use rand_chacha::ChaCha8Rng;
 use wasmrace_trace::Decision;
@@ -20,6 +21,7 @@ pub const DESCRIPTOR: Descriptor = Descriptor {
     takes: &[],
     always: &[],
     defaults: StrategyOptions::NONE,
+    refuses: &[],
     build: |_, seed| Box::new(RandomWalk::new(seed)),
     describe: |_, seed| format!("random, seed {seed}"),
     options_json: |_| serde_json::Map::new(),
@@ -68,34 +70,19 @@ impl Strategy for RandomWalk {
         Some(Decision::new(t.tid, alt))
     }
 
-    fn capabilities(&self) -> Option<&dyn Capabilities> {
-        Some(self)
+    /// Execution `i` depends only on the seed and `i`: by execution.
+    fn profile(&self) -> Profile {
+        Profile {
+            split: Split::ByExecution,
+            ..Profile::default()
+        }
     }
 
-    fn capabilities_mut(&mut self) -> Option<&mut dyn Capabilities> {
-        Some(self)
-    }
-}
-
-/// The seed, and the split.
-impl Capabilities for RandomWalk {
-    fn seed(&self) -> u64 {
-        self.seed
-    }
-
-    fn splitting(&self) -> Option<&dyn Splitting> {
-        Some(self)
-    }
-
-    fn splitting_mut(&mut self) -> Option<&mut dyn Splitting> {
-        Some(self)
-    }
-}
-
-/// Execution `i` depends only on the seed and `i`: by execution.
-impl Splitting for RandomWalk {
-    fn split(&self) -> crate::explorer::Split {
-        crate::explorer::Split::ByExecution
+    fn standing(&self) -> Standing<'_> {
+        Standing {
+            seed: self.seed,
+            ..Standing::default()
+        }
     }
 }
 
@@ -171,6 +158,9 @@ mod tests {
         let mut c = RandomWalk::new(10);
         c.begin(5);
         assert_ne!(draw(&mut c, &ts, 20), direct);
-        assert_eq!((a.seed(), a.name(), a.exhausted()), (9, "random", false));
+        assert_eq!(
+            (a.standing().seed, a.name(), a.standing().exhausted),
+            (9, "random", false)
+        );
     }
 }

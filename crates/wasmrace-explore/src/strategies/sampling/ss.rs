@@ -55,7 +55,7 @@ use crate::program::StepInfo;
 use crate::strategies::delaying::explorer::{DelayCursor, DelayingExplorer};
 use crate::strategies::delaying::ExplorerKind;
 use crate::strategies::descriptor::{Descriptor, Knob, StrategyOptions, Takes};
-use crate::strategy::{Capabilities, Context, Outcome, Splitting, Start, Stat, Strategy};
+use crate::strategy::{Context, Outcome, Profile, Standing, Start, Stat, Strategy};
 use rand::{Rng, SeedableRng};
 use rand_chacha::ChaCha8Rng;
 use std::collections::BTreeMap;
@@ -90,6 +90,7 @@ pub const DESCRIPTOR: Descriptor = Descriptor {
         c2: Some(SsOptions::DEFAULT.c2),
         ..StrategyOptions::NONE
     },
+    refuses: &[],
     build: |o, seed| {
         let (explorer, opts) = ss_options(o);
         Box::new(Ss::new(explorer.build(seed), seed, opts))
@@ -373,50 +374,28 @@ impl<E: DelayingExplorer + Clone> Strategy for Ss<E> {
         }
     }
 
-    fn capabilities(&self) -> Option<&dyn Capabilities> {
-        Some(self)
+    /// By execution, whole samples to a share (see the module
+    /// documentation).
+    fn profile(&self) -> Profile {
+        Profile {
+            split: Split::ByExecution,
+            blocks: self.layout(),
+            ..Profile::default()
+        }
     }
 
-    fn capabilities_mut(&mut self) -> Option<&mut dyn Capabilities> {
-        Some(self)
-    }
-}
-
-/// The seed, exhaustion (past the last delay bound) and the counters.
-impl<E: DelayingExplorer + Clone> Capabilities for Ss<E> {
-    fn seed(&self) -> u64 {
-        self.seed
-    }
-
-    fn exhausted(&self) -> bool {
-        self.exhausted
-    }
-
-    fn stats(&self) -> Vec<Stat> {
+    /// The seed, exhaustion (past the last delay bound) and the counters.
+    fn standing(&self) -> Standing<'_> {
         let samples: u64 = self.counts.values().map(|c| c.samples).sum();
-        vec![
-            Stat::new("samples", samples),
-            Stat::peak("delay bound reached", u64::from(self.reached)),
-        ]
-    }
-
-    fn splitting(&self) -> Option<&dyn Splitting> {
-        Some(self)
-    }
-
-    fn splitting_mut(&mut self) -> Option<&mut dyn Splitting> {
-        Some(self)
-    }
-}
-
-/// By execution, whole samples to a share (see the module documentation).
-impl<E: DelayingExplorer + Clone> Splitting for Ss<E> {
-    fn split(&self) -> Split {
-        Split::ByExecution
-    }
-
-    fn blocks(&self) -> Blocks {
-        self.layout()
+        Standing {
+            seed: self.seed,
+            exhausted: self.exhausted,
+            stats: vec![
+                Stat::new("samples", samples),
+                Stat::peak("delay bound reached", u64::from(self.reached)),
+            ],
+            ..Standing::default()
+        }
     }
 }
 

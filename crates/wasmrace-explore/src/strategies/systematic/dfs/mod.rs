@@ -80,7 +80,7 @@
 //! after the non-preemptive subtree below that node, though it ranks later
 //! there.
 //!
-//! [`order_key`]: crate::Splitting::order_key
+//! [`order_key`]: crate::Standing::order_key
 //!
 //! **Order.** At each step: continue the last thread (all its alternatives,
 //! ascending), then the other threads in creation order. So the first
@@ -95,7 +95,9 @@ use crate::explorer::Split;
 use crate::prefix_tree::{NodeId, PrefixTree, NIL};
 use crate::state_cache::StateCache;
 use crate::strategies::descriptor::{Descriptor, Knob, StrategyOptions, Takes};
-use crate::strategy::{BoundHit, Capabilities, Context, Splitting, Start, Stat, Strategy};
+use crate::strategy::{
+    BoundHit, Context, Profile, Role, Splitting, Standing, Start, Stat, Strategy,
+};
 use std::sync::Arc;
 use wasmrace_trace::{mix64, Decision, OpKind};
 
@@ -135,6 +137,7 @@ pub const DESCRIPTOR: Descriptor = Descriptor {
         cache_mb: Some(crate::strategies::SesOptions::DEFAULT.cache_mb),
         ..StrategyOptions::NONE
     },
+    refuses: &[],
     build: |o, _| {
         let dfs = Dfs::new(DfsOptions {
             preemption_bound: preemption_bound(o),
@@ -254,7 +257,7 @@ pub struct Dfs {
     /// The pool of subtrees shared with other workers (`check --jobs`),
     /// when this search is one of several sharing the tree (`explorer/steal/`).
     pool: Option<Arc<SubtreePool>>,
-    /// Subtrees started so far (`Splitting::stretch`).
+    /// Subtrees started so far (`Standing::stretch`).
     stretch: u64,
     /// A frame some of whose alternatives were donated was dropped: the
     /// next executions follow the donated subtrees in the search order, so
@@ -523,7 +526,7 @@ impl Dfs {
 }
 
 /// The order key of the executions below a path with these marks, without
-/// the terminating 0 (see [`Splitting::order_key`] on [`Dfs`]): every
+/// the terminating 0 (see [`Standing::order_key`] of [`Dfs`]): every
 /// execution of the subtree below it explored in the same iteration has a
 /// key starting with it.
 fn key_of(marks: impl Iterator<Item = u32> + Clone) -> Vec<u32> {
@@ -644,30 +647,49 @@ impl Strategy for Dfs {
         Some(d)
     }
 
-    fn capabilities(&self) -> Option<&dyn Capabilities> {
-        Some(self)
+    /// By prefix, or by sharing the tree with other workers
+    /// (`explorer/steal/`); not with a state cache, which hashes states.
+    fn profile(&self) -> Profile {
+        Profile {
+            // A state cache prunes a subtree because another one reached
+            // the same state: subtrees are no longer independent, and only
+            // workers sharing the cache can split the tree.
+            split: match self.cache {
+                None => Split::ByPrefix,
+                Some(_) => Split::Shared,
+            },
+            hashes_states: self.cache.is_some(),
+            ..Profile::default()
+        }
     }
 
-    fn capabilities_mut(&mut self) -> Option<&mut dyn Capabilities> {
-        Some(self)
-    }
-}
-
-/// Exhaustion, the preemption bound, the optional state cache and its
-/// counters.
-impl Capabilities for Dfs {
-    fn exhausted(&self) -> bool {
-        self.exhausted
-    }
-
-    fn wants_state_hash(&self) -> bool {
-        self.cache.is_some()
+    /// Exhaustion, the preemption bound, the state cache's counters, and
+    /// the execution's place in the search (its key, its stretch, and as
+    /// the pool logs it).
+    fn standing(&self) -> Standing<'_> {
+        Standing {
+            exhausted: self.exhausted,
+            bound_hit: self.bound_hit(),
+            bound_prunes: Some(self.pruned),
+            stats: self.stats(),
+            order_key: Some(self.order_key()),
+            stretch: self.stretch,
+            logged: self.logged(),
+            ..Standing::default()
+        }
     }
 
     fn observe_state(&mut self, hash: Option<[u8; 32]>) {
         self.hash = hash;
     }
 
+    fn splitting(&mut self) -> Option<&mut dyn Splitting> {
+        Some(self)
+    }
+}
+
+/// What [`Standing`] reads.
+impl Dfs {
     fn stats(&self) -> Vec<Stat> {
         match &self.cache {
             None => Vec::new(),
@@ -679,10 +701,6 @@ impl Capabilities for Dfs {
         }
     }
 
-    fn bound_prunes(&self) -> u64 {
-        self.pruned
-    }
-
     fn bound_hit(&self) -> Option<BoundHit> {
         let bound = self.opts.preemption_bound?;
         (self.pruned > 0).then_some(BoundHit {
@@ -692,53 +710,16 @@ impl Capabilities for Dfs {
         })
     }
 
-    fn splitting(&self) -> Option<&dyn Splitting> {
-        Some(self)
-    }
-
-    fn splitting_mut(&mut self) -> Option<&mut dyn Splitting> {
-        Some(self)
-    }
-}
-
-/// By prefix, or by sharing the tree with other workers (`explorer/steal/`);
-/// not with a state cache.
-impl Splitting for Dfs {
-    fn split(&self) -> Split {
-        // A state cache prunes a subtree because another one reached the
-        // same state: subtrees are no longer independent, and only workers
-        // sharing the cache can split the tree.
-        match self.cache {
-            None => Split::ByPrefix,
-            Some(_) => Split::Shared,
-        }
-    }
-
     /// `(k, seg0, r1, seg1, ..., rk, segk)` flattened (see the module
     /// documentation): `k`, then each non-preemptive rank plus one, and
     /// before each preemption's rank (and at the end) a 0 that ends the
     /// segment, so that a segment that is a prefix of another compares
     /// smaller.
-    fn order_key(&self) -> Option<Vec<u32>> {
+    pub(crate) fn order_key(&self) -> Vec<u32> {
         let marks = &self.marks[..self.path.len().min(self.marks.len())];
         let mut key = key_of(marks.iter().copied());
         key.push(0);
-        Some(key)
-    }
-
-    fn stretch(&self) -> u64 {
-        self.stretch
-    }
-
-    fn share(&mut self, pool: Arc<SubtreePool>) -> bool {
-        if self.started {
-            return false;
-        }
-        if self.cache.is_some() {
-            self.shared = Some(shared_cache::SharedCache::new(pool.visits(self.cache_mb)));
-        }
-        self.pool = Some(pool);
-        true
+        key
     }
 
     fn logged(&self) -> Option<Logged> {
@@ -747,6 +728,23 @@ impl Splitting for Dfs {
             leaf: self.leaf(),
             ..shared.logged
         })
+    }
+}
+
+/// Shares the tree with other workers through a pool (`explorer/steal/`).
+impl Splitting for Dfs {
+    fn take_role(&mut self, role: Role) -> bool {
+        let Role::Shared(pool) = role else {
+            return false;
+        };
+        if self.started {
+            return false;
+        }
+        if self.cache.is_some() {
+            self.shared = Some(shared_cache::SharedCache::new(pool.visits(self.cache_mb)));
+        }
+        self.pool = Some(pool);
+        true
     }
 }
 
@@ -843,7 +841,7 @@ mod tests {
         let mut starts = Vec::new();
         let mut path: Vec<Decision> = Vec::new();
         while let Some(start) = s.begin(0) {
-            assert!(!s.exhausted());
+            assert!(!s.standing().exhausted);
             starts.push(start);
             let from = match start {
                 Start::Fresh => 0,
@@ -867,7 +865,7 @@ mod tests {
                 Start::Resume { prefix_len: 1 }
             ]
         );
-        assert!(s.exhausted());
+        assert!(s.standing().exhausted);
         assert_eq!(s.begin(0), None);
         assert_eq!(s.bound_hit(), None);
     }

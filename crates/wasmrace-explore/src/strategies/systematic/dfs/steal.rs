@@ -21,7 +21,7 @@
 use super::{key_of, Arena, Deferred, Dfs, NodeId, NIL};
 use crate::explorer::steal::{Later, Subtree, SubtreePool, Taken};
 use crate::explorer::visits::ExpId;
-use crate::strategy::{Splitting, Start};
+use crate::strategy::Start;
 use wasmrace_trace::Decision;
 
 /// Deferred subtrees donated at once at most (see `Dfs::donate`): enough
@@ -60,10 +60,7 @@ impl Dfs {
             return;
         };
         let untried = self.frames.iter().any(|f| f.next < f.alts.len());
-        let late = || {
-            self.order_key()
-                .is_some_and(|k| k.as_slice() > best.as_slice())
-        };
+        let late = || self.order_key().as_slice() > best.as_slice();
         if !untried || !late() {
             return;
         }

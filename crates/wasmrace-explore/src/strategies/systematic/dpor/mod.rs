@@ -52,7 +52,7 @@
 //! DFS under the same fairness covers: `dpor/tests.rs`). Every such loss
 //! goes through a planned sequence whose thread was hidden, so a run that
 //! dropped one reports it as a bound that pruned the space
-//! ([`Capabilities::bound_hit`]: `--fairness-bound`), not as a proof; the
+//! ([`Standing::bound_hit`]: `--fairness-bound`), not as a proof; the
 //! portfolio then goes on to its other members. Unbounded DFS covers every
 //! fair schedule.
 //!
@@ -71,17 +71,22 @@ pub mod trust;
 mod wakeup;
 
 use crate::program::{StepInfo, ThreadView};
-use crate::strategies::descriptor::{Descriptor, Knob, StrategyOptions, Takes};
-use crate::strategy::{BoundHit, Capabilities, Context, Outcome, Start, Stat, Strategy};
+use crate::strategies::descriptor::{Descriptor, Knob, Refusal, StrategyOptions, Takes};
+use crate::strategy::{BoundHit, Context, Outcome, Standing, Start, Stat, Strategy};
 pub use mode::DporMode;
 use race::{dependent, Ev};
 use wakeup::{initials, is_weak_initial, WakeupTree};
 use wasmrace_trace::{Decision, OpKind, Tid};
 
+/// Whether the options given ask for a preemption bound.
+fn bounded(o: &StrategyOptions) -> bool {
+    matches!(o.preemption_bound, Some(Some(_)))
+}
+
 /// `dpor` in the [registry](crate::strategies::registry): `--dpor`
 /// (default `optimal`) and `--preemption-bound` (default unbounded). With a
-/// bound it runs bounded source-DPOR whatever `--dpor` says (the CLI
-/// refuses `--dpor optimal` with a bound); see `bound`.
+/// bound it runs bounded source-DPOR whatever `--dpor` says (it refuses
+/// `--dpor optimal` with a bound); see `bound`.
 pub const DESCRIPTOR: Descriptor = Descriptor {
     name: "dpor",
     about: "Dynamic partial-order reduction: each Mazurkiewicz trace once \
@@ -99,6 +104,23 @@ pub const DESCRIPTOR: Descriptor = Descriptor {
         frontier_mb: Some(trust::DEFAULT_FRONTIER_MB),
         ..StrategyOptions::NONE
     },
+    refuses: &[
+        // Optimal DPOR's wakeup trees are not known to keep a schedule of
+        // every trace within a bound: an explicit `--dpor optimal` with a
+        // bound is refused rather than changed silently to source.
+        Refusal {
+            knob: Knob::Dpor,
+            when: |o| bounded(o) && o.dpor == Some(DporMode::Optimal),
+            message: "`--dpor optimal` does not take `--preemption-bound`: bounded dpor \
+                      runs source-DPOR; use `--dpor source` or leave `--dpor` out",
+        },
+        // The other modes hold one path, not a frontier of jobs.
+        Refusal {
+            knob: Knob::FrontierMb,
+            when: |o| o.frontier_mb.is_some() && (bounded(o) || o.dpor != Some(DporMode::Trust)),
+            message: "`--frontier-mb` only applies to `--dpor trust` (unbounded)",
+        },
+    ],
     build: |o, _| match (preemption_bound(o), mode(o)) {
         (Some(n), _) => Box::new(Dpor::bounded(n)),
         (None, DporMode::Trust) => Box::new(trust::Trust::with_frontier_mb(
@@ -584,21 +606,19 @@ impl Strategy for Dpor {
         self.reverse_races();
     }
 
-    fn capabilities(&self) -> Option<&dyn Capabilities> {
-        Some(self)
-    }
-
-    fn capabilities_mut(&mut self) -> Option<&mut dyn Capabilities> {
-        Some(self)
+    /// Exhaustion, the bound and the counters of the search.
+    fn standing(&self) -> Standing<'_> {
+        Standing {
+            exhausted: self.exhausted,
+            bound_hit: self.bound_hit(),
+            stats: self.stats(),
+            ..Standing::default()
+        }
     }
 }
 
-/// Exhaustion and the counters of the search.
-impl Capabilities for Dpor {
-    fn exhausted(&self) -> bool {
-        self.exhausted
-    }
-
+/// What [`Standing`] reads.
+impl Dpor {
     /// Planned sequences dropped because their thread was not enabled
     /// (fairness hid it; see the module documentation): the search ended
     /// without covering every trace, a bound rather than a proof.

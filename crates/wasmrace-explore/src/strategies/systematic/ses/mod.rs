@@ -69,7 +69,7 @@ use crate::state_cache::StateCache;
 use crate::strategies::delaying::explorer::{choices, DelayCursor, DelayingExplorer};
 use crate::strategies::delaying::ExplorerKind;
 use crate::strategies::descriptor::{Descriptor, Knob, StrategyOptions, Takes};
-use crate::strategy::{BoundHit, Capabilities, Context, Outcome, Start, Stat, Strategy};
+use crate::strategy::{BoundHit, Context, Outcome, Profile, Role, Standing, Start, Stat, Strategy};
 use rounds::SesRounds;
 use std::collections::VecDeque;
 use std::sync::Arc;
@@ -120,6 +120,7 @@ pub const DESCRIPTOR: Descriptor = Descriptor {
         cache_mb: Some(SesOptions::DEFAULT.cache_mb),
         ..StrategyOptions::NONE
     },
+    refuses: &[],
     build: |o, seed| {
         let (explorer, opts) = ses_options(o);
         Box::new(Ses::new(explorer.build(seed), seed, opts))
@@ -486,42 +487,39 @@ impl<E: DelayingExplorer + Clone> Strategy for Ses<E> {
         self.worker_end(outcome);
     }
 
-    fn capabilities(&self) -> Option<&dyn Capabilities> {
-        Some(self)
-    }
-
-    fn capabilities_mut(&mut self) -> Option<&mut dyn Capabilities> {
-        Some(self)
-    }
-}
-
-/// The seed, the state cache, the frontier of saved states, the delay
-/// bound, and the counters.
-impl<E: DelayingExplorer + Clone> Capabilities for Ses<E> {
-    /// The seed, when the explorer draws from it (PRR); 0 otherwise, since
-    /// SES itself makes no random choice.
-    fn seed(&self) -> u64 {
-        if self.initial.is_random() {
-            self.seed
-        } else {
-            0
+    /// In rounds: on several threads, the workers share a `SesRounds`
+    /// pool (`ses/rounds.rs`). The state cache hashes states.
+    fn profile(&self) -> Profile {
+        Profile {
+            split: Split::Rounds,
+            hashes_states: self.cache.enabled(),
+            ..Profile::default()
         }
     }
 
-    fn wants_state_hash(&self) -> bool {
-        self.cache.enabled()
+    /// The seed, when the explorer draws from it (PRR; 0 otherwise, since
+    /// SES itself makes no random choice), exhaustion, and the delay bound
+    /// and counters: with other workers, the pool's, the run's as one
+    /// thread has them.
+    fn standing(&self) -> Standing<'_> {
+        Standing {
+            seed: if self.initial.is_random() {
+                self.seed
+            } else {
+                0
+            },
+            exhausted: self.exhausted,
+            bound_hit: self.counted().bound_hit(),
+            stats: match &self.worker {
+                Some(w) => w.pool.stats(),
+                None => self.tally.stats(self.cache.evictions()),
+            },
+            ..Standing::default()
+        }
     }
 
     fn observe_state(&mut self, hash: Option<[u8; 32]>) {
         self.hash = hash;
-    }
-
-    fn save_request(&mut self) -> Option<u64> {
-        self.save.take()
-    }
-
-    fn exhausted(&self) -> bool {
-        self.exhausted
     }
 
     /// A worker replays its entry's prefix, where one thread starts from
@@ -530,24 +528,12 @@ impl<E: DelayingExplorer + Clone> Capabilities for Ses<E> {
         self.worker.as_ref().map_or(&[], |w| w.entry_hashes())
     }
 
-    /// With other workers, the pool's: the run's, as one thread has it.
-    fn bound_hit(&self) -> Option<BoundHit> {
-        self.counted().bound_hit()
+    /// The frontier's states, saved to be resumed in a later round.
+    fn save_request(&mut self) -> Option<u64> {
+        self.save.take()
     }
 
-    /// With other workers, the pool's: the run's, as one thread has it.
-    fn stats(&self) -> Vec<Stat> {
-        match &self.worker {
-            Some(w) => w.pool.stats(),
-            None => self.tally.stats(self.cache.evictions()),
-        }
-    }
-
-    fn splitting(&self) -> Option<&dyn Splitting> {
-        Some(self)
-    }
-
-    fn splitting_mut(&mut self) -> Option<&mut dyn Splitting> {
+    fn splitting(&mut self) -> Option<&mut dyn Splitting> {
         Some(self)
     }
 }
@@ -555,16 +541,10 @@ impl<E: DelayingExplorer + Clone> Capabilities for Ses<E> {
 /// SES runs in rounds: on several threads, the workers share a
 /// `SesRounds` pool (`ses/rounds.rs`).
 impl<E: DelayingExplorer + Clone> Splitting for Ses<E> {
-    fn split(&self) -> Split {
-        Split::Rounds
-    }
-
-    fn rounds(&self, cfg: &Config, workers: usize) -> Option<Arc<dyn RoundsPool>> {
-        let cache = self.cache.emptied();
-        Some(Arc::new(SesRounds::new(self.opts, cfg, workers, cache)))
-    }
-
-    fn join_rounds(&mut self, pool: Arc<dyn RoundsPool>) -> bool {
+    fn take_role(&mut self, role: Role) -> bool {
+        let Role::Rounds(pool) = role else {
+            return false;
+        };
         if self.started || self.worker.is_some() {
             return false;
         }
@@ -573,6 +553,11 @@ impl<E: DelayingExplorer + Clone> Splitting for Ses<E> {
         };
         self.worker = Some(Worker::new(pool));
         true
+    }
+
+    fn rounds(&self, cfg: &Config, workers: usize) -> Option<Arc<dyn RoundsPool>> {
+        let cache = self.cache.emptied();
+        Some(Arc::new(SesRounds::new(self.opts, cfg, workers, cache)))
     }
 }
 

@@ -7,7 +7,7 @@ use super::*;
 use crate::model::Model;
 use crate::strategies::systematic::dpor::Dpor;
 use crate::strategies::Dfs;
-use crate::strategy::{Capabilities, Strategy};
+use crate::strategy::Strategy;
 use std::collections::BTreeSet;
 
 /// What one search covered: its partial orders and executions.

@@ -12,7 +12,7 @@ use std::sync::Arc;
 use wasmrace_trace::mix64;
 
 /// A job: a graph to run, and its place in the one-thread exploration
-/// order (see [`Trust::order_key`](crate::Splitting::order_key)).
+/// order (see [`Trust::order_key`](crate::Standing::order_key)).
 #[derive(Clone, Debug)]
 pub(super) struct Job {
     pub(super) graph: Graph,
@@ -70,7 +70,7 @@ impl Job {
 }
 
 /// How many levels below the root the job at `key` is (each level adds
-/// two numbers to the key, see [`Trust::order_key`](crate::Splitting::order_key)).
+/// two numbers to the key, see [`Trust::order_key`](crate::Standing::order_key)).
 pub(super) fn depth(key: &[u32]) -> usize {
     key.len().saturating_sub(1) / 2
 }

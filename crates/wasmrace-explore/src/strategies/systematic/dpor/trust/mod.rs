@@ -63,7 +63,7 @@ use crate::explorer::partition::{Partition, Split};
 use crate::explorer::steal::SubtreePool;
 use crate::program::{StepInfo, ThreadView};
 use crate::splitting::Splitting;
-use crate::strategy::{BoundHit, Capabilities, Context, Outcome, Start, Stat, Strategy};
+use crate::strategy::{BoundHit, Context, Outcome, Profile, Role, Standing, Start, Stat, Strategy};
 use clock::Clocks;
 use graph::{debug_divergence, one_access, Ev, Graph};
 use jobs::{Job, Shared};
@@ -551,16 +551,36 @@ impl Strategy for Trust {
         }
     }
 
-    fn capabilities(&self) -> Option<&dyn Capabilities> {
-        Some(self)
+    /// By jobs: the threads of one process share them through a pool, and
+    /// partitions each run their own (`jobs.rs`).
+    fn profile(&self) -> Profile {
+        Profile {
+            split: Split::Jobs,
+            ..Profile::default()
+        }
     }
 
-    fn capabilities_mut(&mut self) -> Option<&mut dyn Capabilities> {
+    /// Exhaustion, the bound and the counters, and the job's key, whether
+    /// it is another partition's, and its stretch in a pool.
+    fn standing(&self) -> Standing<'_> {
+        Standing {
+            exhausted: self.exhausted(),
+            bound_hit: self.bound_hit(),
+            stats: self.stats(),
+            order_key: Some(self.key.clone()),
+            foreign: self.foreign.is_some(),
+            stretch: self.shared.stretch,
+            ..Standing::default()
+        }
+    }
+
+    fn splitting(&mut self) -> Option<&mut dyn Splitting> {
         Some(self)
     }
 }
 
-impl Capabilities for Trust {
+/// What [`Standing`] reads.
+impl Trust {
     fn exhausted(&self) -> bool {
         // A job that could not replay took its subtree with it: no proof.
         self.started
@@ -609,41 +629,20 @@ impl Capabilities for Trust {
             knob: "--fairness-bound",
         })
     }
-
-    fn splitting(&self) -> Option<&dyn Splitting> {
-        Some(self)
-    }
-
-    fn splitting_mut(&mut self) -> Option<&mut dyn Splitting> {
-        Some(self)
-    }
 }
 
+/// A pool shared with other workers, or a partition's jobs.
 impl Splitting for Trust {
-    fn split(&self) -> Split {
-        Split::Jobs
-    }
-
-    fn order_key(&self) -> Option<Vec<u32>> {
-        Some(self.key.clone())
-    }
-
-    fn share(&mut self, pool: Arc<SubtreePool>) -> bool {
-        self.pool = Some(pool);
-        true
-    }
-
-    fn stretch(&self) -> u64 {
-        self.shared.stretch
-    }
-
     /// A split depth of 0 levels is 1: the root is no partition's alone.
-    fn partition(&mut self, partition: Partition, depth: usize) {
-        self.partition = Some((partition, depth.max(1)));
-    }
-
-    fn foreign(&self) -> bool {
-        self.foreign.is_some()
+    fn take_role(&mut self, role: Role) -> bool {
+        match role {
+            Role::Shared(pool) => self.pool = Some(pool),
+            Role::Partition(partition, depth) => {
+                self.partition = Some((partition, depth.max(1)));
+            }
+            Role::Rounds(_) | Role::Phase(_) => return false,
+        }
+        true
     }
 }
 
