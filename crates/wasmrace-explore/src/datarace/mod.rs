@@ -80,13 +80,33 @@ pub const MAX_THREADS: usize = Rec::EMPTY as usize;
 /// that state and one after it is then looked for only along the visited
 /// path (docs/data-races.md, "What a pass covers"). Snapshots copy the
 /// detector whole, and equality (`Eq`) is exact.
-#[derive(Clone, Debug, PartialEq, Eq)]
+#[derive(Debug, PartialEq, Eq)]
 pub struct Detector {
     clocks: Vec<VClock>,
     objects: BTreeMap<Oid, VClock>,
     shadow: Shadow,
     /// Steps executed so far.
     step: u32,
+}
+
+// By hand for `clone_from`, which a restore calls (`World::assign_from`):
+// the clocks keep their buffers where the derived one allocated them anew.
+impl Clone for Detector {
+    fn clone(&self) -> Self {
+        Detector {
+            clocks: self.clocks.clone(),
+            objects: self.objects.clone(),
+            shadow: self.shadow.clone(),
+            step: self.step,
+        }
+    }
+
+    fn clone_from(&mut self, source: &Self) {
+        self.clocks.clone_from(&source.clocks);
+        self.objects.clone_from(&source.objects);
+        self.shadow.clone_from(&source.shadow);
+        self.step = source.step;
+    }
 }
 
 impl std::hash::Hash for Detector {

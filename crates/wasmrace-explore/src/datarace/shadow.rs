@@ -85,9 +85,22 @@ impl Default for Dir {
 }
 
 /// The shadow memory (see the module documentation).
-#[derive(Clone, Debug, Default, PartialEq, Eq)]
+#[derive(Debug, Default, PartialEq, Eq)]
 pub struct Shadow {
     dirs: Vec<Option<Arc<Dir>>>,
+}
+
+// By hand for `clone_from`, which keeps the directory vector's buffer.
+impl Clone for Shadow {
+    fn clone(&self) -> Self {
+        Shadow {
+            dirs: self.dirs.clone(),
+        }
+    }
+
+    fn clone_from(&mut self, source: &Self) {
+        self.dirs.clone_from(&source.dirs);
+    }
 }
 
 impl Shadow {
