@@ -11,18 +11,21 @@ set -euo pipefail
 cd "$(dirname "$0")/.."
 runs=${1:-5}
 cargo build -q -p wasmrace-cli
-w=target/debug/wasmrace
+# The CLI cargo just built: under CARGO_TARGET_DIR when it is set.
+w=${CARGO_TARGET_DIR:-target}/debug/wasmrace
 sdk=target/guests/wasm32-unknown-unknown/release
 std=target/std-guests/wasm32-wasip1-threads/release
 # module test executions (tests without a bug, so that every run counts
-# the same executions)
+# the same executions; each run lasts a few tenths of a second, as runs
+# of a few hundredths had the timer's millisecond and the VM's hiccups in
+# their ratio)
 cases=(
-  "$sdk/mutex_counter.wasm mutex_counter_3 3000"
-  "$sdk/readers.wasm readers_3 3000"
-  "$sdk/work_steal_queue.wasm work_steal_queue_fixed 3000"
-  "$sdk/data_races.wasm allocation_churn 3000"
-  "$std/std_mutex.wasm main 200"
-  "$std/std_sync_tour.wasm main 100"
+  "$sdk/mutex_counter.wasm mutex_counter_3 20000"
+  "$sdk/readers.wasm readers_3 20000"
+  "$sdk/work_steal_queue.wasm work_steal_queue_fixed 10000"
+  "$sdk/data_races.wasm allocation_churn 20000"
+  "$std/std_mutex.wasm main 2000"
+  "$std/std_sync_tour.wasm main 1000"
 )
 rate() { # module test n races -> executions per second
   "$w" check "$1" --test "$2" --strategy random --seed 0 --max-executions "$3" \

@@ -3,8 +3,20 @@
 
 /// A vector clock: `self[t]` is how many of thread `t`'s epochs are known
 /// to have happened before; missing entries are 0.
-#[derive(Clone, Debug, Default, PartialEq, Eq, Hash)]
+#[derive(Debug, Default, PartialEq, Eq, Hash)]
 pub struct VClock(Vec<u32>);
+
+// By hand for `clone_from`, which keeps the buffer: a restore copies every
+// thread's clock into the execution's, and the derived one allocated each.
+impl Clone for VClock {
+    fn clone(&self) -> Self {
+        VClock(self.0.clone())
+    }
+
+    fn clone_from(&mut self, source: &Self) {
+        self.0.clone_from(&source.0);
+    }
+}
 
 impl VClock {
     /// Thread `t`'s entry.

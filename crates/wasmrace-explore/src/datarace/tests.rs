@@ -197,3 +197,37 @@ fn many_threads_reading_keep_a_bounded_cell() {
     // unordered with the latest reads is still found.
     assert!(d.access(0, 0xa00, 8, true, 99).is_err());
 }
+
+#[test]
+fn a_covered_access_is_recognised_only_within_its_granule() {
+    let mut d = three();
+    d.access(1, 0x100, 8, true, 1).unwrap();
+    // Covered (the inline check): nothing to see, nothing changes.
+    let before = d.clone();
+    d.access(1, 0x104, 4, false, 2).unwrap();
+    assert_eq!(d, before);
+    // An offset plus a length past the granule, or a length that would
+    // wrap a 32-bit sum, is no covered access: each granule is checked.
+    d.access(2, 0x10f, 2, false, 3).unwrap();
+    let race = d.access(2, 0x101, u32::MAX - 0x101, false, 4).unwrap_err();
+    assert_eq!((race.earlier.site, race.later.site), (1, 4));
+}
+
+#[test]
+fn forgetting_whole_pages_and_directories_drops_them() {
+    let mut d = three();
+    // Granules in three pages of the first directory and one of the second.
+    for addr in [0x0, 0x200, 0x3f8, 0x8000] {
+        d.access(1, addr, 8, true, 1).unwrap();
+    }
+    let held = d.heap_bytes();
+    // Bytes 8..0x8008: page 0 but its first granule, pages 1 and up
+    // whole, the first granule of the second directory.
+    d.forget(8, 0x8000);
+    assert!(d.heap_bytes() < held);
+    // Every forgotten byte is fresh for thread 2; granule 0 still races.
+    for addr in [0x8, 0x200, 0x3f8, 0x8000] {
+        d.access(2, addr, 4, true, 2).unwrap();
+    }
+    assert!(d.access(2, 0, 4, true, 3).is_err());
+}
