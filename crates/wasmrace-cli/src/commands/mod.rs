@@ -154,6 +154,21 @@ impl HostArgs {
         Ok(config)
     }
 
+    /// The `reproduce with:` command of `schedule` on `module`, one rule
+    /// for every command that prints one: it runs as printed (the program
+    /// as `report::program_word` names it, shell-quoted words, and the host
+    /// flags the file does not record).
+    pub fn replay_command(&self, module: &std::path::Path, schedule: &std::path::Path) -> String {
+        let mut words = vec![
+            crate::report::program_word(),
+            "replay".to_string(),
+            module.display().to_string(),
+            schedule.display().to_string(),
+        ];
+        words.extend(self.replay_flags());
+        crate::report::command_line(&words)
+    }
+
     /// The host flag a schedule file does not record, when not at its
     /// default: a module over the default size limit needs the same
     /// `--max-module-mb` to be read again. Every bound an execution's

@@ -153,15 +153,7 @@ impl ShrinkCommand {
             "shrunk schedule written to {}\n",
             files::shown_path(out)
         ));
-        // The same rule as `check`'s line: a command that runs as printed.
-        let mut words = vec![
-            report::program_word(),
-            "replay".to_string(),
-            self.module.display().to_string(),
-            out.display().to_string(),
-        ];
-        words.extend(self.host.replay_flags());
-        let command = report::command_line(&words);
+        let command = self.host.replay_command(&self.module, out);
         t.push_str(&format!("reproduce with: {}\n", report::shown(&command)));
         t
     }

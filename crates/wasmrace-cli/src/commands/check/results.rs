@@ -231,14 +231,7 @@ impl CheckCommand {
     /// The command that replays a schedule: the module as the user named
     /// it (the schedule file holds the settings the bug was found under).
     fn reproduce_command(&self, schedule: &Path) -> String {
-        let mut words = vec![
-            report::program_word(),
-            "replay".to_string(),
-            self.module.display().to_string(),
-            schedule.display().to_string(),
-        ];
-        words.extend(self.host.replay_flags());
-        report::command_line(&words)
+        self.host.replay_command(&self.module, schedule)
     }
 
     fn text_result(
