@@ -62,13 +62,14 @@ pub use analysis::shrink::{
 pub use check::{
     check, check_jobs, check_jobs_with_progress, check_with_progress, check_with_strategy, replay,
     trace_schedule, BugReport, CheckOptions, CheckOutcome, NothingToInterleave, RaceReport,
-    ReplayOutcome, ReportedRaces, StrategyChoice, STRATEGY_NAMES,
+    ReplayOutcome, StrategyChoice, STRATEGY_NAMES,
 };
 pub use config::{
     default_cache_dir, default_instance_slots, instance_slots_for, HostConfig, RACE_FUEL_FACTOR,
 };
 pub use error::HostError;
 pub use guest::Guest;
+pub use hooks::races::ReportedRaces;
 pub use program::WasmProgram;
 pub use snapshot::Snapshot;
 

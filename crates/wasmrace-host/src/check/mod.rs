@@ -204,22 +204,10 @@ pub struct CheckOutcome {
     pub races: Vec<RaceReport>,
     /// Under `--data-races report`: the distinct data races on plain
     /// memory the run met (empty otherwise).
-    pub data_races: ReportedRaces,
+    pub data_races: crate::hooks::races::ReportedRaces,
     /// Why the test had no interleavings to explore, when it had none: a
     /// pass then means less than usual, and reports say so.
     pub nothing_to_interleave: Option<NothingToInterleave>,
-}
-
-/// The distinct data races a check met under `--data-races report`.
-#[derive(Clone, Debug, Default, PartialEq)]
-pub struct ReportedRaces {
-    /// One failure of kind `data race` per distinct race, in the order of
-    /// their locations (the pair of sites); of a race's reports, the least
-    /// (by message), so the list does not depend on exploration order.
-    pub races: Vec<wasmrace_trace::Failure>,
-    /// `Some(HostConfig::max_data_race_reports)` when more races than that
-    /// were met and the list kept those with the least locations.
-    pub cut_at: Option<usize>,
 }
 
 /// Why a test had no interleavings to explore.

@@ -13,6 +13,18 @@ use wasmrace_explore::datarace::{Race, RaceAccess};
 use wasmrace_trace::{Failure, FailureKind, Oid};
 use wasmtime::{Caller, Linker};
 
+/// The distinct data races a check met under `--data-races report`.
+#[derive(Clone, Debug, Default, PartialEq)]
+pub struct ReportedRaces {
+    /// One failure of kind `data race` per distinct race, in the order of
+    /// their locations (the pair of sites); of a race's reports, the least
+    /// (by message), so the list does not depend on exploration order.
+    pub races: Vec<wasmrace_trace::Failure>,
+    /// `Some(HostConfig::max_data_race_reports)` when more races than that
+    /// were met and the list kept those with the least locations.
+    pub cut_at: Option<usize>,
+}
+
 /// The distinct data races a run met under `--data-races report`, by
 /// location (the pair of sites), each with the least of its reports
 /// (message, then thread): which execution met a race first depends on the
@@ -62,8 +74,8 @@ impl RaceLog {
     }
 
     /// The races, by location, and the limit when some were left out.
-    pub(crate) fn reported(&self) -> crate::check::ReportedRaces {
-        crate::check::ReportedRaces {
+    pub(crate) fn reported(&self) -> ReportedRaces {
+        ReportedRaces {
             races: self.races.values().cloned().collect(),
             cut_at: self.cut.then_some(self.limit),
         }
