@@ -22,7 +22,7 @@ const I64: ValType = ValType::I64;
 
 /// A hook's wasm signature as docs/ABI.md gives it: the parameters (for a
 /// suspending hook, before its `site: i32`) and the result.
-type Signature = (&'static [ValType], &'static [ValType]);
+pub(crate) type Signature = (&'static [ValType], &'static [ValType]);
 
 /// The suspending hooks' signatures without the trailing `site`, by name.
 fn suspending_signature(hook: &str) -> Option<Signature> {
@@ -67,7 +67,7 @@ fn suspending_signature(hook: &str) -> Option<Signature> {
 }
 
 /// The plain hooks' signatures, by name.
-fn plain_signature(hook: &str) -> Option<Signature> {
+pub(crate) fn plain_signature(hook: &str) -> Option<Signature> {
     Some(match hook {
         "current" => (&[], &[I64]),
         "recv_take" => (&[I32, I32], &[]),

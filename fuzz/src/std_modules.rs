@@ -6,30 +6,30 @@
 //! (atomics, WASI, the race pass) and the host's thread semantics on code
 //! no compiler would write.
 
+use crate::generate::{plain_signature, Signature};
 use rand::{Rng, RngCore};
 use wasm_encoder::{
     CodeSection, EntityType, ExportKind, ExportSection, Function, FunctionSection, ImportSection,
     MemoryType, Module, TypeSection, ValType,
 };
+use wasmrace_host::load::WASI_PLAIN;
 
 const I32: ValType = ValType::I32;
-const I64: ValType = ValType::I64;
 
-/// The WASI functions std guests import, with their preview1 signatures.
-const WASI: [(&str, &[ValType], &[ValType]); 12] = [
-    ("fd_write", &[I32, I32, I32, I32], &[I32]),
-    ("proc_exit", &[I32], &[]),
-    ("sched_yield", &[], &[I32]),
-    ("clock_time_get", &[I32, I64, I32], &[I32]),
-    ("environ_get", &[I32, I32], &[I32]),
-    ("environ_sizes_get", &[I32, I32], &[I32]),
-    ("args_get", &[I32, I32], &[I32]),
-    ("args_sizes_get", &[I32, I32], &[I32]),
-    ("random_get", &[I32, I32], &[I32]),
-    ("poll_oneoff", &[I32, I32, I32, I32], &[I32]),
-    ("fd_close", &[I32], &[I32]),
-    ("fd_fdstat_get", &[I32, I32], &[I32]),
-];
+/// The WASI functions a std-shaped module may import, with their preview1
+/// signatures: the host's list of calls answered by plain hooks, which
+/// keep the call's signature (`load::WASI_PLAIN`, so a call the host adds
+/// is fuzzed too), and the two it makes scheduling points.
+fn wasi_imports() -> Vec<(&'static str, Signature)> {
+    let plain = WASI_PLAIN.iter().map(|name| {
+        let signature = plain_signature(&format!("wasi_{name}"))
+            .unwrap_or_else(|| panic!("no signature for `wasi_{name}`: add it to generate.rs"));
+        (*name, signature)
+    });
+    let suspending: [(&str, Signature); 2] =
+        [("sched_yield", (&[], &[I32])), ("proc_exit", (&[I32], &[]))];
+    plain.chain(suspending).collect()
+}
 
 /// A std guest's shared memory, its minimum and maximum from `rng`.
 pub(crate) fn std_memory(rng: &mut impl RngCore) -> MemoryType {
@@ -51,7 +51,7 @@ pub(crate) fn std_imports(memory: MemoryType) -> Vec<u8> {
     imports.import("env", "memory", EntityType::Memory(memory));
     types.ty().function([I32], [I32]);
     imports.import("wasi", "thread-spawn", EntityType::Function(0));
-    for (i, (name, params, results)) in WASI.iter().enumerate() {
+    for (i, (name, (params, results))) in wasi_imports().into_iter().enumerate() {
         types
             .ty()
             .function(params.iter().copied(), results.iter().copied());

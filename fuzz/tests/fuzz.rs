@@ -8,16 +8,10 @@ use std::path::PathBuf;
 use wasmrace_fuzz::{run, Campaign, Kind, Limits, Tally};
 
 fn campaign(kind: Kind, inputs: u64) -> Tally {
-    inputs_of(kind, 11, 0, inputs)
-}
-
-/// `inputs` inputs of `kind` from index `start` of seed `seed`, none of
-/// which may break a property.
-fn inputs_of(kind: Kind, seed: u64, start: u64, inputs: u64) -> Tally {
     let c = Campaign {
         kind,
-        seed,
-        start,
+        seed: 11,
+        start: 0,
         inputs,
         limits: Limits::default(),
         scratch: PathBuf::from(env!("CARGO_TARGET_TMPDIR"))
@@ -29,15 +23,6 @@ fn inputs_of(kind: Kind, seed: u64, start: u64, inputs: u64) -> Tally {
     assert!(defects.is_empty(), "defects:\n{}", defects.join("\n"));
     assert_eq!(tally.inputs, inputs);
     tally
-}
-
-/// Defects the longer campaign found, each its input (`wasmrace-fuzz
-/// --kind modules --seed 41 --start I --inputs 1`), kept as regressions:
-/// 907, a start function calling the `current` hook before any thread
-/// existed, panicked the host (an empty thread table indexed).
-#[test]
-fn modules_that_broke_a_property_no_longer_do() {
-    inputs_of(Kind::Modules, 41, 907, 1);
 }
 
 /// Generated modules load, and some of them run and find bugs that replay.

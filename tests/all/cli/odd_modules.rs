@@ -69,6 +69,18 @@ fn every_odd_module_is_one_plain_line_and_exit_2() {
             "`start_trap.wasm`: the module's start function trapped: wasm `unreachable` instruction executed".into(),
         ),
         (
+            // The host indexed an empty thread table and panicked (found
+            // by the module fuzzer, modules input 907 of seed 41).
+            "start_hook.wasm",
+            hook(
+                r#"(import "wasmrace" "current" (func $current (result i64)))"#,
+                mem,
+                "(func $s (drop (call $current))) (start $s)",
+            ),
+            &[],
+            "the module's start function failed: a wasmrace hook was called where no thread runs (from the module's start function)".into(),
+        ),
+        (
             "start_div.wasm",
             module(
                 None,

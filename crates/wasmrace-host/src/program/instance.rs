@@ -316,7 +316,11 @@ fn start_failed(guest: &GuestInner, store: &mut Store<HostState>, e: wasmtime::E
                 crate::config::fuel_note(config)
             ),
             Some(t) => format!("trapped: {}", trap_text(t)),
-            None => return runtime(e),
+            // A hook's refusal (a hook called before any thread runs).
+            None => match e.downcast_ref::<crate::hooks::GuestFault>() {
+                Some(fault) => format!("failed: {}", fault.0.message),
+                None => return runtime(e),
+            },
         }
     };
     HostError::StartFunction {
