@@ -48,6 +48,7 @@ pub(crate) fn exercise(
     rng: &mut impl RngCore,
     out: &mut Outcomes,
 ) -> Result<(), String> {
+    keep(bytes);
     let guest = match Guest::from_bytes("fuzz.wasm", bytes, config) {
         Ok(g) => g,
         Err(e) => {
@@ -61,6 +62,17 @@ pub(crate) fn exercise(
         check_and_replay(&guest, &test, limits, rng, out)?;
     }
     Ok(())
+}
+
+/// With `WASMRACE_FUZZ_KEEP=FILE` set, writes the module to `FILE`, so
+/// that an input rerun alone (`--start I --inputs 1`) can be studied with
+/// the CLI (`wasmrace check FILE`) and `wasm-tools print`.
+fn keep(bytes: &[u8]) {
+    if let Some(path) = std::env::var_os("WASMRACE_FUZZ_KEEP") {
+        if let Err(e) = std::fs::write(&path, bytes) {
+            eprintln!("wasmrace-fuzz: cannot keep the module: {e}");
+        }
+    }
 }
 
 /// Checks `test` and replays its bug, if it has one: the replay must

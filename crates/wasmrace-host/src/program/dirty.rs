@@ -108,13 +108,31 @@ impl WasmProgram {
         self.dirty = dirty;
     }
 
+    /// Moves the map's marks to `carry`, for the next synchronisation:
+    /// their pages' digests go stale, and a mark under a stack's low-water
+    /// mark lowers it, so that what `known_zero` says next holds.
+    pub(super) fn settle_marks(&mut self) {
+        let mut marked = std::mem::take(&mut self.carry);
+        self.drain_map(&mut marked);
+        marked.sort_unstable();
+        marked.dedup();
+        self.carry = marked;
+    }
+
     /// Appends the blocks marked in the map to `out`, staling their pages' cached
     /// digests, and clears the map.
     pub(super) fn drain_map(&mut self, out: &mut Vec<u32>) {
         let from = out.len();
         self.scan_map(out);
+        let region = self.ex.stack_region;
+        let async_bytes = self.guest.config.asyncify_buffer_bytes;
         for &b in &out[from..] {
             self.stale_digest(b as usize / BLOCKS_PER_PAGE);
+            let addr = u32::try_from(b as usize * BLOCK).unwrap_or(u32::MAX);
+            self.store
+                .data_mut()
+                .world
+                .note_written(addr, region, async_bytes);
         }
     }
 

@@ -40,19 +40,12 @@ impl WasmProgram {
     pub(super) fn hash_memory_cached(&mut self, h: &mut blake3::Hasher) {
         let len = self.mem_len();
         let n = len / PAGE;
-        let mut skip = self.known_zero(&self.store.data().world, n);
-        self.mask_map(&mut skip);
-        if self.tracks() {
-            // Pages marked since the last look: their digests are stale.
-            // The marks move to `carry`, for the next synchronisation.
-            let mut marked = std::mem::take(&mut self.carry);
-            self.drain_map(&mut marked);
-            marked.sort_unstable();
-            marked.dedup();
-            self.carry = marked;
-        } else {
+        self.settle_marks();
+        if !self.tracks() {
             self.stale_all_digests();
         }
+        let mut skip = self.known_zero(&self.store.data().world, n);
+        self.mask_map(&mut skip);
         // Pages above the guest's size: hashed afresh if it grows again.
         self.digests.resize(n, PageDigest::Stale);
         let data = &self.ex.memory.data(&self.store)[..len];
@@ -82,6 +75,7 @@ impl WasmProgram {
     pub fn state_hash_uncached(&mut self) -> [u8; 32] {
         let mut h = blake3::Hasher::new();
         let len = self.mem_len();
+        self.settle_marks();
         let mut zero = self.known_zero(&self.store.data().world, len / PAGE);
         self.mask_map(&mut zero);
         snapshot::hash_memory(&self.ex.memory.data(&self.store)[..len], &zero, &mut h);

@@ -570,9 +570,6 @@ impl World {
         ))
     }
 
-    /// Makes `op`, called at guest site `site`, thread `i`'s pending
-    /// operation; its bytes (a message to send, a name) count as held
-    /// until it runs.
     /// Lowers thread `i`'s stack low-water mark (and its slot's, for a
     /// spawned thread) to `low`, the lowest stack pointer its last segment
     /// set (`None`: the module does not track it).
@@ -588,6 +585,28 @@ impl World {
         }
     }
 
+    /// Takes back the claim that stack memory at `addr` was never
+    /// written, because it was (a dirty-page mark there): the main stack's
+    /// (its `region` starting at `region`) or a thread slot's (above its
+    /// Asyncify buffer of `async_bytes`). Compiled code never writes below
+    /// its stack pointer; a hand-written or hostile module may, and then the
+    /// page must not be taken for zero by snapshots, restores and hashes.
+    pub fn note_written(&mut self, addr: u32, region: Option<u32>, async_bytes: u32) {
+        if let (Some(region), Some(main)) = (region, self.threads.first_mut()) {
+            if (region..main.low).contains(&addr) {
+                main.low = addr;
+            }
+        }
+        for (base, low) in self.slot_bases.iter().zip(self.slot_lows.iter_mut()) {
+            if (base.saturating_add(async_bytes)..*low).contains(&addr) {
+                *low = addr;
+            }
+        }
+    }
+
+    /// Makes `op`, called at guest site `site`, thread `i`'s pending
+    /// operation; its bytes (a message to send, a name) count as held
+    /// until it runs.
     pub fn set_pending(&mut self, i: usize, op: Op, site: u32) {
         self.held += op.heap_bytes() as u64;
         let t = &mut self.threads[i];
