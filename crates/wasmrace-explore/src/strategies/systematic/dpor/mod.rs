@@ -185,6 +185,10 @@ struct Node {
     alts: Vec<(u32, WakeupTree)>,
     /// Threads explored here (source mode's backtrack check).
     explored: Vec<Tid>,
+    /// The threads blocked in the program at this node's state (not those
+    /// fair scheduling hides): what makes a notification and the wake-up it
+    /// causes irreversible (`race`).
+    blocked: Vec<Tid>,
 }
 
 impl Node {
@@ -197,6 +201,7 @@ impl Node {
         self.child_wut = WakeupTree::default();
         self.alts.clear();
         self.explored.clear();
+        self.blocked.clear();
     }
 }
 
@@ -569,6 +574,7 @@ impl Strategy for Dpor {
             node.sleep.extend(awake.cloned());
             node.wut = std::mem::take(&mut parent.child_wut);
         }
+        blocked(ctx, &mut self.nodes[depth].blocked);
         if let Some(b) = &mut self.bound {
             b.enter(depth, ctx);
         }
@@ -593,6 +599,12 @@ impl Strategy for Dpor {
         let mut ev = Ev::new(step.tid, step.alt, step.op, &step.accesses);
         ev.spawned = step.spawned.clone();
         ev.message = step.message;
+        // Only a notification's race needs them (`race::reversible`).
+        if step.op == Some(OpKind::MemNotify) {
+            if let Some(n) = self.nodes.get(self.events.len()) {
+                ev.blocked.clone_from(&n.blocked);
+            }
+        }
         self.events.push(ev);
     }
 
@@ -613,6 +625,17 @@ impl Strategy for Dpor {
             bound_hit: self.bound_hit(),
             stats: self.stats(),
             ..Standing::default()
+        }
+    }
+}
+
+/// The threads `ctx` shows blocked that fair scheduling does not hide,
+/// into `out` (emptied first), as [`Node::blocked`] keeps them.
+fn blocked(ctx: &Context<'_>, out: &mut Vec<Tid>) {
+    out.clear();
+    for (i, t) in ctx.threads.iter().enumerate() {
+        if !t.pending.enabled && !ctx.is_hidden(i) {
+            out.push(t.tid);
         }
     }
 }

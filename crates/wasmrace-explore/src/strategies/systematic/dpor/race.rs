@@ -17,8 +17,10 @@
 //! - the race of an event with the one it made possible is *irreversible*
 //!   (Concuerror's term): an exit and the join it releases, a send and the
 //!   receive that takes its message, a notification and the wake-up it
-//!   causes, the last arrival at a barrier and a departure. They order the
-//!   events (happens-before) but are not reversed;
+//!   causes (for a std guest's `memory.atomic.notify`, the wake-up of a
+//!   thread it found blocked in a wait without a timeout), the last
+//!   arrival at a barrier and a departure. They order the events
+//!   (happens-before) but are not reversed;
 //! - a lock acquisition that follows a release by another thread races,
 //!   as in Nidhugg, with the *acquisition* that release ended: reversed,
 //!   the second acquirer takes the lock first.
@@ -37,6 +39,9 @@ pub(crate) struct Ev {
     pub accesses: Accesses,
     pub spawned: Vec<Tid>,
     pub message: Option<(Tid, u32)>,
+    /// For a `memory.atomic.notify`, the threads blocked in the program
+    /// right before it (empty for every other event, and when unknown).
+    pub blocked: Vec<Tid>,
 }
 
 impl Ev {
@@ -57,11 +62,17 @@ impl Ev {
             accesses: merged,
             spawned: Vec::new(),
             message: None,
+            blocked: Vec::new(),
         }
     }
 
     fn role(&self) -> SyncRole {
         self.op.map_or(SyncRole::None, OpKind::role)
+    }
+
+    /// Whether `tid` was blocked in the program right before this event.
+    fn found_blocked(&self, tid: Tid) -> bool {
+        self.blocked.contains(&tid)
     }
 }
 
@@ -474,7 +485,15 @@ fn reversible(
         (R::Exit, R::Join) | (R::NotifyOne | R::NotifyAll, R::WaitReacquire) => true,
         (R::BarrierArrive, R::BarrierDepart) => true,
         (R::Send, R::Receive) => de.message.is_some() && de.message == ke.message,
-        _ => false,
+        // A std guest's `memory.atomic.notify` and a wake-up on its
+        // address by a thread it found blocked (a wait without a timeout,
+        // not woken yet): only a notification on that address, which
+        // would follow `de`, could wake it earlier.
+        _ => {
+            de.op == Some(OpKind::MemNotify)
+                && ke.op == Some(OpKind::MemWake)
+                && de.found_blocked(ke.tid)
+        }
     };
     if irreversible {
         return None;
@@ -531,6 +550,25 @@ mod tests {
         ];
         let got = races(&e, 0);
         assert_eq!(got, vec![(0, vec![2])]);
+    }
+
+    /// A std guest's wait: the notification that wakes a thread blocked
+    /// in a wait without a timeout cannot be reversed with the wake-up
+    /// (nothing else wakes it), but it can when the thread was not blocked
+    /// (a wait with a timeout may time out first).
+    #[test]
+    fn a_notify_and_the_wake_up_of_a_blocked_thread_are_irreversible() {
+        let (x, q) = (Oid(1), Oid(2));
+        let wait = ev(2, OpKind::MemWait, &[Access::read(x), Access::write(q)]);
+        let notify = |blocked: Vec<Tid>| Ev {
+            blocked,
+            ..ev(1, OpKind::MemNotify, &[Access::write(q)])
+        };
+        let wake = ev(2, OpKind::MemWake, &[Access::write(q)]);
+        let e = [wait.clone(), notify(vec![Tid(2)]), wake.clone()];
+        assert_eq!(races(&e, 0), vec![(0, vec![1])]);
+        let e = [wait, notify(vec![]), wake];
+        assert_eq!(races(&e, 0), vec![(0, vec![1]), (1, vec![2])]);
     }
 
     #[test]
