@@ -212,6 +212,10 @@ pub fn run(c: &Campaign) -> Result<Tally, String> {
     let mut tally = Tally::default();
     for index in c.start..c.start.saturating_add(c.inputs) {
         let label = format!("{} input {index} (seed {})", c.kind.name(), c.seed);
+        if std::env::var_os("WASMRACE_FUZZ_VERBOSE").is_some() {
+            // The errors printed next are this input's.
+            eprintln!("wasmrace-fuzz: {label}");
+        }
         let mut rng = ChaCha8Rng::seed_from_u64(input_seed(c.seed, c.kind, index));
         let mut out = Outcomes::new();
         let guard = watch::arm(&label, c.limits.input_timeout);

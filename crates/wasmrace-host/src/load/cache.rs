@@ -10,8 +10,8 @@
 //! read or used is rebuilt, a write that fails is ignored.
 
 use super::{
-    asyncify, check_generated, export_asyncify_globals, export_globals, find_wasm_opt, headroom,
-    track_dirty_pages,
+    asyncify, check_asyncified, check_generated, export_asyncify_globals, export_globals,
+    find_wasm_opt, headroom, track_dirty_pages,
 };
 use crate::config::HostConfig;
 use crate::error::{one_line, HostError};
@@ -251,7 +251,7 @@ fn instrument(name: &str, bytes: &[u8], config: &HostConfig) -> Result<Vec<u8>, 
     let tracked = track_dirty_pages(name, &exported)?;
     check_generated(name, "dirty pages", &tracked)?;
     let b = asyncify(name, &tracked, &wasm_opt)?;
-    check_generated(name, "asyncify", &b)?;
+    check_asyncified(name, &b)?;
     let out = export_asyncify_globals(name, &b)?;
     check_generated(name, "trampolines", &out)?;
     Ok(out)

@@ -28,7 +28,7 @@ pub(crate) use wasi::rewrite as rewrite_std;
 pub use wasi::{is_std, StdInfo, MAIN_TEST, TLS_BASE_EXPORT, WASI_PLAIN};
 // The passes and the cache are the host's own business: `Guest::load` runs
 // them in order.
-pub(crate) use asyncify::{asyncify, find_wasm_opt};
+pub(crate) use asyncify::{asyncify, check_asyncified, find_wasm_opt};
 pub(crate) use cache::{compile_error, compiled_module};
 pub(crate) use dirty::track_dirty_pages;
 pub(crate) use instrument::export_globals;
