@@ -142,6 +142,20 @@ impl Detector {
         }
     }
 
+    /// Thread `t`'s epoch (its own clock entry), the thread made known
+    /// first if it is new: one look at its clock on the path every access
+    /// takes.
+    #[inline(always)]
+    fn epoch(&mut self, t: usize) -> u32 {
+        match self.clocks.get(t).map(|c| c.get(t)) {
+            Some(c) if c != 0 => c,
+            _ => {
+                self.ensure(t);
+                self.clocks[t].get(t)
+            }
+        }
+    }
+
     /// Thread `t` released something: its next accesses are a new epoch.
     fn bump(&mut self, t: usize) {
         let c = self.clocks[t].get(t);
@@ -213,8 +227,10 @@ impl Detector {
 
     /// Thread `t` accessed `len` bytes at `addr` at `site`: the race it
     /// makes with an earlier access, if any (the access is then not
-    /// recorded).
-    #[inline]
+    /// recorded). Always inlined: it is the host's hook's whole work for
+    /// most accesses, and a call of its own cost more than its covered
+    /// check.
+    #[inline(always)]
     pub fn access(
         &mut self,
         t: usize,
@@ -226,13 +242,21 @@ impl Detector {
         if len == 0 || t >= MAX_THREADS {
             return Ok(());
         }
-        self.ensure(t);
+        let c = self.epoch(t);
         // Most accesses lie in one granule and many are covered already
         // (a value stored then loaded back in the same epoch): that check
-        // inline, the rest out of line, so the common call stays short.
+        // inline, the rest out of line, so the common call stays short. An
+        // uncovered access of one granule goes straight to its record,
+        // without the covered check again.
         let lo = addr % 8;
-        if len <= 8 - lo && self.covered(t, addr / 8, span(lo, lo + len), write) {
-            return Ok(());
+        if len <= 8 - lo {
+            let (g, mask) = (addr / 8, span(lo, lo + len));
+            if self.covered_at(c, t, g, mask, write) {
+                return Ok(());
+            }
+            return self
+                .record(t, g, mask, write, site)
+                .map_err(|r| self.race(r, g, t, addr, len, write, site));
         }
         self.access_slow(t, addr, len, write, site)
     }
@@ -240,10 +264,15 @@ impl Detector {
     /// Whether granule `g`'s bytes `mask` are covered by a record of thread
     /// `t`'s current epoch at least as strong as this access (`write`):
     /// the access then needs no check and changes nothing.
-    #[inline]
+    #[inline(always)]
     fn covered(&self, t: usize, g: u32, mask: u8, write: bool) -> bool {
+        self.covered_at(self.clocks[t].get(t), t, g, mask, write)
+    }
+
+    /// [`Detector::covered`] with `t`'s epoch `c` known.
+    #[inline(always)]
+    fn covered_at(&self, c: u32, t: usize, g: u32, mask: u8, write: bool) -> bool {
         let tid = t as u16;
-        let c = self.clocks[t].get(t);
         self.shadow
             .cell(g)
             .iter()
@@ -267,46 +296,52 @@ impl Detector {
             let lo = (at % 8) as u32;
             let hi = (end - u64::from(g) * 8).min(8) as u32;
             let mask = span(lo, hi);
-            if let Err(r) = self.granule(t, g, mask, write, site) {
-                let first = r.mask.trailing_zeros();
-                let last = 7 - r.mask.leading_zeros();
-                return Err(Race {
-                    earlier: RaceAccess {
-                        thread: r.tid as usize,
-                        write: r.write,
-                        addr: g * 8 + first,
-                        len: last - first + 1,
-                        site: r.site,
-                        step: r.step,
-                    },
-                    later: RaceAccess {
-                        thread: t,
-                        write,
-                        addr,
-                        len,
-                        site,
-                        step: self.step,
-                    },
-                });
+            if !self.covered(t, g, mask, write) {
+                if let Err(r) = self.record(t, g, mask, write, site) {
+                    return Err(self.race(r, g, t, addr, len, write, site));
+                }
             }
             at = u64::from(g) * 8 + 8;
         }
         Ok(())
     }
 
-    /// One granule of an access: `Err` with the earlier record it races.
-    fn granule(&mut self, t: usize, g: u32, mask: u8, write: bool, site: u32) -> Result<(), Rec> {
+    /// The race of thread `t`'s access (`addr`, `len`, `write`, `site`)
+    /// with record `r` of granule `g`.
+    #[cold]
+    #[allow(clippy::too_many_arguments)]
+    fn race(&self, r: Rec, g: u32, t: usize, addr: u32, len: u32, write: bool, site: u32) -> Race {
+        let first = r.mask.trailing_zeros();
+        let last = 7 - r.mask.leading_zeros();
+        Race {
+            earlier: RaceAccess {
+                thread: r.tid as usize,
+                write: r.write,
+                addr: g * 8 + first,
+                len: last - first + 1,
+                site: r.site,
+                step: r.step,
+            },
+            later: RaceAccess {
+                thread: t,
+                write,
+                addr,
+                len,
+                site,
+                step: self.step,
+            },
+        }
+    }
+
+    /// One granule of an access the covered check did not take (bytes
+    /// `mask` of granule `g`): `Err` with the earlier record it races,
+    /// else its record kept.
+    #[inline(never)]
+    fn record(&mut self, t: usize, g: u32, mask: u8, write: bool, site: u32) -> Result<(), Rec> {
         let me = &self.clocks[t];
         let tid = t as u16;
         let c = me.get(t);
         let cell = self.shadow.cell(g);
-        // The same epoch already covered these bytes at least as strongly.
-        if cell
-            .iter()
-            .any(|r| r.tid == tid && r.clock == c && (r.write || !write) && r.mask & mask == mask)
-        {
-            return Ok(());
-        }
         let rec = Rec {
             tid,
             write,

@@ -99,11 +99,24 @@ fn on_access(
     site: i32,
 ) -> wasmtime::Result<()> {
     let (addr, len, site) = (addr as u32, len as u32, site as u32);
+    match check_access(c.data_mut(), kind, addr, len, site) {
+        Ok(()) => Ok(()),
+        Err(race) => on_race(c, kind, (addr, len, site), race),
+    }
+}
+
+/// An access that races: out of line, so that the common call (every
+/// plain access of the guest) stays short.
+#[cold]
+#[inline(never)]
+fn on_race(
+    c: &mut Caller<'_, HostState>,
+    kind: Kind,
+    (addr, len, site): (u32, u32, u32),
+    mut race: Race,
+) -> wasmtime::Result<()> {
     loop {
         let st = c.data_mut();
-        let Err(race) = check_access(st, kind, addr, len, site) else {
-            return Ok(());
-        };
         let failure = race_failure(st, &race);
         let Some(log) = st.race_log.as_mut() else {
             return Err(wasmtime::Error::new(GuestFault(failure)));
@@ -117,10 +130,17 @@ fn on_access(
         if let Some(d) = st.world.races.as_mut() {
             d.forget(addr, len);
         }
+        match check_access(st, kind, addr, len, site) {
+            Ok(()) => return Ok(()),
+            Err(r) => race = r,
+        }
     }
 }
 
 /// The race `kind`'s access makes, if any, under the execution's detector.
+/// Always inlined into the hook with the detector's covered check: called
+/// apart, they cost a tenth of the race detector's instructions more.
+#[inline(always)]
 fn check_access(
     st: &mut HostState,
     kind: Kind,
