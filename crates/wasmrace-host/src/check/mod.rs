@@ -71,14 +71,33 @@ pub fn check_with_progress(
 }
 
 /// [`check`] on `jobs` threads, each exploring with its own program
-/// instance of the same loaded module, reported exactly as one thread
-/// reports it where the strategy allows; how each kind of strategy is
-/// split, and why its report does not depend on `jobs`, is the parallel
-/// room's (`check/parallel/`, ARCHITECTURE.md). Within
-/// `opts.explore.partition`, when one is given, as `wasmrace merge` merges
-/// partitions. `jobs` of 1 is [`check`]. The strategy must split its work
-/// (`Profile::split`), else this is the explorer's `CannotSplit` error;
-/// more threads than the module's instance slots hold are
+/// instance of the same loaded module, their reports merged as `wasmrace
+/// merge` merges partitions
+/// ([`merge_reports`](wasmrace_explore::explorer::partition::merge_reports):
+/// executions added up, the bug one run reports first). A strategy that
+/// splits by prefix (`dfs` without a state cache) shares its search tree
+/// between the threads by work stealing
+/// ([`SubtreePool`](wasmrace_explore::explorer::steal::SubtreePool)),
+/// within `opts.explore.partition` when one is given, and its report is
+/// the one-thread run's too (the pool numbers the bug and cuts the budget
+/// in the search order); one that shares its tree (`dfs` with a state
+/// cache, [`Split::Shared`](wasmrace_explore::Split::Shared)) does the
+/// same and shares the cache as well, and so does one whose jobs depend on
+/// nothing but themselves (`dpor --dpor trust`,
+/// [`Split::Jobs`](wasmrace_explore::Split::Jobs): a subtree is a job's
+/// graph); one that runs in rounds (`ses`,
+/// [`Split::Rounds`](wasmrace_explore::Split::Rounds)) runs each round's
+/// executions side by side and is counted in one thread's order; one that
+/// splits by execution is split into `jobs` partitions (partition `K` of
+/// `N` becomes partitions `K + N * j` of `N * jobs`), and its report is
+/// the one-thread run's: the failing execution with the lowest index,
+/// counted with exactly the executions below it
+/// ([`LowestBug`](wasmrace_explore::LowestBug)); so is a phased one within
+/// a partition (its phases a prologue every thread runs). How, and why the
+/// report does not depend on `jobs`, is the parallel room's
+/// (`check/parallel/`). `jobs` of 1 is [`check`]. The strategy must split
+/// its work (`Profile::split`), else this is the explorer's `CannotSplit`
+/// error; more threads than the module's instance slots hold are
 /// [`HostError::TooManyJobs`].
 pub fn check_jobs(
     guest: &Guest,

@@ -65,6 +65,8 @@ enum Way {
 }
 
 impl Way {
+    /// The way `opts`' strategy splits a run on `jobs` workers, or the
+    /// refusal of more workers than the module's instance slots hold.
     fn of(guest: &Guest, opts: &CheckOptions, jobs: u32) -> Result<Way, HostError> {
         if jobs <= 1 || guest.config().data_races == wasmrace_trace::DataRaces::Report {
             return Ok(Way::OneThread);
