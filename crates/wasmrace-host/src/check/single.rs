@@ -1,10 +1,10 @@
 //! The one-thread run, the layer every check stands on: explore a test
 //! with one strategy on this thread ([`explore`]) into an [`Explored`],
 //! then turn that into the check's outcome, its first bug traced into a
-//! schedule file ([`outcome`]). `check`'s entries call it
-//! directly; the parallel room (`parallel/`) falls back to it, and hands
-//! its workers' run back as an [`Explored`] too, for the entry to turn
-//! into the outcome the same way.
+//! schedule file ([`outcome`]). `check`'s entries call it directly; the
+//! parallel room (`parallel/`) falls back to it, and hands its workers'
+//! run back as an [`Explored`] too, for the entry to turn into the
+//! outcome the same way.
 
 use super::options::CheckOptions;
 use super::outcome::{BugReport, CheckOutcome, NothingToInterleave, RaceReport};
