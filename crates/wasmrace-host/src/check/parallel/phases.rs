@@ -1,7 +1,8 @@
-//! `check --jobs N` for a strategy that runs in phases (the portfolio,
-//! [`Split::Phases`](wasmrace_explore::Split::Phases)): the opening members
-//! run side by side, one per thread, then every thread takes its share of
-//! the sampling phase's indices; the report is the one-thread run's.
+//! [`Way::Phases`](super::Way::Phases), for a strategy that runs in phases
+//! (the portfolio, [`Split::Phases`](wasmrace_explore::Split::Phases)): the
+//! openings run side by side, one per worker, then every worker takes its
+//! share of the sampling phase's indices; the report is the one-thread
+//! run's.
 //!
 //! **Why the report does not depend on N.** An opening depends on nothing
 //! but itself, so running it on its own thread changes nothing; the run's
@@ -12,12 +13,15 @@
 //! execution `j` depends on `j` alone, so it is cut as any run split by
 //! execution is ([`Cuts`]): at the lowest failing index.
 //!
-//! Threads beyond the number of openings wait for the openings before
-//! sampling; runs whose budget the openings could use up run on one
-//! thread (the openings' budgets would depend on each other).
+//! Workers beyond the number of openings wait for the openings before
+//! sampling; runs whose budget the openings could use up are not split
+//! (the room keeps them on one thread: the openings' budgets would depend
+//! on each other).
 
-use super::threads::{on_one_thread, on_threads, progress_ticks, Cuts};
-use super::{explore_err, finish_check, CheckOptions, CheckOutcome};
+use super::cuts::Cuts;
+use super::workers::{on_threads, progress_ticks};
+use crate::check::options::CheckOptions;
+use crate::check::single::{explore_err, Explored};
 use crate::error::HostError;
 use crate::guest::Guest;
 use crate::program::WasmProgram;
@@ -32,8 +36,8 @@ use wasmrace_explore::{Explorer, LowestBug, Partition, Phase, Report, Role};
 enum Settled {
     /// Opening `i` ended the run (its bug, or a proof): nothing samples.
     Ended(usize),
-    /// A thread failed before the openings were in: nothing samples, and
-    /// the run's error is that thread's.
+    /// A worker failed before the openings were in: nothing samples, and
+    /// the run's error is that worker's.
     Abandoned,
     /// The sampling phase runs after `executions` opening executions, with
     /// the openings' longest execution for the PCT member.
@@ -93,8 +97,8 @@ impl Openings {
         self.settled.notify_all();
     }
 
-    /// Gives up on the run if it is not settled yet (a thread failed or
-    /// panicked before its openings were in): waiting threads leave.
+    /// Gives up on the run if it is not settled yet (a worker failed or
+    /// panicked before its openings were in): waiting workers leave.
     fn abandon(&self) {
         let mut guard = self.reports.lock().unwrap_or_else(|e| e.into_inner());
         if guard.1.is_none() {
@@ -116,8 +120,8 @@ impl Openings {
     }
 }
 
-/// Abandons the run when a thread leaves without settling it (an error, a
-/// panic), so that no thread waits for its openings for ever.
+/// Abandons the run when a worker leaves without settling it (an error, a
+/// panic), so that no worker waits for its openings for ever.
 struct AbandonOnDrop<'a>(&'a Openings);
 
 impl Drop for AbandonOnDrop<'_> {
@@ -132,7 +136,7 @@ fn ends_the_run(r: &Report) -> bool {
     !r.bugs.is_empty() || (r.exhausted && r.strategy_bound.is_none())
 }
 
-/// One thread's work: its openings' reports are in [`Openings`]; its
+/// One worker's work: its openings' reports are in [`Openings`]; its
 /// sampling report, if it sampled, with its cuts.
 struct Worker<'a> {
     explorer: Explorer<WasmProgram>,
@@ -140,32 +144,21 @@ struct Worker<'a> {
     sampled: Option<(Report, Cuts<'a>)>,
 }
 
-/// [`check_jobs`](super::check_jobs) for a strategy of
-/// [`Split::Phases`](wasmrace_explore::Split::Phases); see the module
-/// documentation.
-pub(super) fn check_phases(
+/// The run of a strategy of
+/// [`Split::Phases`](wasmrace_explore::Split::Phases) with `openings`
+/// openings, on `jobs` workers; see the module documentation.
+pub(super) fn explore_phases(
     guest: &Guest,
     test: &str,
     opts: &CheckOptions,
-    jobs: u32,
+    jobs: usize,
+    openings: usize,
     progress: &(dyn Fn(u64) + Sync),
-) -> Result<CheckOutcome, HostError> {
-    let rounds = opts
-        .strategy
-        .build(opts.seed)
-        .splitting()
-        .and_then(|s| s.openings())
-        .unwrap_or_default();
-    if opts.explore.max_executions <= rounds.iter().sum::<u64>() {
-        // The openings could use up the budget: each one's then depends on
-        // how many the ones before it used.
-        return on_one_thread(guest, test, opts, progress);
-    }
+) -> Result<Explored, HostError> {
     let tick = progress_ticks(progress);
     let tick = &tick;
-    let openings = Openings::new(rounds.len());
+    let openings = Openings::new(openings);
     let lowest = LowestBug::default();
-    let jobs = jobs as usize;
     let frontier: Vec<AtomicU64> = (0..jobs)
         .map(|w| AtomicU64::new(share(w, jobs).nth_index(0)))
         .collect();
@@ -198,17 +191,14 @@ pub(super) fn check_phases(
     report.elapsed = run.started.elapsed();
     workers.sort_by_key(|w| std::cmp::Reverse(w.executions));
     let explorer = workers.swap_remove(0).explorer;
-    finish_check(
-        guest,
-        test,
-        opts,
+    Ok(Explored {
         explorer,
         report,
-        opts.strategy.build(opts.seed).name().to_string(),
-    )
+        strategy: opts.strategy.build(opts.seed).name().to_string(),
+    })
 }
 
-/// What every thread of one phased run shares.
+/// What every worker of one phased run shares.
 struct Run<'a> {
     guest: &'a Guest,
     test: &'a str,
@@ -222,7 +212,7 @@ struct Run<'a> {
 }
 
 impl<'a> Run<'a> {
-    /// Thread `w`: openings `w`, `w + jobs`, ... alone, then its share of
+    /// Worker `w`: openings `w`, `w + jobs`, ... alone, then its share of
     /// the sampling phase once the openings settled it.
     fn worker(&self, w: usize, mut cuts: Cuts<'a>) -> Result<Worker<'a>, HostError> {
         let mut explore = self.opts.explore.clone();
@@ -252,7 +242,7 @@ impl<'a> Run<'a> {
         })
     }
 
-    /// Runs thread `w`'s openings, each alone, into [`Openings`]; returns
+    /// Runs worker `w`'s openings, each alone, into [`Openings`]; returns
     /// their executions.
     fn openings_of(
         &self,
@@ -274,7 +264,7 @@ impl<'a> Run<'a> {
         Ok(executions)
     }
 
-    /// Runs thread `w`'s share of the sampling phase, after `used` opening
+    /// Runs worker `w`'s share of the sampling phase, after `used` opening
     /// executions whose longest took `longest` steps.
     fn sample(
         &self,
@@ -308,7 +298,7 @@ fn enter(strategy: &mut dyn wasmrace_explore::Strategy, phase: Phase) {
     }
 }
 
-/// Thread `w`'s share of the sampling phase's indices.
+/// Worker `w`'s share of the sampling phase's indices.
 fn share(w: usize, jobs: usize) -> Partition {
     Partition {
         index: w as u32,

@@ -1,29 +1,29 @@
-//! `check --jobs N` for a strategy that runs in rounds (`ses`,
-//! [`Split::Rounds`](wasmrace_explore::Split::Rounds)): the threads run
+//! [`Way::Rounds`](super::Way::Rounds), for a strategy that runs in rounds
+//! (`ses`, [`Split::Rounds`](wasmrace_explore::Split::Rounds)): the workers run
 //! each round's executions side by side through the pool the strategy
 //! makes ([`RoundsPool`]), which counts them in one thread's order; the
 //! report is the one-thread run's (the work done, such as saved states
 //! and steps, aside).
 
-use super::threads::{on_threads, progress_ticks};
-use super::{explore_err, finish_check, CheckOptions, CheckOutcome};
+use super::workers::{on_threads, progress_ticks};
+use crate::check::options::CheckOptions;
+use crate::check::single::{explore_err, Explored};
 use crate::error::HostError;
 use crate::guest::Guest;
 use wasmrace_explore::{ExploreError, Explorer, Report};
 
-/// [`check_jobs`](super::check_jobs) for a strategy that runs in rounds,
-/// on `jobs` threads.
-pub(super) fn check_rounds(
+/// The run of a strategy that runs in rounds, on `jobs` workers.
+pub(super) fn explore_rounds(
     guest: &Guest,
     test: &str,
     opts: &CheckOptions,
-    jobs: u32,
+    jobs: usize,
     progress: &(dyn Fn(u64) + Sync),
-) -> Result<CheckOutcome, HostError> {
+) -> Result<Explored, HostError> {
     let mut strategy = opts.strategy.build(opts.seed);
     let pool = strategy
         .splitting()
-        .and_then(|s| s.rounds(&opts.explore, jobs as usize))
+        .and_then(|s| s.rounds(&opts.explore, jobs))
         .ok_or_else(|| {
             explore_err(ExploreError::CannotSplit {
                 strategy: strategy.name().to_string(),
@@ -31,7 +31,7 @@ pub(super) fn check_rounds(
         })?;
     let tick = progress_ticks(progress);
     let (tick, pool_ref) = (&tick, &pool);
-    let mut parts = on_threads(jobs as usize, |_| {
+    let mut parts = on_threads(jobs, |_| {
         let program = match guest.program(test) {
             Ok(p) => p,
             Err(e) => {
@@ -52,6 +52,10 @@ pub(super) fn check_rounds(
     // The program of the worker that ran most says whether the test had
     // anything to interleave, and traces the bug.
     parts.sort_by_key(|(_, r, _)| std::cmp::Reverse(r.executions));
-    let (explorer, _, name) = parts.swap_remove(0);
-    finish_check(guest, test, opts, explorer, report, name)
+    let (explorer, _, strategy) = parts.swap_remove(0);
+    Ok(Explored {
+        explorer,
+        report,
+        strategy,
+    })
 }

@@ -1,64 +1,11 @@
-//! What the ways of running one check on threads (`jobs.rs`, `phases.rs`,
-//! `rounds.rs`) share: the scoped threads, the progress ticks, the one-thread
-//! run they fall back to, and the cuts of a run split by execution.
+//! The cuts of a run split by execution: each worker keeps its reports
+//! since the frontier, so that the run can be cut exactly where one
+//! thread would have stopped (before the lowest bug, or at the budget).
 
-use super::{CheckOptions, CheckOutcome};
-use crate::error::HostError;
-use crate::guest::Guest;
 use std::collections::VecDeque;
 use std::sync::atomic::{AtomicU64, Ordering};
 use wasmrace_explore::explorer::blocks::OpenSizes;
 use wasmrace_explore::{LowestBug, Report};
-
-/// [`check_with_progress`](super::check_with_progress) on this thread,
-/// calling `progress` every [`PROGRESS_EVERY`] executions, as the threaded
-/// runs do: `check --jobs 1`, and a run too small to split.
-pub(super) fn on_one_thread(
-    guest: &Guest,
-    test: &str,
-    opts: &CheckOptions,
-    progress: &(dyn Fn(u64) + Sync),
-) -> Result<CheckOutcome, HostError> {
-    super::check_with_progress(guest, test, opts, &mut |r| {
-        if r.executions.is_multiple_of(PROGRESS_EVERY) {
-            progress(r.executions)
-        }
-    })
-}
-
-/// Runs `work(0)` to `work(jobs - 1)` on `jobs` scoped threads and
-/// collects their results in order: the first error if any failed, a
-/// thread's panic carried on.
-pub(super) fn on_threads<T: Send>(
-    jobs: usize,
-    work: impl Fn(usize) -> Result<T, HostError> + Sync,
-) -> Result<Vec<T>, HostError> {
-    let work = &work;
-    let results: Vec<Result<T, HostError>> = std::thread::scope(|scope| {
-        let handles: Vec<_> = (0..jobs).map(|j| scope.spawn(move || work(j))).collect();
-        handles
-            .into_iter()
-            .map(|h| h.join().unwrap_or_else(|p| std::panic::resume_unwind(p)))
-            .collect()
-    });
-    results.into_iter().collect()
-}
-
-/// How often, in executions, a progress callback is called: often enough
-/// for a bar, rarely enough to cost nothing next to the executions.
-const PROGRESS_EVERY: u64 = 100;
-
-/// A tick for every execution any thread ends, calling `progress` with
-/// the count every [`PROGRESS_EVERY`].
-pub(super) fn progress_ticks(progress: &(dyn Fn(u64) + Sync)) -> impl Fn() + Sync + '_ {
-    let ended = AtomicU64::new(0);
-    move || {
-        let n = ended.fetch_add(1, Ordering::Relaxed) + 1;
-        if n.is_multiple_of(PROGRESS_EVERY) {
-            progress(n);
-        }
-    }
-}
 
 /// One worker's reports as of its recent executions (a run split by
 /// execution), so that the run can be cut at the lowest failing index

@@ -1,10 +1,26 @@
-//! `check --jobs N`: one exploration on N threads of one process, each
-//! with its own program instance, reported exactly as one thread reports
-//! it where the strategy allows (see [`check_jobs`]).
+//! [`Way::Shares`](super::Way::Shares): the workers split a run by
+//! execution, or share its search tree, and their reports settle into the
+//! one-thread run's.
+//!
+//! A strategy that splits by prefix (`dfs` without a state cache) shares
+//! its search tree between the workers by work stealing
+//! ([`SubtreePool`]), within the partition when one is given, and its
+//! report is the one-thread run's too (the pool numbers the bug and cuts
+//! the budget in the search order, [`SubtreePool::settle`]); one that
+//! shares its tree (`dfs` with a state cache, [`Split::Shared`]) does the
+//! same and shares the cache as well, and so does one whose jobs depend
+//! on nothing but themselves (`dpor --dpor trust`, [`Split::Jobs`]: a
+//! subtree is a job's graph). One that splits by execution is split into
+//! shares (partition `K` of `N` becomes partitions `K + N * j` of `N *
+//! jobs`), and its report is the one-thread run's: the failing execution
+//! with the lowest index, counted with exactly the executions below it
+//! ([`LowestBug`], [`Cuts`]); so is a phased one within a partition (its
+//! phases a prologue every worker runs).
 
-use super::threads::{on_one_thread, on_threads, progress_ticks, Cuts};
-use super::{explore_err, finish_check, CheckOptions, CheckOutcome};
-use crate::config::instance_slots_for;
+use super::cuts::Cuts;
+use super::workers::{on_threads, progress_ticks};
+use crate::check::options::CheckOptions;
+use crate::check::single::{explore_err, Explored};
 use crate::error::HostError;
 use crate::guest::Guest;
 use std::sync::atomic::AtomicU64;
@@ -13,70 +29,18 @@ use wasmrace_explore::explorer::partition::merge_reports;
 use wasmrace_explore::explorer::steal::SubtreePool;
 use wasmrace_explore::{Blocks, Explorer, LowestBug, Partition, Report, Split};
 
-/// [`check`](super::check) on `jobs` threads, each exploring with its own program
-/// instance of the same loaded module, their reports merged as `wasmrace
-/// merge` merges partitions ([`merge_reports`]: executions added up, the
-/// bug one run reports first). A strategy that splits by prefix (`dfs`
-/// without a state cache) shares its search tree between the threads by
-/// work stealing ([`SubtreePool`]), within `opts.explore.partition` when
-/// one is given, and its report is the one-thread run's too (the pool
-/// numbers the bug and cuts the budget in the search order,
-/// [`SubtreePool::settle`]); one that shares its tree (`dfs` with a state
-/// cache, [`Split::Shared`]) does the same and shares the cache as well,
-/// and so does one whose jobs depend on nothing but themselves (`dpor
-/// --dpor trust`, [`Split::Jobs`]: a subtree is a job's graph);
-/// one that runs in rounds (`ses`, [`Split::Rounds`]) runs each round's
-/// executions side by side and is counted in one thread's order;
-/// one that splits by execution is split into `jobs`
-/// partitions (partition `K` of `N` becomes partitions `K + N * j` of `N *
-/// jobs`), and its report is the one-thread run's: the failing execution
-/// with the lowest index, counted with exactly the executions below it
-/// ([`LowestBug`], `Cuts`); so is a phased one within a partition (its
-/// phases a prologue every thread runs). `jobs` of 1 is [`check`](super::check). The strategy must
-/// split its work (`Profile::split`), else this is the explorer's
-/// `CannotSplit` error.
-pub fn check_jobs(
+/// The run on `jobs` workers in shares of `split` (with `blocks`), its
+/// reports merged as `wasmrace merge` merges partitions
+/// ([`merge_reports`]: executions added up, the bug one run reports
+/// first), or settled by the pool.
+pub(super) fn explore_shares(
     guest: &Guest,
     test: &str,
     opts: &CheckOptions,
     jobs: u32,
-) -> Result<CheckOutcome, HostError> {
-    check_jobs_with_progress(guest, test, opts, jobs, &|_| {})
-}
-
-/// Like [`check_jobs`], calling `progress` with the executions all
-/// threads have ended so far, every 100 of them (from any
-/// thread, so it must be `Sync`), for a progress bar. With `jobs` of 1,
-/// [`check_with_progress`](super::check_with_progress). Under
-/// `--data-races report` the run is on one thread too: its list of races
-/// is the one run's, whichever executions threads would have run past a
-/// bug or a budget.
-pub fn check_jobs_with_progress(
-    guest: &Guest,
-    test: &str,
-    opts: &CheckOptions,
-    jobs: u32,
+    (split, blocks): (Split, Blocks),
     progress: &(dyn Fn(u64) + Sync),
-) -> Result<CheckOutcome, HostError> {
-    if jobs <= 1 || guest.config().data_races == wasmrace_trace::DataRaces::Report {
-        return on_one_thread(guest, test, opts, progress);
-    }
-    let (needed, slots) = (instance_slots_for(jobs), guest.config().instance_slots);
-    if needed > slots {
-        return Err(HostError::TooManyJobs {
-            jobs,
-            needed,
-            slots,
-        });
-    }
-    let strategy = opts.strategy.build(opts.seed);
-    let wasmrace_explore::Profile { split, blocks, .. } = strategy.profile();
-    if split == Split::Phases && opts.explore.partition.is_none() {
-        return super::phases::check_phases(guest, test, opts, jobs, progress);
-    }
-    if split == Split::Rounds {
-        return super::rounds::check_rounds(guest, test, opts, jobs, progress);
-    }
+) -> Result<Explored, HostError> {
     let tick = progress_ticks(progress);
     let tick = &tick;
     let shares_tree = matches!(split, Split::ByPrefix | Split::Shared | Split::Jobs);
@@ -166,8 +130,12 @@ pub fn check_jobs_with_progress(
     // The program of the worker that ran most says whether the test had
     // anything to interleave, and traces the bug.
     parts.sort_by_key(|(_, r, _, _)| std::cmp::Reverse(r.executions));
-    let (explorer, _, name, _) = parts.swap_remove(0);
-    finish_check(guest, test, opts, explorer, report, name)
+    let (explorer, _, strategy, _) = parts.swap_remove(0);
+    Ok(Explored {
+        explorer,
+        report,
+        strategy,
+    })
 }
 
 /// A run with open blocks, cut, as one thread reports it: its bugs (found
