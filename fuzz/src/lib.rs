@@ -21,6 +21,7 @@ mod mutate;
 mod parts;
 mod pipeline;
 mod schedules;
+mod signatures;
 mod std_modules;
 mod watch;
 

@@ -6,7 +6,7 @@
 //! (atomics, WASI, the race pass) and the host's thread semantics on code
 //! no compiler would write.
 
-use crate::generate::{plain_signature, Signature};
+use crate::signatures::{plain_signature, Signature};
 use rand::{Rng, RngCore};
 use wasm_encoder::{
     CodeSection, EntityType, ExportKind, ExportSection, Function, FunctionSection, ImportSection,
