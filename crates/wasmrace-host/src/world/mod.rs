@@ -382,7 +382,8 @@ pub struct World {
     /// Threads created by the last step whose first segment has not run.
     pub unstarted: Vec<usize>,
     /// Base address of each thread slot (Asyncify buffer, then shadow
-    /// stack) in pages the host grew itself.
+    /// stack) in pages the host grew itself, ascending: each batch of
+    /// slots is made at the top of memory (`note_written` relies on it).
     pub slot_bases: Vec<u32>,
     /// Slots of exited threads, reused last-in first-out.
     pub free_slots: Vec<u32>,
@@ -597,7 +598,13 @@ impl World {
                 main.low = addr;
             }
         }
-        for (base, low) in self.slot_bases.iter().zip(self.slot_lows.iter_mut()) {
+        // Every drain of the dirty-page map calls this per marked block:
+        // find the one slot that can hold `addr` (slots are laid out in
+        // the order they were made, each above the last) rather than look
+        // at every slot.
+        let i = self.slot_bases.partition_point(|&b| b <= addr);
+        if let Some(i) = i.checked_sub(1) {
+            let (base, low) = (self.slot_bases[i], &mut self.slot_lows[i]);
             if (base.saturating_add(async_bytes)..*low).contains(&addr) {
                 *low = addr;
             }
